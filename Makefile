@@ -1,0 +1,105 @@
+# The workbook's commands. `make help` lists them; README.md explains them.
+#
+# Everything is installed inside this folder: .venv/ (the notebook kernel), .envs/<era>/ (one
+# environment per delta-rs writer era), node_modules/ (Azurite), and every download is cached in
+# .cache/ (wheels, npm packages, Spark jars) so the second run needs no network.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+UV_VERSION := 0.13.8
+WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1
+
+CACHE := $(CURDIR)/.cache
+export UV_CACHE_DIR := $(CACHE)/uv
+export UV_PYTHON_DOWNLOADS := never
+export PIP_CACHE_DIR := $(CACHE)/pip
+export npm_config_cache := $(CACHE)/npm
+export npm_config_update_notifier := false
+export npm_config_fund := false
+export npm_config_audit := false
+ifdef OFFLINE
+export UV_OFFLINE := 1
+export npm_config_offline := true
+endif
+
+UV := $(CACHE)/bootstrap/bin/uv
+PY := $(CURDIR)/.venv/bin/python
+ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
+
+.PHONY: help install preflight lock workbook test outputs lab services stop status reset prefetch clean distclean
+
+help: ## list the commands
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything
+	@$(PYTHON) -m helpers.preflight
+
+install: preflight .venv/.installed $(ERA_STAMPS) node_modules/.installed .cache/ivy/.resolved ## install everything the workbook needs (idempotent)
+
+$(UV):
+	$(PYTHON) -m venv $(CACHE)/bootstrap
+	$(CACHE)/bootstrap/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+.venv/.installed: requirements/kernel.txt pyproject.toml | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) .venv
+	$(UV) pip sync --quiet --python .venv/bin/python --require-hashes requirements/kernel.txt
+	$(UV) pip install --quiet --python .venv/bin/python --no-deps --editable .
+	touch $@
+
+.envs/%/.installed: requirements/writer-%.txt | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/$*
+	$(UV) pip sync --quiet --python .envs/$*/bin/python --require-hashes $<
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --prefer-offline --no-progress --loglevel=error
+	touch $@
+
+.cache/ivy/.resolved: helpers/sessions.py helpers/config.py .venv/.installed
+	$(PY) -m helpers.sessions fetch-jars
+	touch $@
+
+lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit them)
+	$(UV) pip compile pyproject.toml --group kernel --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/kernel.txt
+	$(foreach era,$(WRITER_ERAS),$(UV) pip compile pyproject.toml --group writer-$(subst .,-,$(era)) --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/writer-$(era).txt;)
+	npm install --package-lock-only --no-progress --loglevel=error
+
+workbook: install ## execute every notebook into build/executed/ (HTML + index.html)
+	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook
+
+test: install ## unit tests and every notebook executed as a test
+	$(PY) -m helpers.services run -- $(PY) -m pytest
+
+outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
+	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook refresh $(NB)
+
+lab: install ## emulators up, JupyterLab on 127.0.0.1
+	$(PY) -m helpers.services up
+	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks
+
+services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
+	$(PY) -m helpers.services up
+
+stop: ## stop the emulators the workbook started
+	@if [ -x $(PY) ]; then $(PY) -m helpers.services down; fi
+
+status: ## show which emulators answer
+	$(PY) -m helpers.services status
+
+reset: ## wipe emulator state (buckets, tables, containers) and local tables
+	$(PY) -m helpers.services reset
+	rm -rf .state/tables
+
+prefetch: install ## download every wheel, jar and npm package for offline use (then: make OFFLINE=1 ...)
+	$(PY) -m helpers.sessions fetch-jars
+	npm cache verify --loglevel=error >/dev/null
+	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
+
+clean: ## remove executed notebooks and test output
+	rm -rf build .pytest_cache
+
+distclean: stop clean ## remove everything `make install` created, caches included
+	rm -rf .venv .envs node_modules .cache .state

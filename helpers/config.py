@@ -1,0 +1,159 @@
+"""The one home of the workbook's settings: paths, ports, names, credentials and versions.
+
+Every other module and every notebook asks this module; nothing else hard-codes an endpoint.
+Each setting can be overridden by an environment variable named in its comment, so the same
+notebooks run against the native emulators, the docker-compose ones, or a real cloud account
+(``WORKBOOK_PROFILE=cloud``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The workbook's top folder (the one holding README.md)."""
+
+STATE_DIR = Path(os.environ.get("WORKBOOK_STATE_DIR", ROOT / ".state"))
+"""Emulator state, pid files and logs. Ignored by git; ``make reset`` wipes it."""
+
+CACHE_DIR = Path(os.environ.get("WORKBOOK_CACHE_DIR", ROOT / ".cache"))
+"""Downloads kept between runs: wheels (uv), jars (Ivy), npm packages. Ignored by git."""
+
+BUILD_DIR = ROOT / "build"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+DATA_DIR = ROOT / "data"
+LOCAL_TABLES_DIR = BUILD_DIR / "tables"
+"""Local Delta tables the notebooks create (``make clean`` removes them)."""
+ENVS_DIR = ROOT / ".envs"
+"""One virtual environment per writer era (see helpers/eras.py)."""
+
+LOCALHOST = "127.0.0.1"
+"""Every emulator binds here and nowhere else."""
+
+PROFILES = ("local", "cloud")
+
+
+def shown(path: Path | str) -> str:
+    """A path as notebooks print it: relative to the workbook's folder, so outputs name no machine."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a port number; use a whole number such as {default}.") from None
+    if not 1 <= value <= 65535:
+        raise ConfigError(f"{name}={value} is outside 1-65535; use a free port such as {default}.")
+    return value
+
+
+def profile() -> str:
+    """``local`` (emulators, the default) or ``cloud`` (real AWS/Azure from the environment)."""
+    value = os.environ.get("WORKBOOK_PROFILE", "local").strip().lower()
+    if value not in PROFILES:
+        raise ConfigError(f"WORKBOOK_PROFILE={value!r} is not one of {', '.join(PROFILES)}.")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Emulators (local profile). docker-compose.yml publishes the same ports; tests/test_compose.py
+# checks that the two agree.
+# --------------------------------------------------------------------------------------------
+
+MOTO_DEFAULT_PORT = 5050  # not 5000: macOS' AirPlay receiver holds 5000
+AZURITE_DEFAULT_PORT = 10000  # the port every Azure SDK assumes for the storage emulator
+
+
+def moto_port() -> int:
+    """Port of the moto server that plays S3 and DynamoDB (``WORKBOOK_MOTO_PORT``)."""
+    return _env_int("WORKBOOK_MOTO_PORT", MOTO_DEFAULT_PORT)
+
+
+def azurite_port() -> int:
+    """Port of Azurite's Blob service (``WORKBOOK_AZURITE_PORT``)."""
+    return _env_int("WORKBOOK_AZURITE_PORT", AZURITE_DEFAULT_PORT)
+
+
+def moto_endpoint() -> str:
+    return f"http://{LOCALHOST}:{moto_port()}"
+
+
+# The well-known, public credentials of the emulators. They open nothing outside this machine.
+EMULATOR_AWS_REGION = "us-east-1"
+EMULATOR_AWS_ACCESS_KEY_ID = "workbook"
+EMULATOR_AWS_SECRET_ACCESS_KEY = "workbook-secret"
+AZURITE_ACCOUNT_NAME = "devstoreaccount1"
+AZURITE_ACCOUNT_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def azurite_blob_endpoint() -> str:
+    """Path-style Blob endpoint of the emulator account, as Azure SDKs expect it."""
+    return f"http://{LOCALHOST}:{azurite_port()}/{AZURITE_ACCOUNT_NAME}"
+
+
+# --------------------------------------------------------------------------------------------
+# Names shared by the notebooks, docker-compose.yml and the real-cloud profile.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Names:
+    s3_bucket: str
+    azure_container: str
+    dynamodb_lock_table: str
+    aws_region: str
+
+
+def names() -> Names:
+    """Bucket, container, lock table and region (``WORKBOOK_S3_BUCKET``, ``WORKBOOK_AZURE_CONTAINER``,
+    ``WORKBOOK_DYNAMODB_TABLE``, ``AWS_REGION``)."""
+    return Names(
+        s3_bucket=os.environ.get("WORKBOOK_S3_BUCKET", "delta-root"),
+        azure_container=os.environ.get("WORKBOOK_AZURE_CONTAINER", "delta"),
+        dynamodb_lock_table=os.environ.get("WORKBOOK_DYNAMODB_TABLE", "delta_log"),
+        aws_region=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", EMULATOR_AWS_REGION)),
+    )
+
+
+def azure_account_name() -> str:
+    """The storage account: Azurite's in the local profile, ``AZURE_STORAGE_ACCOUNT_NAME`` in the cloud."""
+    if profile() == "local":
+        return AZURITE_ACCOUNT_NAME
+    account = os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
+    if not account:
+        raise ConfigError(
+            "WORKBOOK_PROFILE=cloud needs AZURE_STORAGE_ACCOUNT_NAME (an ADLS Gen2 account); "
+            "credentials come from the Azure default chain (az login, a managed identity or AZURE_CLIENT_* variables)."
+        )
+    return account
+
+
+# --------------------------------------------------------------------------------------------
+# Versions that are not Python packages (those are pinned in pyproject.toml / uv.lock).
+# --------------------------------------------------------------------------------------------
+
+DELTA_JARS_VERSION = "4.4.0"
+"""Delta Spark's jars. The delta-spark 4.4.1 wheel is byte-for-byte 4.4.0 but for its version
+string, and 4.4.1 jars were never published to Maven Central, so the builder asks for 4.4.0
+instead of letting ``configure_spark_with_delta_pip`` ask for a jar that does not exist."""
+
+AZURITE_VERSION = "3.35.0"
+"""Mirrored in package.json and docker-compose.yml (a test keeps them equal)."""
+
+MOTO_VERSION = "5.2.5"
+"""Mirrored in pyproject.toml and docker-compose.yml (a test keeps them equal)."""

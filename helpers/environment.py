@@ -1,0 +1,94 @@
+"""What is installed, against what is pinned: the evidence behind notebook 00.
+
+Pins are read from the lock files in requirements/ (the one place they are written down), so
+a report can never disagree with what ``make install`` installed on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from helpers import config, preflight
+
+KERNEL_PACKAGES = (
+    "pyspark",
+    "delta-spark",
+    "deltalake",
+    "daft",
+    "pyarrow",
+    "pandas",
+    "boto3",
+    "moto",
+    "azure-storage-blob",
+    "papermill",
+    "nbval",
+    "jupyterlab",
+    "matplotlib",
+)
+
+_PIN = re.compile(r"^([A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?==([^\s;\\]+)")
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@lru_cache(maxsize=None)
+def lock_pins(lock_file: Path) -> dict[str, str]:
+    """``{package: version}`` from a requirements lock file (``name==version`` lines)."""
+    pins = {}
+    for line in lock_file.read_text().splitlines():
+        match = _PIN.match(line)
+        if match:
+            pins.setdefault(_normalise(match.group(1)), match.group(2))
+    return pins
+
+
+def pinned_version(package: str, lock_file: Path | None = None) -> str | None:
+    """The version the kernel lock file (or ``lock_file``) pins ``package`` to, or None."""
+    lock_file = lock_file or config.ROOT / "requirements" / "kernel.txt"
+    return lock_pins(lock_file).get(_normalise(package))
+
+
+def installed_version(package: str) -> str | None:
+    """The version installed in this Python, or None."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def package_report(packages=KERNEL_PACKAGES) -> list[dict[str, object]]:
+    """One row per package: pinned, installed, and whether they agree."""
+    rows = []
+    for package in packages:
+        pinned, installed = pinned_version(package), installed_version(package)
+        rows.append({"package": package, "pinned": pinned, "installed": installed, "ok": pinned == installed})
+    return rows
+
+
+def _first_line(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"not found ({error.__class__.__name__})"
+    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else ""
+
+
+def tool_report() -> list[dict[str, object]]:
+    """Python, Java and Node.js: the major version found, what is required, and a fix if it is off."""
+    java = preflight.java_major(_first_line(["java", "-version"]))
+    node_text = _first_line(["node", "--version"])
+    node = int(node_text[1:].split(".")[0]) if node_text.startswith("v") else None
+    import sys
+
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return [
+        {"tool": "Python", "required": "3.11", "found": python, "problem": preflight.check_python()},
+        {"tool": "Java", "required": f"{preflight.JAVA_MIN}-{preflight.JAVA_MAX}", "found": java, "problem": preflight.check_java()},
+        {"tool": "Node.js", "required": f">={preflight.NODE_MIN}", "found": node, "problem": preflight.check_node()},
+    ]

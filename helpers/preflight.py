@@ -1,0 +1,89 @@
+"""Checks what `make install` cannot install for you: Python 3.11, Java 17+ and Node.js 20+.
+
+Run as ``python3.11 -m helpers.preflight`` (``make preflight``). Uses the standard library only,
+so it works before any virtual environment exists. Exit code 0 when all is well, 1 otherwise,
+with one line per problem saying how to fix it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+PYTHON_VERSION = (3, 11)
+JAVA_MIN, JAVA_MAX = 17, 21  # Spark 4.2 runs on Java 17 and 21
+NODE_MIN = 20
+
+
+def _version_of(command: list[str]) -> str | None:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout + done.stderr).strip()
+
+
+def check_python() -> str | None:
+    if sys.version_info[:2] != PYTHON_VERSION:
+        found = ".".join(map(str, sys.version_info[:3]))
+        return (
+            f"Python {found} is running this check; the workbook is pinned to Python 3.11. "
+            "Install Python 3.11 and run `make PYTHON=/path/to/python3.11 install`."
+        )
+    return None
+
+
+def java_major(text: str) -> int | None:
+    """The major version in `java -version` output (1.8 -> 8, 17.0.15 -> 17)."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_java() -> str | None:
+    if shutil.which("java") is None:
+        return (
+            "Java is not on PATH; Spark needs a JDK 17 (or 21). Install one (Debian/Ubuntu: "
+            "`apt-get install openjdk-17-jdk-headless`; macOS: `brew install openjdk@17`) or set JAVA_HOME and PATH."
+        )
+    text = _version_of(["java", "-version"]) or ""
+    major = java_major(text)
+    if major is None:
+        return f"Could not read the Java version from `java -version` ({text[:80]!r}); Spark needs Java 17 or 21."
+    if not JAVA_MIN <= major <= JAVA_MAX:
+        return f"Java {major} is on PATH; Spark 4.2 needs Java {JAVA_MIN} or {JAVA_MAX}. Point JAVA_HOME and PATH at a JDK 17."
+    return None
+
+
+def check_node() -> str | None:
+    if shutil.which("node") is None:
+        return (
+            "Node.js is not on PATH; the Azure emulator (Azurite) needs Node.js 20+. Install it "
+            "(Debian/Ubuntu: `apt-get install nodejs npm`; macOS: `brew install node@20`), or use docker compose."
+        )
+    text = _version_of(["node", "--version"]) or ""
+    match = re.match(r"v(\d+)", text)
+    if not match or int(match.group(1)) < NODE_MIN:
+        return f"Node.js {text or '?'} is on PATH; Azurite needs Node.js {NODE_MIN} or newer."
+    if shutil.which("npm") is None:
+        return "npm is not on PATH; it installs Azurite. Install npm next to Node.js."
+    return None
+
+
+def problems() -> list[str]:
+    return [p for p in (check_python(), check_java(), check_node()) if p]
+
+
+def main() -> int:
+    found = problems()
+    for problem in found:
+        print(f"preflight: {problem}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

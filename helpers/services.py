@@ -1,0 +1,451 @@
+"""Start, check and stop the local cloud emulators the notebooks write to.
+
+Two services, both bound to 127.0.0.1 only:
+
+* ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB.
+* ``azurite``: Azurite's Blob service, playing Azure Blob Storage.
+
+Each runs as a detached process whose pid file, log and state live under ``.state/``. ``up`` is
+idempotent (a service that already answers is left alone, even one started by docker compose),
+``down`` stops only what this module started, ``reset`` wipes emulator state.
+
+Command line::
+
+    python -m helpers.services up|down|status|reset [moto|azurite ...]
+    python -m helpers.services run -- COMMAND ...   # services up, COMMAND, then stop what was started
+
+Every failure raises :class:`ServiceError` with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from helpers import config
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+NODE_MIN_MAJOR = 20
+
+
+class ServiceError(RuntimeError):
+    """A service could not be started, reached or stopped; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    provides: tuple[str, ...]
+    port: Callable[[], int]
+    identify: Callable[[int], str | None]
+    """Returns a description of the server answering on the port if it is this service, else None."""
+    command: Callable[[int], list[str]]
+    port_variable: str
+
+    @property
+    def pid_file(self) -> Path:
+        return config.STATE_DIR / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return config.STATE_DIR / "logs" / f"{self.name}.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return config.STATE_DIR / self.name
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    port: int
+    answering: bool
+    identity: str | None
+    pid: int | None
+    """Set when this module started the process (it has a pid file)."""
+    log_file: Path
+
+    @property
+    def managed(self) -> bool:
+        return self.pid is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Probes
+# ---------------------------------------------------------------------------------------------
+
+
+def _http_get(url: str, timeout: float = 2.0) -> tuple[int, dict[str, str], bytes] | None:
+    """GET a URL; (status, headers, body), or None if nothing answers there."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _identify_moto(port: int) -> str | None:
+    answer = _http_get(f"http://{config.LOCALHOST}:{port}/moto-api/data.json")
+    if answer is None or answer[0] != 200:
+        return None
+    try:
+        json.loads(answer[2])
+    except ValueError:
+        return None
+    return "moto server (S3 + DynamoDB)"
+
+
+def _identify_azurite(port: int) -> str | None:
+    answer = _http_get(f"http://{config.LOCALHOST}:{port}/{config.AZURITE_ACCOUNT_NAME}?comp=list")
+    if answer is None:
+        return None
+    server = next((v for k, v in answer[1].items() if k.lower() == "server"), "")
+    return server if server.startswith("Azurite-Blob") else None
+
+
+def port_is_free(port: int) -> bool:
+    """True if nothing listens on 127.0.0.1:port (we could bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((config.LOCALHOST, port))
+        except OSError:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+def _moto_command(port: int) -> list[str]:
+    try:
+        import moto.server  # noqa: F401
+    except ImportError:
+        raise ServiceError(
+            f"moto server is not installed in this Python ({sys.executable}). Run `make install`, "
+            "or start the emulators with `docker compose up -d`."
+        ) from None
+    return [sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p", str(port)]
+
+
+def node_major_version(node: str) -> int:
+    """The major version of a Node.js executable (raises ServiceError if it does not run)."""
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20, check=True).stdout
+        return int(out.strip().lstrip("v").split(".")[0])
+    except (OSError, subprocess.SubprocessError, ValueError) as error:
+        raise ServiceError(f"`{node} --version` failed ({error}); reinstall Node.js {NODE_MIN_MAJOR}.") from None
+
+
+def _azurite_command(port: int) -> list[str]:
+    node = shutil.which("node")
+    if node is None:
+        raise ServiceError(
+            f"Azurite needs Node.js {NODE_MIN_MAJOR} or newer, and `node` is not on PATH. Install Node.js "
+            f"{NODE_MIN_MAJOR} (your OS package manager, nvm or the official installer) and run `make install`; "
+            "or run the emulators with `docker compose up -d`."
+        )
+    major = node_major_version(node)
+    if major < NODE_MIN_MAJOR:
+        raise ServiceError(f"Azurite needs Node.js {NODE_MIN_MAJOR} or newer; `node` here is v{major}. Upgrade Node.js.")
+    script = config.ROOT / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
+    if not script.is_file():
+        raise ServiceError(f"Azurite {config.AZURITE_VERSION} is not installed in node_modules/. Run `make install`.")
+    service = SERVICES["azurite"]
+    return [
+        node,
+        str(script),
+        "--blobHost", config.LOCALHOST,
+        "--blobPort", str(port),
+        "--location", str(service.data_dir),
+        "--debug", str(service.data_dir / "debug.log"),
+        "--skipApiVersionCheck",  # today's SDKs speak newer API versions than the emulator knows
+        "--loose",
+        "--disableTelemetry",
+    ]
+
+
+SERVICES: dict[str, Service] = {
+    "moto": Service(
+        name="moto",
+        provides=("s3", "dynamodb"),
+        port=config.moto_port,
+        identify=_identify_moto,
+        command=_moto_command,
+        port_variable="WORKBOOK_MOTO_PORT",
+    ),
+    "azurite": Service(
+        name="azurite",
+        provides=("azure",),
+        port=config.azurite_port,
+        identify=_identify_azurite,
+        command=_azurite_command,
+        port_variable="WORKBOOK_AZURITE_PORT",
+    ),
+}
+
+
+def _select(names: Sequence[str] | None) -> list[Service]:
+    if not names:
+        return list(SERVICES.values())
+    chosen = []
+    for name in names:
+        matches = [s for s in SERVICES.values() if name == s.name or name in s.provides]
+        if not matches:
+            known = sorted(set(SERVICES) | {p for s in SERVICES.values() for p in s.provides})
+            raise ServiceError(f"Unknown service {name!r}; choose from {', '.join(known)}.")
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Pid files
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_pid(service: Service) -> int | None:
+    """The pid of the process this module started for the service, if it is still alive."""
+    try:
+        pid = int(json.loads(service.pid_file.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        service.pid_file.unlink(missing_ok=True)
+        return None
+    except PermissionError:
+        pass
+    return pid
+
+
+def _log_tail(service: Service, lines: int = 15) -> str:
+    try:
+        text = service.log_file.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text[-lines:]) or "    (log is empty)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def status(names: Sequence[str] | None = None) -> list[Status]:
+    """Where each service stands: answering or not, and whether this module started it."""
+    result = []
+    for service in _select(names):
+        port = service.port()
+        identity = service.identify(port)
+        result.append(
+            Status(service.name, port, identity is not None, identity, _read_pid(service), service.log_file)
+        )
+    return result
+
+
+def _start(service: Service) -> int:
+    port = service.port()
+    if not port_is_free(port):
+        raise ServiceError(
+            f"Port {port} on {config.LOCALHOST} is taken by another program that does not answer like "
+            f"{service.name}. Stop that program (`lsof -i :{port}` shows it), or pick another port: "
+            f"`export {service.port_variable}=<free port>` and run again."
+        )
+    command = service.command(port)
+    service.log_file.parent.mkdir(parents=True, exist_ok=True)
+    service.data_dir.mkdir(parents=True, exist_ok=True)
+    with open(service.log_file, "ab") as log:
+        log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=config.ROOT,
+            start_new_session=True,  # survives the notebook kernel or make that started it
+        )
+    service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command}))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            service.pid_file.unlink(missing_ok=True)
+            raise ServiceError(
+                f"{service.name} exited with code {process.returncode} while starting. "
+                f"Last lines of {service.log_file}:\n{_log_tail(service)}"
+            )
+        if service.identify(port):
+            return process.pid
+        time.sleep(0.2)
+    _stop_pid(process.pid)
+    service.pid_file.unlink(missing_ok=True)
+    raise ServiceError(
+        f"{service.name} did not answer on {config.LOCALHOST}:{port} within {START_TIMEOUT_S:.0f} s. "
+        f"Last lines of {service.log_file}:\n{_log_tail(service)}"
+    )
+
+
+def up(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
+    """Start each service that does not answer yet; return the names of those it started."""
+    config.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    started = []
+    for service in _select(names):
+        port = service.port()
+        identity = service.identify(port)
+        if identity:
+            if not quiet:
+                print(f"{service.name}: already answering on {config.LOCALHOST}:{port} ({identity})")
+            continue
+        pid = _start(service)
+        started.append(service.name)
+        if not quiet:
+            print(f"{service.name}: started on {config.LOCALHOST}:{port} (pid {pid}, log {service.log_file.relative_to(config.ROOT) if service.log_file.is_relative_to(config.ROOT) else service.log_file})")
+    return started
+
+
+def _stop_pid(pid: int) -> None:
+    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
+    """Stop the services this module started; return their names. Others are left alone."""
+    stopped = []
+    for service in _select(names):
+        pid = _read_pid(service)
+        if pid is None:
+            if not quiet and service.identify(service.port()):
+                print(f"{service.name}: answering, but not started by the workbook (docker compose?); left running")
+            continue
+        _stop_pid(pid)
+        service.pid_file.unlink(missing_ok=True)
+        stopped.append(service.name)
+        if not quiet:
+            print(f"{service.name}: stopped (pid {pid})")
+    return stopped
+
+
+def reset(names: Sequence[str] | None = None) -> None:
+    """Wipe emulator state: every bucket, table and container is gone afterwards."""
+    for service in _select(names):
+        port = service.port()
+        if service.name == "moto":
+            if service.identify(port):
+                request = urllib.request.Request(f"http://{config.LOCALHOST}:{port}/moto-api/reset", method="POST")
+                urllib.request.urlopen(request, timeout=10).close()
+                print("moto: state reset (every bucket and table is gone)")
+            else:
+                print("moto: not running; it keeps its state in memory, so there is nothing to wipe")
+        else:
+            was_running = _read_pid(service) is not None
+            if service.identify(port) and not was_running:
+                raise ServiceError(
+                    f"{service.name} answers on port {port} but was not started by the workbook; "
+                    "reset it where it runs (for docker compose: `docker compose down -v`)."
+                )
+            down([service.name], quiet=True)
+            shutil.rmtree(service.data_dir, ignore_errors=True)
+            print(f"{service.name}: state wiped ({service.data_dir})")
+            if was_running:
+                up([service.name])
+
+
+def require(*capabilities: str) -> None:
+    """Make sure the services providing these capabilities (``s3``, ``dynamodb``, ``azure``) answer,
+    starting any that do not. Notebooks call this in their setup cell; it prints one line each."""
+    if config.profile() == "cloud":
+        print("WORKBOOK_PROFILE=cloud: using real cloud services, no emulator needed")
+        return
+    selected = _select(capabilities or None)
+    up([s.name for s in selected], quiet=True)
+    for state in status([s.name for s in selected]):
+        print(f"{state.name}: answering on {config.LOCALHOST}:{state.port}")
+
+
+@contextlib.contextmanager
+def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
+    """Services up for the duration of the block; afterwards stop those that were not running before
+    (including any that a notebook started inside the block)."""
+    before = {s.name for s in status(names) if s.answering}
+    up(names)
+    try:
+        yield [s.name for s in _select(names)]
+    finally:
+        started = [s.name for s in status(names) if s.managed and s.name not in before]
+        down(started)
+
+
+def _print_status(states: list[Status]) -> None:
+    for s in states:
+        state = "answering" if s.answering else "not running"
+        who = f"started by the workbook, pid {s.pid}" if s.managed else ("started elsewhere" if s.answering else "")
+        print(f"{s.name:8} {config.LOCALHOST}:{s.port:<6} {state:12} {who:36} {s.identity or ''}".rstrip())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.services", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["up", "down", "status", "reset", "run"])
+    parser.add_argument("names", nargs="*", help="moto, azurite (or s3, dynamodb, azure); default: all")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        command = argv[argv.index("--") + 1 :]
+        argv = argv[: argv.index("--")]
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "up":
+            up(args.names)
+        elif args.action == "down":
+            down(args.names)
+        elif args.action == "status":
+            _print_status(status(args.names))
+        elif args.action == "reset":
+            reset(args.names)
+        elif args.action == "run":
+            if not command:
+                parser.error("run needs a command after --")
+            with running(args.names):
+                return subprocess.call(command)
+    except (ServiceError, config.ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+"""Session builders: SparkSessions with Delta Lake, and delta-rs ``storage_options``.
+
+Spark::
+
+    spark = spark_session("s3")            # Delta + s3a:// pointed at the S3 emulator
+    spark = spark_session("local")         # Delta on the local file system only
+
+Jars come from Maven Central through ``spark.jars.packages`` into the project's Ivy cache
+(``.cache/ivy``), so only the first start downloads them. ``WORKBOOK_SPARK_MASTER`` runs the same
+notebook on a real cluster (default ``local[*]``).
+
+delta-rs::
+
+    write_deltalake(s3_uri("t"), data, storage_options=s3_storage_options(unsafe_rename=True))
+
+Every builder reads endpoints and names from :mod:`helpers.config`; with ``WORKBOOK_PROFILE=cloud``
+they leave out the emulator endpoints and keys, and credentials come from the default chains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from helpers import config
+
+SPARK_STORES = ("local", "s3", "azure")
+LOCKING_PROVIDERS = (None, "dynamodb")
+SCALA_BINARY_VERSION = "2.13"
+IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
+
+
+class SessionError(RuntimeError):
+    """A session cannot be built as asked; the message says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Versions of the jars, derived from what is installed so they cannot drift apart
+# ---------------------------------------------------------------------------------------------
+
+
+def _pyspark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def hadoop_version() -> str:
+    """The Hadoop version bundled with pyspark (hadoop-aws must match it exactly)."""
+    jars = sorted(_pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
+    if not jars:
+        raise SessionError(f"No hadoop-client-api jar in {_pyspark_jars_dir()}; reinstall with `make install`.")
+    return jars[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+
+
+def delta_spark_package() -> str:
+    """The Maven coordinate of Delta Spark for the installed Spark (e.g. ``io.delta:delta-spark_4.2_2.13:4.4.0``)."""
+    major_minor = ".".join(spark_version().split(".")[:2])
+    return f"io.delta:delta-spark_{major_minor}_{SCALA_BINARY_VERSION}:{config.DELTA_JARS_VERSION}"
+
+
+def spark_packages(*stores: str) -> list[str]:
+    """Maven packages a session for these stores needs."""
+    _check_stores(stores)
+    packages = [delta_spark_package()]
+    if "s3" in stores:
+        # brings the AWS SDK v2 bundle it was built against
+        packages.append(f"org.apache.hadoop:hadoop-aws:{hadoop_version()}")
+    if "azure" in stores:
+        packages.append(f"org.apache.hadoop:hadoop-azure:{hadoop_version()}")
+    return packages
+
+
+# Jars the packages above declare but that pyspark already bundles (a Hadoop 3.5 client with its
+# shaded Guava, httpclient, commons-codec) or that only the removed wasb:// driver used. Delta's
+# pom alone would add a second, older Hadoop client (3.4.x).
+SPARK_JAR_EXCLUDES = (
+    "org.apache.hadoop:hadoop-client-api",
+    "org.apache.hadoop:hadoop-client-runtime",
+    "org.apache.hadoop.thirdparty:hadoop-shaded-guava",
+    "org.apache.httpcomponents:httpclient",
+    "org.apache.httpcomponents:httpcore",
+    "commons-codec:commons-codec",
+    "com.microsoft.azure:azure-storage",
+    "com.microsoft.azure:azure-keyvault-core",
+    "org.hdrhistogram:HdrHistogram",
+)
+
+
+def _check_stores(stores: Iterable[str]) -> None:
+    unknown = [s for s in stores if s not in SPARK_STORES]
+    if unknown:
+        raise SessionError(f"Unknown store {unknown[0]!r}; choose from {', '.join(SPARK_STORES)}.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark
+# ---------------------------------------------------------------------------------------------
+
+
+def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str, str]:
+    """Every Spark setting a session for these stores gets (useful to print, or for spark-submit)."""
+    _check_stores(stores)
+    ivy_dir = config.CACHE_DIR / "ivy"
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": os.environ.get("WORKBOOK_SPARK_MASTER", "local[*]"),
+        "spark.jars.packages": ",".join(spark_packages(*stores)),
+        "spark.jars.excludes": ",".join(SPARK_JAR_EXCLUDES),
+        "spark.jars.ivy": str(ivy_dir),
+        "spark.jars.ivySettings": str(IVY_SETTINGS),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # small and quiet, for a laptop or a 2-core CI machine
+        "spark.sql.shuffle.partitions": "4",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": os.environ.get("WORKBOOK_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(config.BUILD_DIR / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={config.BUILD_DIR / 'derby'}",
+    }
+    if conf["spark.master"].startswith("local"):
+        conf["spark.driver.bindAddress"] = config.LOCALHOST
+        conf["spark.driver.host"] = config.LOCALHOST
+    if "s3" in stores:
+        conf.update(_s3a_conf())
+    if "azure" in stores:
+        conf.update(_abfs_conf())
+    return conf
+
+
+def _s3a_conf() -> dict[str, str]:
+    names = config.names()
+    conf = {
+        "spark.hadoop.fs.s3a.endpoint.region": names.aws_region,
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+    }
+    if config.profile() == "local":
+        conf.update(
+            {
+                "spark.hadoop.fs.s3a.endpoint": config.moto_endpoint(),
+                "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+                "spark.hadoop.fs.s3a.access.key": config.EMULATOR_AWS_ACCESS_KEY_ID,
+                "spark.hadoop.fs.s3a.secret.key": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+                "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+            }
+        )
+    else:
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "false"
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
+            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+        )
+    return conf
+
+
+def _abfs_conf() -> dict[str, str]:
+    """Hadoop ABFS settings. Hadoop 3.5 removed wasb://, and Azurite has no ADLS Gen2 (dfs) endpoint,
+    so locally ABFS runs in its Blob-endpoint mode against Azurite; each setting below is needed
+    (README, "Spark on Azurite", says what fails without it)."""
+    account = config.azure_account_name()
+    host = f"{account}.dfs.core.windows.net"
+    if config.profile() == "cloud":
+        key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY")
+        return {f"spark.hadoop.fs.azure.account.key.{host}": key} if key else {}
+    return {
+        # send requests to http://127.0.0.1:<port>/<account>/<container>/... instead of <account>.dfs...
+        "spark.hadoop.fs.azure.abfs.endpoint": f"{config.LOCALHOST}:{config.azurite_port()}",
+        "spark.hadoop.fs.azure.always.use.https": "false",
+        # the default Apache client fails on plain http ("SSL socket factory may not be null")
+        "spark.hadoop.fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",
+        f"spark.hadoop.fs.azure.account.key.{host}": config.AZURITE_ACCOUNT_KEY,
+        "spark.hadoop.fs.azure.account.auth.type": "SharedKey",
+        # a flat-namespace (Blob) account: no DFS endpoint to probe
+        "spark.hadoop.fs.azure.account.hns.enabled": "false",
+        "spark.hadoop.fs.azure.fns.account.service.type": "BLOB",
+        "spark.hadoop.fs.azure.metrics.collection.enabled": "false",
+    }
+
+
+def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_conf: dict[str, str] | None = None):
+    """A SparkSession with Delta Lake for the given stores (``local``, ``s3``, ``azure``; default ``local``).
+
+    Returns the running session if one with the same jars exists in this process. Raises
+    SessionError if Java is missing, or if a session with other jars is already running (jars are
+    fixed when the JVM starts: restart the kernel).
+    """
+    from pyspark.sql import SparkSession
+
+    stores = stores or ("local",)
+    conf = spark_conf(*stores, app_name=app_name)
+    conf.update(extra_conf or {})
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        have = set(filter(None, active.sparkContext.getConf().get("spark.jars.packages", "").split(",")))
+        missing = set(conf["spark.jars.packages"].split(",")) - have
+        if missing:
+            raise SessionError(
+                f"A SparkSession without {', '.join(sorted(missing))} is already running in this process, and "
+                "jars are fixed when the JVM starts. Restart the kernel, then build the session with every store you need."
+            )
+        return active
+    _check_java()
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if conf["spark.master"].startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", config.LOCALHOST)
+    log_file = spark_log_file(app_name)
+    started = time.monotonic()
+    try:
+        with _output_to(log_file):
+            session = builder.getOrCreate()
+    except Exception as error:  # py4j / JVM start failures arrive as bare exceptions
+        raise SessionError(_explain_start_failure(error, log_file)) from error
+    session.sparkContext.setLogLevel(os.environ.get("WORKBOOK_SPARK_LOG_LEVEL", "ERROR"))
+    session.conf.set("workbook.startSeconds", f"{time.monotonic() - started:.1f}")
+    return session
+
+
+def spark_log_file(app_name: str) -> Path:
+    """Where the JVM of a session writes its console output (Ivy resolution, Spark warnings)."""
+    return config.STATE_DIR / "logs" / f"spark-{app_name}.log"
+
+
+@contextlib.contextmanager
+def _output_to(log_file: Path):
+    """Point this process's stdout/stderr file descriptors at a log file while the JVM starts: the
+    JVM inherits them, so its console output lands in the log instead of notebook cells."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(log_file, "ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def _check_java() -> None:
+    from helpers import preflight
+
+    problem = preflight.check_java()
+    if problem:
+        raise SessionError(problem)
+
+
+def _explain_start_failure(error: Exception, log_file: Path) -> str:
+    text = str(error)
+    try:
+        log = log_file.read_text(errors="replace")[-20000:]
+    except OSError:
+        log = ""
+    if "unresolved dependency" in log or "download failed" in log.lower():
+        return (
+            "Spark could not download its jars from Maven Central (see "
+            f"{config.shown(log_file)}). Check the network or proxy (JAVA_TOOL_OPTIONS=-Dhttps.proxyHost=...), "
+            "or run `make prefetch` where the network works and bring .cache/ivy along."
+        )
+    tail = "\n".join(log.strip().splitlines()[-15:])
+    return f"Spark did not start: {text[:600]}\nLast lines of {config.shown(log_file)}:\n{tail}"
+
+
+def fetch_jars(*stores: str) -> float:
+    """Resolve and download the jars for these stores into the Ivy cache; return the seconds it took.
+
+    Starts the JVM once (Spark's own resolver, so exactly what a session will ask for) and stops it.
+    """
+    from pyspark.sql import SparkSession
+
+    started = time.monotonic()
+    session = spark_session(*stores, app_name="fetch-jars")
+    session.stop()
+    SparkSession._instantiatedSession = None
+    return time.monotonic() - started
+
+
+# ---------------------------------------------------------------------------------------------
+# delta-rs storage_options
+# ---------------------------------------------------------------------------------------------
+
+
+def local_table_path(*parts: str) -> Path:
+    """A folder for a local table, under build/tables/ (``make clean`` removes it)."""
+    return config.LOCAL_TABLES_DIR.joinpath(*parts)
+
+
+def s3_uri(table: str, scheme: str = "s3") -> str:
+    """``s3://<bucket>/<table>``; ``scheme="s3a"`` for the URI Spark uses (delta-rs accepts both)."""
+    if scheme not in ("s3", "s3a"):
+        raise SessionError(f"scheme must be 's3' or 's3a', not {scheme!r}")
+    return f"{scheme}://{config.names().s3_bucket}/{table.strip('/')}"
+
+
+def abfs_uri(table: str) -> str:
+    """The URI Spark's ABFS driver takes for the same table: ``abfs[s]://<container>@<account>.dfs.core.windows.net/<table>``.
+
+    The host must be the ``.dfs.`` one even against Azurite: ABFS reads the account name from it."""
+    scheme = "abfs" if config.profile() == "local" else "abfss"
+    return f"{scheme}://{config.names().azure_container}@{config.azure_account_name()}.dfs.core.windows.net/{table.strip('/')}"
+
+
+def azure_uri(table: str) -> str:
+    """``az://<container>/<table>``, the form delta-rs takes for Azure Blob and ADLS Gen2."""
+    return f"az://{config.names().azure_container}/{table.strip('/')}"
+
+
+def s3_storage_options(
+    *,
+    unsafe_rename: bool = False,
+    locking_provider: str | None = None,
+    conditional_put: str | None = None,
+) -> dict[str, str]:
+    """``storage_options`` for delta-rs on S3 (the emulator, or real S3 with ``WORKBOOK_PROFILE=cloud``).
+
+    The era-specific switches are explicit:
+
+    * ``unsafe_rename=True`` sets ``AWS_S3_ALLOW_UNSAFE_RENAME`` (needed by deltalake < 0.23 to write
+      at all without a lock; unsafe with more than one writer).
+    * ``locking_provider="dynamodb"`` sets ``AWS_S3_LOCKING_PROVIDER`` and the lock table
+      (deltalake < 1.6.1; later releases ignore it and log that they do).
+    * ``conditional_put`` passes ``conditional_put`` through (e.g. ``"disabled"``; deltalake >= 1.0).
+    """
+    if locking_provider not in LOCKING_PROVIDERS:
+        raise SessionError(f"locking_provider must be one of {LOCKING_PROVIDERS}, not {locking_provider!r}")
+    names = config.names()
+    options = {"AWS_REGION": names.aws_region}
+    if config.profile() == "local":
+        options.update(
+            {
+                "AWS_ENDPOINT_URL": config.moto_endpoint(),
+                "AWS_ALLOW_HTTP": "true",
+                "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+            }
+        )
+    if unsafe_rename:
+        options["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
+    if locking_provider == "dynamodb":
+        options["AWS_S3_LOCKING_PROVIDER"] = "dynamodb"
+        options["DELTA_DYNAMO_TABLE_NAME"] = names.dynamodb_lock_table
+        if config.profile() == "local":
+            options["AWS_ENDPOINT_URL_DYNAMODB"] = config.moto_endpoint()
+    if conditional_put is not None:
+        options["conditional_put"] = conditional_put
+    return options
+
+
+def azure_storage_options() -> dict[str, str]:
+    """``storage_options`` for delta-rs on Azure Blob: Azurite locally, ADLS Gen2 with ``WORKBOOK_PROFILE=cloud``
+    (credentials then come from AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or ``az login``
+    with AZURE_USE_AZURE_CLI=true, which delta-rs reads from the environment)."""
+    if config.profile() == "cloud":
+        return {"account_name": config.azure_account_name()}
+    return {
+        "account_name": config.AZURITE_ACCOUNT_NAME,
+        "account_key": config.AZURITE_ACCOUNT_KEY,
+        "azure_storage_endpoint": config.azurite_blob_endpoint(),
+        "allow_http": "true",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.sessions")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy")
+    sub.add_parser("conf", help="print the Spark settings of an S3 session")
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "fetch-jars":
+            stores = SPARK_STORES
+            seconds = fetch_jars(*stores)
+            print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
+        else:
+            for key, value in spark_conf("s3").items():
+                shown = "****" if "secret" in key else value
+                print(f"{key}={shown}")
+    except (SessionError, config.ConfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

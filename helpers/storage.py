@@ -1,0 +1,204 @@
+"""Clients for the object stores and the lock table, and the resources the notebooks need.
+
+``s3_client()``, ``dynamodb_client()`` and ``blob_service()`` talk to the emulators (or, with
+``WORKBOOK_PROFILE=cloud``, to real AWS / Azure through the default credential chains).
+``ensure_bucket``, ``ensure_container`` and ``ensure_lock_table`` create what a notebook writes
+to, idempotently; ``delete_prefix`` empties a table's folder so a notebook can run again.
+"""
+
+from __future__ import annotations
+
+import time
+
+from helpers import config
+
+
+class StorageError(RuntimeError):
+    """A store cannot be reached or used; the message says what to do."""
+
+
+def _unreachable(what: str, endpoint: str, error: Exception) -> StorageError:
+    return StorageError(
+        f"{what} does not answer at {endpoint} ({type(error).__name__}: {error}). Start the emulators with "
+        "`make services` (or `python -m helpers.services up`), or check WORKBOOK_PROFILE and the endpoint settings."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# AWS (S3 + DynamoDB)
+# ---------------------------------------------------------------------------------------------
+
+
+def _aws_kwargs() -> dict[str, str]:
+    kwargs = {"region_name": config.names().aws_region}
+    if config.profile() == "local":
+        kwargs.update(
+            endpoint_url=config.moto_endpoint(),
+            aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
+            aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+        )
+    return kwargs
+
+
+def s3_client():
+    """A boto3 S3 client for the emulator (or real S3 in the cloud profile)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs())
+
+
+def dynamodb_client():
+    """A boto3 DynamoDB client for the emulator (or real DynamoDB in the cloud profile)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("dynamodb", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs())
+
+
+def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
+    """Create the bucket if missing, with object versioning on (so overwritten commits stay
+    visible as older versions). Returns the bucket name."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    bucket = bucket or config.names().s3_bucket
+    client = s3_client()
+    try:
+        client.head_bucket(Bucket=bucket)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise StorageError(f"Cannot use bucket {bucket!r}: {error}") from error
+        client.create_bucket(Bucket=bucket)
+    except EndpointConnectionError as error:
+        raise _unreachable("S3", config.moto_endpoint(), error) from error
+    if versioned:
+        client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    return bucket
+
+
+def delete_prefix(prefix: str, bucket: str | None = None) -> int:
+    """Delete every object (and every version of it) under ``prefix``; return how many were removed."""
+    bucket = bucket or config.names().s3_bucket
+    client = s3_client()
+    removed = 0
+    prefix = prefix.strip("/") + "/"
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        batch = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+        ]
+        if batch:
+            client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+            removed += len(batch)
+    return removed
+
+
+LOCK_TABLE_KEYS = (("tablePath", "HASH"), ("fileName", "RANGE"))
+"""The key schema Delta Spark's S3DynamoDBLogStore and delta-rs both expect."""
+
+
+def ensure_lock_table(name: str | None = None) -> str:
+    """Create the DynamoDB lock table the way the real log store expects it (``tablePath`` hash
+    key, ``fileName`` range key, on-demand capacity, TTL on ``expireTime``). Returns its name."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    name = name or config.names().dynamodb_lock_table
+    client = dynamodb_client()
+    try:
+        client.describe_table(TableName=name)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise StorageError(f"Cannot use DynamoDB table {name!r}: {error}") from error
+        client.create_table(
+            TableName=name,
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key, _ in LOCK_TABLE_KEYS],
+            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in LOCK_TABLE_KEYS],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        client.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expireTime"}
+        )
+    except EndpointConnectionError as error:
+        raise _unreachable("DynamoDB", config.moto_endpoint(), error) from error
+    return name
+
+
+# ---------------------------------------------------------------------------------------------
+# Azure Blob
+# ---------------------------------------------------------------------------------------------
+
+
+def blob_service():
+    """An azure-storage-blob BlobServiceClient for Azurite (or a real account in the cloud profile)."""
+    from azure.storage.blob import BlobServiceClient
+
+    if config.profile() == "local":
+        connection = (
+            "DefaultEndpointsProtocol=http;"
+            f"AccountName={config.AZURITE_ACCOUNT_NAME};AccountKey={config.AZURITE_ACCOUNT_KEY};"
+            f"BlobEndpoint={config.azurite_blob_endpoint()};"
+        )
+        return BlobServiceClient.from_connection_string(connection)
+    from azure.identity import DefaultAzureCredential  # only needed for real Azure
+
+    account = config.azure_account_name()
+    return BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=DefaultAzureCredential())
+
+
+def ensure_container(container: str | None = None) -> str:
+    """Create the blob container if missing (delta-rs never creates it). Returns its name."""
+    from azure.core.exceptions import ResourceExistsError, ServiceRequestError
+
+    container = container or config.names().azure_container
+    try:
+        blob_service().create_container(container)
+    except ResourceExistsError:
+        pass
+    except ServiceRequestError as error:
+        raise _unreachable("Azure Blob (Azurite)", config.azurite_blob_endpoint(), error) from error
+    return container
+
+
+def delete_blobs(prefix: str, container: str | None = None) -> int:
+    """Delete every blob under ``prefix``; return how many were removed."""
+    container = container or config.names().azure_container
+    client = blob_service().get_container_client(container)
+    names = [b.name for b in client.list_blobs(name_starts_with=prefix.strip("/") + "/")]
+    for name in sorted(names, key=len, reverse=True):
+        client.delete_blob(name)
+    return len(names)
+
+
+def remove_table(location: str) -> int:
+    """Delete everything under a table location so a notebook can create it afresh; return how many
+    files or objects were removed. Takes a local path, ``s3://`` / ``s3a://``, ``az://`` or
+    ``abfs[s]://container@account.dfs.core.windows.net/...``."""
+    import shutil
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        path = Path(parsed.path if parsed.scheme else location)
+        count = sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+        shutil.rmtree(path, ignore_errors=True)
+        return count
+    if parsed.scheme in ("s3", "s3a"):
+        return delete_prefix(parsed.path, bucket=parsed.netloc)
+    if parsed.scheme == "az":
+        return delete_blobs(parsed.path, container=parsed.netloc)
+    if parsed.scheme in ("abfs", "abfss"):
+        return delete_blobs(parsed.path, container=parsed.netloc.split("@")[0])
+    raise StorageError(f"Cannot remove {location!r}: unknown scheme {parsed.scheme!r} (local path, s3://, az:// or abfs://).")
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2) -> bool:
+    """Poll ``predicate`` until it returns true or ``timeout`` seconds pass; return its last answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
