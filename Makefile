@@ -29,7 +29,7 @@ UV := $(CACHE)/bootstrap/bin/uv
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 
-.PHONY: help install preflight lock workbook test outputs lab services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test outputs lab services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,7 +37,9 @@ help: ## list the commands
 preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything
 	@$(PYTHON) -m helpers.preflight
 
-install: preflight .venv/.installed $(ERA_STAMPS) node_modules/.installed .cache/ivy/.resolved ## install everything the workbook needs (idempotent)
+install: preflight install-python node_modules/.installed ## install everything the workbook needs (idempotent)
+
+install-python: .venv/.installed $(ERA_STAMPS) .cache/ivy/.resolved ## the Python environments and Spark jars only (the Docker image)
 
 $(UV):
 	$(PYTHON) -m venv $(CACHE)/bootstrap

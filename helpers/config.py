@@ -87,8 +87,18 @@ def azurite_port() -> int:
     return _env_int("WORKBOOK_AZURITE_PORT", AZURITE_DEFAULT_PORT)
 
 
+def moto_host() -> str:
+    """Where moto runs: 127.0.0.1 natively; docker-compose's JupyterLab sets ``WORKBOOK_MOTO_HOST=moto``."""
+    return os.environ.get("WORKBOOK_MOTO_HOST", LOCALHOST)
+
+
+def azurite_host() -> str:
+    """Where Azurite runs: 127.0.0.1 natively; docker-compose's JupyterLab sets ``WORKBOOK_AZURITE_HOST=azurite``."""
+    return os.environ.get("WORKBOOK_AZURITE_HOST", LOCALHOST)
+
+
 def moto_endpoint() -> str:
-    return f"http://{LOCALHOST}:{moto_port()}"
+    return f"http://{moto_host()}:{moto_port()}"
 
 
 # The well-known, public credentials of the emulators. They open nothing outside this machine.
@@ -103,7 +113,7 @@ AZURITE_ACCOUNT_KEY = (
 
 def azurite_blob_endpoint() -> str:
     """Path-style Blob endpoint of the emulator account, as Azure SDKs expect it."""
-    return f"http://{LOCALHOST}:{azurite_port()}/{AZURITE_ACCOUNT_NAME}"
+    return f"http://{azurite_host()}:{azurite_port()}/{AZURITE_ACCOUNT_NAME}"
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,8 +50,9 @@ class ServiceError(RuntimeError):
 class Service:
     name: str
     provides: tuple[str, ...]
+    host: Callable[[], str]
     port: Callable[[], int]
-    identify: Callable[[int], str | None]
+    identify: Callable[[str, int], str | None]
     """Returns a description of the server answering on the port if it is this service, else None."""
     command: Callable[[int], list[str]]
     port_variable: str
@@ -72,6 +73,7 @@ class Service:
 @dataclass(frozen=True)
 class Status:
     name: str
+    host: str
     port: int
     answering: bool
     identity: str | None
@@ -82,6 +84,10 @@ class Status:
     @property
     def managed(self) -> bool:
         return self.pid is not None
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,8 +106,8 @@ def _http_get(url: str, timeout: float = 2.0) -> tuple[int, dict[str, str], byte
         return None
 
 
-def _identify_moto(port: int) -> str | None:
-    answer = _http_get(f"http://{config.LOCALHOST}:{port}/moto-api/data.json")
+def _identify_moto(host: str, port: int) -> str | None:
+    answer = _http_get(f"http://{host}:{port}/moto-api/data.json")
     if answer is None or answer[0] != 200:
         return None
     try:
@@ -111,8 +117,8 @@ def _identify_moto(port: int) -> str | None:
     return "moto server (S3 + DynamoDB)"
 
 
-def _identify_azurite(port: int) -> str | None:
-    answer = _http_get(f"http://{config.LOCALHOST}:{port}/{config.AZURITE_ACCOUNT_NAME}?comp=list")
+def _identify_azurite(host: str, port: int) -> str | None:
+    answer = _http_get(f"http://{host}:{port}/{config.AZURITE_ACCOUNT_NAME}?comp=list")
     if answer is None:
         return None
     server = next((v for k, v in answer[1].items() if k.lower() == "server"), "")
@@ -155,6 +161,14 @@ def node_major_version(node: str) -> int:
         raise ServiceError(f"`{node} --version` failed ({error}); reinstall Node.js {NODE_MIN_MAJOR}.") from None
 
 
+AZURITE_FLAGS = (
+    "--skipApiVersionCheck",  # today's SDKs speak newer API versions than the emulator knows
+    "--loose",  # ignore headers it does not support instead of failing the request
+    "--disableTelemetry",
+)
+"""Also in docker-compose.yml (tests/test_compose.py keeps them equal)."""
+
+
 def _azurite_command(port: int) -> list[str]:
     node = shutil.which("node")
     if node is None:
@@ -177,9 +191,7 @@ def _azurite_command(port: int) -> list[str]:
         "--blobPort", str(port),
         "--location", str(service.data_dir),
         "--debug", str(service.data_dir / "debug.log"),
-        "--skipApiVersionCheck",  # today's SDKs speak newer API versions than the emulator knows
-        "--loose",
-        "--disableTelemetry",
+        *AZURITE_FLAGS,
     ]
 
 
@@ -187,6 +199,7 @@ SERVICES: dict[str, Service] = {
     "moto": Service(
         name="moto",
         provides=("s3", "dynamodb"),
+        host=config.moto_host,
         port=config.moto_port,
         identify=_identify_moto,
         command=_moto_command,
@@ -195,6 +208,7 @@ SERVICES: dict[str, Service] = {
     "azurite": Service(
         name="azurite",
         provides=("azure",),
+        host=config.azurite_host,
         port=config.azurite_port,
         identify=_identify_azurite,
         command=_azurite_command,
@@ -254,16 +268,21 @@ def status(names: Sequence[str] | None = None) -> list[Status]:
     """Where each service stands: answering or not, and whether this module started it."""
     result = []
     for service in _select(names):
-        port = service.port()
-        identity = service.identify(port)
+        host, port = service.host(), service.port()
+        identity = service.identify(host, port)
         result.append(
-            Status(service.name, port, identity is not None, identity, _read_pid(service), service.log_file)
+            Status(service.name, host, port, identity is not None, identity, _read_pid(service), service.log_file)
         )
     return result
 
 
 def _start(service: Service) -> int:
-    port = service.port()
+    host, port = service.host(), service.port()
+    if host != config.LOCALHOST:
+        raise ServiceError(
+            f"{service.name} is expected at {host}:{port} (WORKBOOK_{service.name.upper()}_HOST) and does "
+            "not answer. Start it there (`docker compose up -d`), or unset the variable to run it here."
+        )
     if not port_is_free(port):
         raise ServiceError(
             f"Port {port} on {config.LOCALHOST} is taken by another program that does not answer like "
@@ -293,7 +312,7 @@ def _start(service: Service) -> int:
                 f"{service.name} exited with code {process.returncode} while starting. "
                 f"Last lines of {service.log_file}:\n{_log_tail(service)}"
             )
-        if service.identify(port):
+        if service.identify(host, port):
             return process.pid
         time.sleep(0.2)
     _stop_pid(process.pid)
@@ -309,16 +328,16 @@ def up(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
     config.STATE_DIR.mkdir(parents=True, exist_ok=True)
     started = []
     for service in _select(names):
-        port = service.port()
-        identity = service.identify(port)
+        host, port = service.host(), service.port()
+        identity = service.identify(host, port)
         if identity:
             if not quiet:
-                print(f"{service.name}: already answering on {config.LOCALHOST}:{port} ({identity})")
+                print(f"{service.name}: already answering on {host}:{port} ({identity})")
             continue
         pid = _start(service)
         started.append(service.name)
         if not quiet:
-            print(f"{service.name}: started on {config.LOCALHOST}:{port} (pid {pid}, log {service.log_file.relative_to(config.ROOT) if service.log_file.is_relative_to(config.ROOT) else service.log_file})")
+            print(f"{service.name}: started on {host}:{port} (pid {pid}, log {config.shown(service.log_file)})")
     return started
 
 
@@ -349,7 +368,7 @@ def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
     for service in _select(names):
         pid = _read_pid(service)
         if pid is None:
-            if not quiet and service.identify(service.port()):
+            if not quiet and service.identify(service.host(), service.port()):
                 print(f"{service.name}: answering, but not started by the workbook (docker compose?); left running")
             continue
         _stop_pid(pid)
@@ -363,17 +382,17 @@ def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
 def reset(names: Sequence[str] | None = None) -> None:
     """Wipe emulator state: every bucket, table and container is gone afterwards."""
     for service in _select(names):
-        port = service.port()
+        host, port = service.host(), service.port()
         if service.name == "moto":
-            if service.identify(port):
-                request = urllib.request.Request(f"http://{config.LOCALHOST}:{port}/moto-api/reset", method="POST")
+            if service.identify(host, port):
+                request = urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")
                 urllib.request.urlopen(request, timeout=10).close()
                 print("moto: state reset (every bucket and table is gone)")
             else:
                 print("moto: not running; it keeps its state in memory, so there is nothing to wipe")
         else:
             was_running = _read_pid(service) is not None
-            if service.identify(port) and not was_running:
+            if service.identify(host, port) and not was_running:
                 raise ServiceError(
                     f"{service.name} answers on port {port} but was not started by the workbook; "
                     "reset it where it runs (for docker compose: `docker compose down -v`)."
@@ -394,7 +413,7 @@ def require(*capabilities: str) -> None:
     selected = _select(capabilities or None)
     up([s.name for s in selected], quiet=True)
     for state in status([s.name for s in selected]):
-        print(f"{state.name}: answering on {config.LOCALHOST}:{state.port}")
+        print(f"{state.name}: answering on {state.endpoint}")
 
 
 @contextlib.contextmanager
@@ -414,7 +433,7 @@ def _print_status(states: list[Status]) -> None:
     for s in states:
         state = "answering" if s.answering else "not running"
         who = f"started by the workbook, pid {s.pid}" if s.managed else ("started elsewhere" if s.answering else "")
-        print(f"{s.name:8} {config.LOCALHOST}:{s.port:<6} {state:12} {who:36} {s.identity or ''}".rstrip())
+        print(f"{s.name:8} {s.endpoint:16} {state:12} {who:36} {s.identity or ''}".rstrip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -177,7 +177,7 @@ def _abfs_conf() -> dict[str, str]:
         return {f"spark.hadoop.fs.azure.account.key.{host}": key} if key else {}
     return {
         # send requests to http://127.0.0.1:<port>/<account>/<container>/... instead of <account>.dfs...
-        "spark.hadoop.fs.azure.abfs.endpoint": f"{config.LOCALHOST}:{config.azurite_port()}",
+        "spark.hadoop.fs.azure.abfs.endpoint": f"{config.azurite_host()}:{config.azurite_port()}",
         "spark.hadoop.fs.azure.always.use.https": "false",
         # the default Apache client fails on plain http ("SSL socket factory may not be null")
         "spark.hadoop.fs.azure.networking.library": "JDK_HTTP_URL_CONNECTION",

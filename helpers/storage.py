@@ -57,22 +57,37 @@ def dynamodb_client():
 
 
 def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
-    """Create the bucket if missing, with object versioning on (so overwritten commits stay
-    visible as older versions). Returns the bucket name."""
+    """Make sure the bucket exists with object versioning on (so overwritten commits stay visible
+    as older versions). Returns the bucket name.
+
+    On the emulator it is created if missing. In the cloud profile nothing is created or changed
+    (the workbook's IAM policy does not allow it): a missing or unversioned bucket raises
+    StorageError with the command that fixes it."""
     from botocore.exceptions import ClientError, EndpointConnectionError
 
     bucket = bucket or config.names().s3_bucket
     client = s3_client()
+    local = config.profile() == "local"
     try:
         client.head_bucket(Bucket=bucket)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
             raise StorageError(f"Cannot use bucket {bucket!r}: {error}") from error
+        if not local:
+            raise StorageError(
+                f"Bucket {bucket!r} does not exist. Create it (`aws s3api create-bucket --bucket {bucket}`) "
+                "or point WORKBOOK_S3_BUCKET at yours."
+            ) from error
         client.create_bucket(Bucket=bucket)
     except EndpointConnectionError as error:
         raise _unreachable("S3", config.moto_endpoint(), error) from error
-    if versioned:
+    if versioned and local:
         client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    elif versioned and client.get_bucket_versioning(Bucket=bucket).get("Status") != "Enabled":
+        raise StorageError(
+            f"Bucket {bucket!r} has versioning off; the notebooks show overwritten commits as object versions. "
+            f"`aws s3api put-bucket-versioning --bucket {bucket} --versioning-configuration Status=Enabled`"
+        )
     return bucket
 
 

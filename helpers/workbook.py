@@ -182,7 +182,7 @@ def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None)
         print(f"{path.stem}: {verdict} ({done.seconds:.0f} s)", flush=True)
         executions.append(done)
     index = write_index(executions, EXECUTED_DIR / "index.html")
-    print(f"index: {index.relative_to(config.ROOT)}")
+    print(f"index: {config.shown(index)}")
     return executions
 
 
@@ -281,7 +281,7 @@ def check(selection: Sequence[str] = ()) -> int:
     for path in notebooks(selection):
         problems = policy_problems(path)
         for problem in problems:
-            print(f"{path.relative_to(config.ROOT)}: {problem}")
+            print(f"{config.shown(path)}: {problem}")
         bad += bool(problems)
     return bad
 
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             executions = run(args.notebooks, parse_parameters(args.parameter))
             failed = [e for e in executions if not e.ok]
             for e in failed:
-                print(f"error: {e.notebook.relative_to(config.ROOT)} failed at {e.failed_cell}: {e.error}", file=sys.stderr)
+                print(f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}", file=sys.stderr)
             return 1 if failed else 0
         if args.action == "refresh":
             return 1 if any(not e.ok for e in refresh(args.notebooks)) else 0

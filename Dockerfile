@@ -1,0 +1,18 @@
+# JupyterLab for the workbook: Python 3.11, Java 17, the pinned kernel and writer environments,
+# and the Spark jars resolved at build time. The emulators run in their own containers
+# (docker-compose.yml); this image installs exactly what `make install-python` installs natively.
+FROM python:3.11.7-slim-bookworm
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless make procps \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /workbook
+COPY pyproject.toml Makefile README.md ./
+COPY requirements/ requirements/
+COPY helpers/ helpers/
+RUN make install-python PYTHON=python3.11
+COPY . .
+
+EXPOSE 8888
+CMD [".venv/bin/python", "-m", "jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--ServerApp.root_dir=notebooks"]

@@ -1,0 +1,63 @@
+"""docker-compose.yml, the Dockerfile and environment.yml agree with the native setup."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from helpers import config
+
+COMPOSE = yaml.safe_load((config.ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_file_is_valid_compose_spec():
+    checker = Path(sys.executable).with_name("check-jsonschema")
+    done = subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.compose-spec", str(config.ROOT / "docker-compose.yml")],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_emulator_images_are_pinned_to_the_native_versions():
+    assert COMPOSE["services"]["moto"]["image"] == f"motoserver/moto:{config.MOTO_VERSION}"
+    assert COMPOSE["services"]["azurite"]["image"].endswith(f"/azurite:{config.AZURITE_VERSION}")
+
+
+def test_ports_are_the_native_defaults_on_loopback_only():
+    assert COMPOSE["services"]["moto"]["ports"] == [f"127.0.0.1:{config.MOTO_DEFAULT_PORT}:{config.MOTO_DEFAULT_PORT}"]
+    assert COMPOSE["services"]["moto"]["environment"]["MOTO_PORT"] == str(config.MOTO_DEFAULT_PORT)
+    assert COMPOSE["services"]["azurite"]["ports"] == [f"127.0.0.1:{config.AZURITE_DEFAULT_PORT}:{config.AZURITE_DEFAULT_PORT}"]
+    assert f"--blobPort={config.AZURITE_DEFAULT_PORT}" in COMPOSE["services"]["azurite"]["command"]
+    for service in COMPOSE["services"].values():
+        assert all(p.startswith("127.0.0.1:") for p in service.get("ports", []))
+
+
+def test_azurite_runs_with_the_same_flags_as_natively():
+    from helpers import services
+
+    compose = {a.split("=")[0] for a in COMPOSE["services"]["azurite"]["command"][1:]}
+    assert set(services.AZURITE_FLAGS) <= compose
+
+
+def test_jupyter_uses_the_native_names():
+    env = COMPOSE["services"]["workbook"]["environment"]
+    names = config.Names(env["WORKBOOK_S3_BUCKET"], env["WORKBOOK_AZURE_CONTAINER"], env["WORKBOOK_DYNAMODB_TABLE"], config.names().aws_region)
+    assert names == config.names()
+    assert (env["WORKBOOK_MOTO_HOST"], env["WORKBOOK_AZURITE_HOST"]) == ("moto", "azurite")
+    assert int(env["WORKBOOK_MOTO_PORT"]) == config.MOTO_DEFAULT_PORT
+
+
+def test_dockerfile_installs_what_make_installs():
+    dockerfile = (config.ROOT / "Dockerfile").read_text()
+    makefile = (config.ROOT / "Makefile").read_text()
+    assert "FROM python:3.11." in dockerfile and "openjdk-17" in dockerfile
+    assert "make install-python" in dockerfile and "\ninstall-python:" in makefile
+
+
+def test_conda_environment_uses_the_same_lock():
+    env = yaml.safe_load((config.ROOT / "environment.yml").read_text())
+    assert {"python=3.11", "openjdk=17", "nodejs=20"} <= set(d for d in env["dependencies"] if isinstance(d, str))
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert pip == ["-r requirements/kernel.txt"]

@@ -1,0 +1,41 @@
+"""helpers.eras: one isolated environment per delta-rs era, started by name."""
+
+import re
+
+import pytest
+
+from helpers import config, environment, eras
+
+
+def test_each_era_pins_its_deltalake_in_its_lock_file():
+    for era in eras.ERAS.values():
+        assert era.requirements.is_file(), f"{era.requirements} is missing: run `make lock`"
+        assert environment.pinned_version("deltalake", era.requirements) == era.deltalake_version
+
+
+def test_makefile_installs_exactly_the_writer_eras():
+    makefile = (config.ROOT / "Makefile").read_text()
+    declared = re.search(r"^WRITER_ERAS := (.*)$", makefile, re.M).group(1).split()
+    assert declared == [e.name for e in eras.ERAS.values() if not e.in_kernel]
+
+
+@pytest.mark.parametrize("name", list(eras.ERAS))
+def test_each_era_imports_its_own_deltalake(name):
+    assert eras.installed_deltalake_version(name) == eras.ERAS[name].deltalake_version
+
+
+def test_eras_are_isolated_from_the_kernel():
+    done = eras.run_in_era(eras.SEEDS, ["-c", "import importlib.util as u; print(u.find_spec('pyspark') is None)"])
+    assert done.stdout.strip() == "True", "the seeds' era must not see the kernel's packages"
+
+
+def test_unknown_era_lists_the_known_ones():
+    with pytest.raises(eras.EraError, match="deltalake-0.22.3") as error:
+        eras.era("deltalake-0.6.0")
+    assert "Unknown era 'deltalake-0.6.0'" in str(error.value)
+
+
+def test_missing_environment_says_make_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "ENVS_DIR", tmp_path)
+    with pytest.raises(eras.EraError, match="make install"):
+        eras.python_for(eras.SEEDS)

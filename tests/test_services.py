@@ -1,0 +1,98 @@
+"""helpers.services: real emulator processes on spare ports, started, checked, reset and stopped."""
+
+import socket
+import sys
+
+import pytest
+
+from helpers import config, services, storage
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind((config.LOCALHOST, 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def private_services(monkeypatch, tmp_path):
+    """Point both services at spare ports and a private state folder; stop whatever the test started."""
+    monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(_free_port()))
+    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(_free_port()))
+    yield
+    services.down(quiet=True)
+
+
+def test_moto_lifecycle_up_idempotent_reset_down(private_services):
+    assert services.up(["moto"], quiet=True) == ["moto"]
+    assert services.up(["s3"], quiet=True) == [], "a second up must leave the running service alone"
+    (state,) = services.status(["moto"])
+    assert state.answering and state.managed
+    storage.ensure_bucket("lifecycle")
+    services.reset(["moto"])
+    assert "lifecycle" not in [b["Name"] for b in storage.s3_client().list_buckets()["Buckets"]]
+    assert services.down(["moto"], quiet=True) == ["moto"]
+    assert not services.status(["moto"])[0].answering
+
+
+def test_azurite_reset_wipes_containers(private_services):
+    services.up(["azure"], quiet=True)
+    storage.ensure_container("wipe-me")
+    services.reset(["azurite"])
+    assert services.status(["azurite"])[0].answering, "reset restarts a service that was running"
+    assert "wipe-me" not in [c.name for c in storage.blob_service().list_containers()]
+
+
+def test_busy_port_is_explained(private_services, monkeypatch):
+    with socket.socket() as squatter:
+        squatter.bind((config.LOCALHOST, 0))
+        squatter.listen()
+        monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(squatter.getsockname()[1]))
+        with pytest.raises(services.ServiceError, match="taken by another program") as error:
+            services.up(["moto"], quiet=True)
+    assert "WORKBOOK_MOTO_PORT" in str(error.value)
+
+
+def test_missing_node_is_explained(private_services, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(services.ServiceError, match="Node.js 20"):
+        services.up(["azurite"], quiet=True)
+
+
+def test_a_service_that_dies_while_starting_shows_its_log(private_services):
+    doomed = services.Service(
+        name="doomed",
+        provides=("nothing",),
+        host=lambda: config.LOCALHOST,
+        port=_free_port,
+        identify=lambda host, port: None,
+        command=lambda port: [sys.executable, "-c", "print('cannot open the pod bay doors'); raise SystemExit(3)"],
+        port_variable="WORKBOOK_DOOMED_PORT",
+    )
+    with pytest.raises(services.ServiceError, match="exited with code 3") as error:
+        services._start(doomed)
+    assert "cannot open the pod bay doors" in str(error.value)
+
+
+def test_a_remote_host_is_never_started_here(private_services, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_MOTO_HOST", "127.0.0.2")
+    with pytest.raises(services.ServiceError, match="WORKBOOK_MOTO_HOST"):
+        services.up(["moto"], quiet=True)
+
+
+def test_running_stops_only_what_it_started(private_services):
+    services.up(["moto"], quiet=True)
+    with services.running():
+        assert all(s.answering for s in services.status())
+    states = {s.name: s.answering for s in services.status()}
+    assert states == {"moto": True, "azurite": False}
+
+
+def test_unknown_service_and_cli(private_services, capsys):
+    with pytest.raises(services.ServiceError, match="choose from"):
+        services.up(["s4"])
+    assert services.main(["status"]) == 0
+    assert "not running" in capsys.readouterr().out
+    assert services.main(["up", "s4"]) == 2
+    assert "Unknown service 's4'" in capsys.readouterr().err

@@ -1,0 +1,87 @@
+"""helpers.sessions: Spark settings and delta-rs storage_options for every store and era switch."""
+
+import pytest
+
+from helpers import config, sessions
+
+
+def test_jar_versions_follow_what_is_installed():
+    import pyspark
+
+    assert sessions.delta_spark_package() == (
+        f"io.delta:delta-spark_{'.'.join(pyspark.__version__.split('.')[:2])}_2.13:{config.DELTA_JARS_VERSION}"
+    )
+    assert sessions.spark_packages("s3")[1] == f"org.apache.hadoop:hadoop-aws:{sessions.hadoop_version()}"
+    assert sessions.hadoop_version() == "3.5.0"  # pyspark 4.2.0 bundles Hadoop 3.5.0
+
+
+def test_s3a_points_at_the_emulator():
+    conf = sessions.spark_conf("s3")
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == config.moto_endpoint()
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.jars.ivy"].endswith(".cache/ivy")
+    assert "hadoop-azure" not in conf["spark.jars.packages"]
+
+
+def test_abfs_reaches_azurite_through_the_blob_endpoint():
+    conf = sessions.spark_conf("azure")
+    assert conf["spark.hadoop.fs.azure.abfs.endpoint"] == f"{config.azurite_host()}:{config.azurite_port()}"
+    assert conf["spark.hadoop.fs.azure.fns.account.service.type"] == "BLOB"
+    assert sessions.abfs_uri("/t/") == "abfs://delta@devstoreaccount1.dfs.core.windows.net/t"
+
+
+def test_master_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SPARK_MASTER", "spark://cluster:7077")
+    conf = sessions.spark_conf("local")
+    assert conf["spark.master"] == "spark://cluster:7077"
+    assert "spark.driver.bindAddress" not in conf
+
+
+def test_unknown_store_is_refused():
+    with pytest.raises(sessions.SessionError, match="choose from local, s3, azure"):
+        sessions.spark_conf("gcs")
+
+
+def test_storage_options_carry_the_era_switches_explicitly():
+    plain = sessions.s3_storage_options()
+    assert plain["AWS_ENDPOINT_URL"] == config.moto_endpoint()
+    assert "AWS_S3_ALLOW_UNSAFE_RENAME" not in plain and "AWS_S3_LOCKING_PROVIDER" not in plain
+    assert sessions.s3_storage_options(unsafe_rename=True)["AWS_S3_ALLOW_UNSAFE_RENAME"] == "true"
+    locked = sessions.s3_storage_options(locking_provider="dynamodb")
+    assert locked["DELTA_DYNAMO_TABLE_NAME"] == config.names().dynamodb_lock_table
+    assert locked["AWS_ENDPOINT_URL_DYNAMODB"] == config.moto_endpoint()
+    with pytest.raises(sessions.SessionError, match="locking_provider"):
+        sessions.s3_storage_options(locking_provider="zookeeper")
+
+
+def test_cloud_profile_uses_no_emulator_endpoint_or_key(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "realaccount")
+    options = sessions.s3_storage_options(locking_provider="dynamodb")
+    assert not any("ENDPOINT" in k or "SECRET" in k for k in options)
+    assert sessions.azure_storage_options() == {"account_name": "realaccount"}
+    conf = sessions.spark_conf("s3", "azure")
+    assert "spark.hadoop.fs.s3a.endpoint" not in conf and "spark.hadoop.fs.azure.abfs.endpoint" not in conf
+    assert sessions.abfs_uri("t").startswith("abfss://delta@realaccount.dfs.core.windows.net/")
+
+
+def test_uris():
+    assert sessions.s3_uri("a/b") == "s3://delta-root/a/b"
+    assert sessions.s3_uri("a", scheme="s3a") == "s3a://delta-root/a"
+    assert sessions.azure_uri("a") == "az://delta/a"
+    with pytest.raises(sessions.SessionError):
+        sessions.s3_uri("a", scheme="gs")
+
+
+@pytest.mark.spark
+def test_a_local_session_round_trip_then_other_jars_need_a_restart(tmp_path, capfd):
+    spark = sessions.spark_session("local", app_name="test-sessions")
+    try:
+        spark.range(3).write.format("delta").save(str(tmp_path / "t"))
+        assert spark.read.format("delta").load(str(tmp_path / "t")).count() == 3
+        assert ":: resolution report ::" not in capfd.readouterr().err, "JVM console output belongs in the log"
+        assert sessions.spark_session("local") is spark
+        with pytest.raises(sessions.SessionError, match="Restart the kernel"):
+            sessions.spark_session("s3")
+    finally:
+        spark.stop()

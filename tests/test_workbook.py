@@ -1,0 +1,90 @@
+"""helpers.workbook: papermill runs with parameters, the HTML index, and the output policy."""
+
+import json
+
+import pytest
+
+from helpers import config, workbook
+
+
+def _notebook(cells):
+    return {
+        "cells": [
+            {"cell_type": "code", "metadata": {"tags": tags}, "execution_count": None, "outputs": [], "source": source}
+            for source, tags in cells
+        ],
+        "metadata": {"kernelspec": workbook.KERNELSPEC},
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
+
+
+@pytest.fixture
+def scratch_workbook(tmp_path, monkeypatch):
+    """An empty notebooks/ and build/executed/ of a scratch workbook."""
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setattr(config, "NOTEBOOKS_DIR", tmp_path / "notebooks")
+    monkeypatch.setattr(workbook, "EXECUTED_DIR", tmp_path / "executed")
+    return tmp_path / "notebooks"
+
+
+def test_committed_notebooks_follow_the_output_policy():
+    assert workbook.notebooks(), "the workbook has notebooks"
+    problems = {p.name: workbook.policy_problems(p) for p in workbook.notebooks()}
+    assert problems == {p: [] for p in problems}
+
+
+def test_policy_catches_what_a_reviewer_should_not_see(tmp_path):
+    bad = _notebook([("x = 1", []), ("print('/home/someone/x')", [])])
+    bad["cells"][0]["execution_count"] = 7
+    bad["cells"][1]["outputs"] = [{"output_type": "error", "ename": "E", "evalue": "", "traceback": []}]
+    bad["metadata"]["papermill"] = {}
+    path = tmp_path / "99_bad.ipynb"
+    path.write_text(json.dumps(bad).replace("/home/someone", str(config.ROOT)))
+    problems = " | ".join(workbook.policy_problems(path))
+    for expected in ("parameters", "asserts", "execution counts", "error output", "papermill", "machine path"):
+        assert expected in problems
+
+
+def test_normalise_numbers_cells_like_a_clean_run_all():
+    nb = _notebook([("a", []), ("b", [])])
+    nb["cells"][1]["metadata"]["papermill"] = {"duration": 1}
+    nb["cells"][1]["outputs"] = [{"output_type": "execute_result", "execution_count": 9, "data": {}, "metadata": {}}]
+    done = workbook.normalise(nb)
+    assert [c["execution_count"] for c in done["cells"]] == [1, 2]
+    assert done["cells"][1]["outputs"][0]["execution_count"] == 2 and "papermill" not in done["cells"][1]["metadata"]
+
+
+def test_parameters_are_literals_and_misspellings_are_refused():
+    assert workbook.parse_parameters(["n_writers=4", "stores=['local']", "era=deltalake-1.5.1"]) == {
+        "n_writers": 4, "stores": ["local"], "era": "deltalake-1.5.1",
+    }
+    with pytest.raises(workbook.NotebookError, match="NAME=VALUE"):
+        workbook.parse_parameters(["n writers"])
+    first = workbook.notebooks()[0]
+    with pytest.raises(workbook.NotebookError, match="has no parameter n_writer") as error:
+        workbook.check_parameters(first, {"n_writer": 4})
+    assert "its parameters are" in str(error.value)
+
+
+def test_a_failing_notebook_is_named_with_its_cell(scratch_workbook, capsys):
+    nb = _notebook([("answer = 41", ["parameters"]), ("assert answer == 42, 'off by one'", [])])
+    (scratch_workbook / "01_fails.ipynb").write_text(json.dumps(nb))
+    assert workbook.main(["run"]) == 1
+    err = capsys.readouterr().err
+    assert "01_fails.ipynb failed at cell 1 (In [2]): AssertionError: off by one" in err
+    index = (workbook.EXECUTED_DIR / "index.html").read_text()
+    assert "FAILED at cell 1" in index and "01_fails.html" in index
+
+
+def test_papermill_runs_the_environment_check_with_parameters(monkeypatch, tmp_path):
+    monkeypatch.setattr(workbook, "EXECUTED_DIR", tmp_path / "executed")
+    (run,) = workbook.run(["00"], {"stores": [], "check_writer_eras": False})  # no Spark: fast
+    assert run.ok, run.error
+    executed = json.loads(run.output.read_text())
+    injected = [c for c in executed["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert injected and "check_writer_eras = False" in "".join(injected[0]["source"])
+    assert "round trips on no store, 3 writer eras" in json.dumps(executed)
+    index = (tmp_path / "executed" / "index.html").read_text()
+    assert "00_environment_check" in index and "passed" in index
+    assert run.output.with_suffix(".html").stat().st_size > 10_000
