@@ -35,6 +35,13 @@ LOCALHOST = "127.0.0.1"
 PROFILES = ("local", "cloud")
 
 
+def without_machine_paths(text: str) -> str:
+    """Text with this folder's absolute path (also as a ``file://`` URI) replaced by ``<workbook>``,
+    for printing commit files that record where the table lives."""
+    root = str(ROOT)
+    return text.replace(Path(root).as_uri(), "file://<workbook>").replace(root, "<workbook>")
+
+
 def shown(path: Path | str) -> str:
     """A path as notebooks print it: relative to the workbook's folder, so outputs name no machine."""
     try:
@@ -162,8 +169,11 @@ DELTA_JARS_VERSION = "4.4.0"
 string, and 4.4.1 jars were never published to Maven Central, so the builder asks for 4.4.0
 instead of letting ``configure_spark_with_delta_pip`` ask for a jar that does not exist."""
 
-AZURITE_VERSION = "3.35.0"
-"""Mirrored in package.json and docker-compose.yml (a test keeps them equal)."""
+AZURITE_VERSION = "3.37.0"
+"""Mirrored in package.json and docker-compose.yml (a test keeps them equal). The first release
+that honours List Blobs' ``startFrom``, which deltalake 1.x uses to list ``_delta_log``; with
+3.35.0 any append to a table at version 1 or later fails ("Invalid table version: 1"). Its
+package declares Node.js 22, but it runs on Node.js 20, where the whole test suite passes."""
 
 MOTO_VERSION = "5.2.5"
 """Mirrored in pyproject.toml and docker-compose.yml (a test keeps them equal)."""

@@ -107,12 +107,9 @@ def _http_get(url: str, timeout: float = 2.0) -> tuple[int, dict[str, str], byte
 
 
 def _identify_moto(host: str, port: int) -> str | None:
-    answer = _http_get(f"http://{host}:{port}/moto-api/data.json")
-    if answer is None or answer[0] != 200:
-        return None
-    try:
-        json.loads(answer[2])
-    except ValueError:
+    # The dashboard page is small and constant; /moto-api/data.json would serialise all state.
+    answer = _http_get(f"http://{host}:{port}/moto-api/")
+    if answer is None or answer[0] != 200 or b"<title>Moto" not in answer[2]:
         return None
     return "moto server (S3 + DynamoDB)"
 

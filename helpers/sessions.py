@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.sessions")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy")
-    sub.add_parser("conf", help="print the Spark settings of an S3 session")
+    sub.add_parser("conf", help="print the Spark settings of a session on every store (keys masked)")
     args = parser.parse_args(argv)
     try:
         if args.action == "fetch-jars":
@@ -390,9 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds = fetch_jars(*stores)
             print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
         else:
-            for key, value in spark_conf("s3").items():
-                shown = "****" if "secret" in key else value
-                print(f"{key}={shown}")
+            for key, value in spark_conf(*SPARK_STORES).items():
+                secret = "secret" in key or key.endswith(".key") or ".key." in key
+                print(f"{key}={'<from helpers.config>' if secret else value}")
     except (SessionError, config.ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

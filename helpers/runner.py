@@ -1,0 +1,448 @@
+"""The runner: start N writer processes at once against one Delta table, and collect what they say.
+
+This is the seeds' "runner" (a program that launches the writer 8 times in parallel), with two
+things the seeds left to luck made exact:
+
+* a cross-process barrier: each writer loads the table, creates ``ready-<id>`` in the run's
+  barrier folder and polls for ``go``; the runner writes ``go`` once every writer is ready (or
+  gone), so all of them hold the same snapshot and race for the same next version;
+* a record: every writer leaves a result JSON (see :mod:`helpers.writer`); a writer that leaves
+  none, crashes or overruns the timeout is recorded as failed with its exit code and stderr tail.
+
+Usage::
+
+    create_table(uri, options)                                   # an empty table, version 0
+    run = run_writers(uri, options, n=8, era="deltalake-0.22.3", max_commit_retries=0)
+    run.results                                                  # one row per writer
+    run.timeline(title="8 writers, no retries")                  # the picture (helpers.plots)
+
+What the writers *say* is only half the story: :func:`helpers.audit.audit` checks it against the
+storage. Each run lives in ``build/runs/<run id>/`` (specs, results, logs, barrier files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from helpers import config, eras
+from helpers import writer as writer_module
+
+WRITER_SCRIPT = Path(writer_module.__file__).resolve()
+LANDING_DIR = config.DATA_DIR / "landing"
+RUNS_DIR = config.BUILD_DIR / "runs"
+DEFAULT_TIMEOUT_S = 180.0
+POLL_S = 0.005
+STDERR_TAIL_CHARS = 1500
+
+RESULT_COLUMNS = [
+    "writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class",
+    "error_message", "era", "deltalake_version", "stage", "exit_code", "id_min", "id_max",
+    "reported_version_source", "t_launched", "t_process_start", "t_start", "t_imported", "t_landing_loaded",
+    "t_snapshot_loaded", "t_barrier_released", "t_write_finished", "t_exited", "pid", "stderr_tail",
+]
+
+
+class RunnerError(RuntimeError):
+    """The run cannot start (no such table, bad arguments); the message says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables and landing files
+# ---------------------------------------------------------------------------------------------
+
+
+def landing_schema():
+    """The pyarrow schema of the landing files and of the tables the writers append to."""
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in writer_module.LANDING_COLUMNS])
+
+
+def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None) -> int:
+    """Create an empty Delta table with the landing schema (``id`` int, ``name`` string) using the
+    kernel's deltalake; return its version (0). Raises RunnerError if a table is already there."""
+    from deltalake import DeltaTable
+
+    uri = str(table_uri)
+    try:
+        DeltaTable(uri, storage_options=kernel_storage_options(storage_options))
+    except Exception:
+        pass
+    else:
+        raise RunnerError(f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first.")
+    table = DeltaTable.create(uri, schema=landing_schema(), mode="error", storage_options=kernel_storage_options(storage_options))
+    return table.version()
+
+
+def kernel_storage_options(storage_options: dict[str, str] | None) -> dict[str, str]:
+    """The options as the kernel's deltalake takes them. The DynamoDB log-store keys are left out:
+    deltalake 1.6 no longer has that store and would only log a warning about them; reads and
+    the conditional-put writes it does are unaffected."""
+    skip = {"AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME"}
+    return {k: v for k, v in (storage_options or {}).items() if k not in skip}
+
+
+def landing_file(batch: int, *, generated_dir: str | os.PathLike | None = None) -> Path:
+    """The landing file of a batch: the shipped one in ``data/landing/`` (batches 1-8), else one
+    generated deterministically into ``generated_dir`` (default ``build/landing``)."""
+    shipped = LANDING_DIR / writer_module.landing_file_name(batch)
+    if shipped.is_file():
+        return shipped
+    folder = Path(generated_dir) if generated_dir else config.BUILD_DIR / "landing"
+    path = folder / writer_module.landing_file_name(batch)
+    return path if path.is_file() else writer_module.write_landing_file(batch, folder)
+
+
+@dataclass(frozen=True)
+class TableState:
+    version: int
+    rows: int
+    next_batch: int
+    """The first batch number whose ids are not in the table yet."""
+
+
+def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -> TableState:
+    """Version, row count and first unused batch of a table, read with the kernel's deltalake.
+    Raises RunnerError naming the URI if there is no table there or the store does not answer."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(table_uri, storage_options=kernel_storage_options(storage_options))
+        ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    except TableNotFoundError:
+        raise RunnerError(
+            f"No Delta table at {table_uri}. Create it first: helpers.runner.create_table({table_uri!r}, storage_options)."
+        ) from None
+    except OSError as error:
+        raise RunnerError(
+            f"Cannot read {table_uri}: {writer_module.one_line(str(error), 400)}. Is the store running "
+            "(`python -m helpers.services up`) and are the storage_options right?"
+        ) from None
+    top = max((i for i in ids if i is not None), default=0)
+    return TableState(version=table.version(), rows=len(ids), next_batch=writer_module.batch_of_id(top) + 1 if top else 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The result of a run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """What the writers of one run reported, one row per writer in ``results`` (sorted by writer)."""
+
+    table_uri: str
+    storage_options: dict[str, str] = field(repr=False)
+    era: str
+    engine: str
+    n: int
+    max_commit_retries: int | None
+    hold_snapshot: bool
+    version_before: int
+    rows_before: int
+    batches: list[int]
+    run_dir: Path
+    results: "object"  # pandas.DataFrame
+    t_launched: float
+    t_released: float | None
+    t_finished: float
+    timed_out: list[str] = field(default_factory=list)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """``{"committed": k, "failed": m}`` as the writers reported it."""
+        counts = Counter(self.results["outcome"])
+        return {writer_module.COMMITTED: counts.get(writer_module.COMMITTED, 0), writer_module.FAILED: counts.get(writer_module.FAILED, 0)}
+
+    @property
+    def committed(self) -> int:
+        return self.outcomes[writer_module.COMMITTED]
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes[writer_module.FAILED]
+
+    @property
+    def error_classes(self) -> dict[str, int]:
+        """How often each error class was reported, e.g. ``{"CommitFailedError": 7}``."""
+        return dict(Counter(e for e in self.results["error_class"] if isinstance(e, str)))
+
+    @property
+    def snapshot_versions(self) -> list[int]:
+        """Distinct snapshot versions the writers loaded before the barrier (one value when the race was fair)."""
+        return sorted({int(v) for v in self.results["snapshot_version"].dropna()})
+
+    @property
+    def same_snapshot(self) -> bool:
+        """True if every writer that reached the barrier held the same snapshot version."""
+        return len(self.snapshot_versions) == 1
+
+    @property
+    def reported_versions(self) -> list[int]:
+        """The versions committed writers reported, in writer order (repeats are telling)."""
+        return [int(v) for v in self.results["reported_version"].dropna()]
+
+    @property
+    def wall_time_s(self) -> float:
+        return self.t_finished - self.t_launched
+
+    def summary(self) -> str:
+        """One paragraph: who committed, who failed and why, how long it took."""
+        errors = ", ".join(f"{k} x{v}" for k, v in sorted(self.error_classes.items())) or "none"
+        retries = "library default" if self.max_commit_retries is None else self.max_commit_retries
+        return (
+            f"{self.n} {self.engine} writers ({self.era}, max_commit_retries={retries}) on {config.without_machine_paths(self.table_uri)}: "
+            f"{self.committed} reported committed, {self.failed} failed (errors: {errors}). "
+            f"Snapshot version(s) held at the barrier: {self.snapshot_versions}; reported versions: "
+            f"{self.reported_versions}. Table was at v{self.version_before} with {self.rows_before} rows. "
+            f"Wall time {self.wall_time_s:.1f} s" + (f"; timed out: {', '.join(self.timed_out)}" if self.timed_out else "") + "."
+        )
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def table(self):
+        """The columns worth showing, one row per writer (a pandas DataFrame)."""
+        shown = ["writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class", "error_message"]
+        frame = self.results[shown].copy()
+        frame["ms_after_go"] = ((self.results["t_write_finished"] - (self.t_released or 0)) * 1000).round(0)
+        return frame.set_index("writer_id")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<p>{html.escape(self.summary())}</p>" + self.table().to_html()
+
+    def timeline(self, title: str | None = None, *, audit=None, ax=None):
+        """The writers' timeline as a matplotlib Figure (see :func:`helpers.plots.timeline`)."""
+        from helpers import plots
+
+        return plots.timeline(self, title=title, audit=audit, ax=ax)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running writers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Writer:
+    writer_id: str
+    batch: int
+    spec_path: Path
+    result_path: Path
+    stdout_path: Path
+    stderr_path: Path
+    process: "object" = None
+    t_launched: float = 0.0
+    t_exited: float | None = None
+    killed: bool = False
+
+
+def _check_arguments(n: int, era: str, engine: str, batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
+    eras.python_for(era)  # EraError for an unknown or missing era
+    if engine not in writer_module.ENGINES:
+        raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writer_module.ENGINES)}.")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RunnerError(f"n must be a whole number of writers >= 1, not {n!r}.")
+    if batches is not None and len(batches) != n:
+        raise RunnerError(f"batches names {len(batches)} batch(es) for {n} writers; give one per writer.")
+    if batches is not None and len(set(batches)) != len(batches):
+        raise RunnerError(f"batches {list(batches)} repeat a batch; each writer needs its own ids for the audit to tell them apart.")
+    if max_commit_retries is not None and (isinstance(max_commit_retries, bool) or not isinstance(max_commit_retries, int) or max_commit_retries < 0):
+        raise RunnerError(f"max_commit_retries must be None (library default) or a whole number >= 0, not {max_commit_retries!r}.")
+    if timeout_s <= 0:
+        raise RunnerError(f"timeout_s must be positive, not {timeout_s!r}.")
+
+
+def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
+    path = Path(run_dir) if run_dir else RUNS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    for sub in ("specs", "results", "logs", "barrier"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    if (path / "barrier" / writer_module.BARRIER_GO).exists():
+        raise RunnerError(f"{path} holds an earlier run (its barrier is open); give a new run_dir.")
+    return path
+
+
+def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], era: str, engine: str,
+                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool, timeout_s: float) -> list[_Writer]:
+    writers = []
+    for number, batch in enumerate(batches, start=1):
+        writer_id = f"w{number}"
+        spec = writer_module.WriterSpec(
+            writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
+            landing_file=str(landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
+            result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
+            barrier_dir=str(run_dir / "barrier"), barrier_timeout_s=timeout_s, hold_snapshot=hold_snapshot,
+        )
+        spec_path = run_dir / "specs" / f"{writer_id}.json"
+        spec_path.write_text(spec.to_json())
+        writers.append(_Writer(writer_id, batch, spec_path, Path(spec.result_path),
+                               run_dir / "logs" / f"{writer_id}.out", run_dir / "logs" / f"{writer_id}.err"))
+    return writers
+
+
+def _launch(writers: list[_Writer], era: str) -> None:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
+    for w in writers:
+        with open(w.stdout_path, "wb") as out, open(w.stderr_path, "wb") as err:
+            w.t_launched = time.time()
+            w.process = eras.start_in_era(era, [str(WRITER_SCRIPT), str(w.spec_path)], stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=err, env=env, cwd=config.ROOT)
+
+
+def _poll_exits(writers: list[_Writer]) -> int:
+    """Note exit times; return how many writers have exited."""
+    for w in writers:
+        if w.t_exited is None and w.process.poll() is not None:
+            w.t_exited = time.time()
+    return sum(w.t_exited is not None for w in writers)
+
+
+def _wait_for_barrier(writers: list[_Writer], barrier: Path, deadline: float, bar) -> None:
+    """Return once every writer is ready, gone (failed before the barrier) or exited, or at the deadline."""
+    while time.monotonic() < deadline:
+        _poll_exits(writers)
+        arrived = [w for w in writers if writer_module.ready_file(barrier, w.writer_id).exists()]
+        absent = [w for w in writers if w not in arrived and ((barrier / f"gone-{w.writer_id}").exists() or w.t_exited is not None)]
+        status = f"{len(arrived)} at the barrier, {len(absent)} gone"
+        if status != getattr(bar, "postfix", None):
+            bar.set_postfix_str(status)  # only on change: a text-mode bar prints a line per refresh
+        if len(arrived) + len(absent) == len(writers):
+            return
+        time.sleep(POLL_S)
+
+
+def _open_barrier(barrier: Path) -> float:
+    go = barrier / writer_module.BARRIER_GO
+    tmp = barrier / f".{writer_module.BARRIER_GO}.tmp"
+    tmp.write_text(str(time.time()))
+    os.replace(tmp, go)
+    return time.time()
+
+
+def _wait_for_exits(writers: list[_Writer], deadline: float, bar) -> None:
+    done = 0
+    while time.monotonic() < deadline:
+        exited = _poll_exits(writers)
+        if exited > done:
+            bar.update(exited - done)
+            done = exited
+        if done == len(writers):
+            return
+        time.sleep(POLL_S)
+
+
+def _kill_stragglers(writers: list[_Writer]) -> list[str]:
+    killed = []
+    for w in writers:
+        if w.process is not None and w.process.poll() is None:
+            w.process.kill()
+            w.process.wait(timeout=10)
+            w.t_exited = time.time()
+            w.killed = True
+            killed.append(w.writer_id)
+    return killed
+
+
+def _stderr_tail(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return writer_module.one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
+
+
+def _result_row(w: _Writer, era: str, table_uri: str, timeout_s: float) -> dict:
+    """The writer's own result, or a failed row saying why there is none."""
+    try:
+        row = json.loads(w.result_path.read_text())
+    except (OSError, ValueError):
+        code = w.process.returncode
+        if w.killed:
+            error_class, message = "Timeout", f"still running after {timeout_s:.0f} s; killed by the runner"
+        else:
+            error_class, message = "NoResult", f"exited with code {code} without writing a result (crashed?)"
+        row = {"writer_id": w.writer_id, "era": era, "table_uri": table_uri, "batch": w.batch, "outcome": writer_module.FAILED,
+               "stage": "unknown", "error_class": error_class, "error_message": message}
+    row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=_stderr_tail(w.stderr_path))
+    return row
+
+
+def _results_frame(rows: list[dict]):
+    import pandas as pd
+
+    frame = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
+    frame["writer_number"] = frame["writer_id"].str.lstrip("w").astype(int)
+    frame = frame.sort_values("writer_number").drop(columns="writer_number").reset_index(drop=True)
+    for column in ("snapshot_version", "reported_version", "rows", "exit_code", "batch", "id_min", "id_max"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def run_writers(
+    table_uri: str | os.PathLike,
+    storage_options: dict[str, str] | None = None,
+    *,
+    n: int = 8,
+    era: str = eras.CURRENT,
+    max_commit_retries: int | None = None,
+    batches: Sequence[int] | None = None,
+    engine: str = "deltalake",
+    hold_snapshot: bool = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: bool = True,
+    run_dir: str | os.PathLike | None = None,
+) -> RunResult:
+    """Start ``n`` writer processes in ``era``'s environment, release them together, collect their results.
+
+    ``max_commit_retries``: None keeps the library default, 0 turns retries off. ``batches``: the
+    landing batch of each writer (default: the next ``n`` batches not yet in the table, so every
+    row stays attributable). ``hold_snapshot``: see :class:`helpers.writer.WriterSpec`.
+    ``timeout_s`` bounds the whole run; writers still running then are killed and recorded as
+    failed (``Timeout``).
+
+    Returns a :class:`RunResult`. Raises :class:`helpers.eras.EraError` for an unknown or missing
+    era, and RunnerError for bad arguments or a table that does not exist or cannot be read.
+    """
+    from tqdm.auto import tqdm
+
+    _check_arguments(n, era, engine, batches, max_commit_retries, timeout_s)
+    table_uri = str(table_uri)
+    storage_options = dict(storage_options or {})
+    before = table_state(table_uri, storage_options)
+    batches = list(batches) if batches is not None else list(range(before.next_batch, before.next_batch + n))
+    run_dir = _new_run_dir(run_dir)
+    writers = _prepare_writers(run_dir, table_uri, storage_options, era, engine, batches, max_commit_retries, hold_snapshot, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    released = None
+    bar = tqdm(total=n, desc=f"{n} writers, {era}", unit="writer", disable=not progress, leave=True)
+    try:
+        _launch(writers, era)
+        t_launched = min(w.t_launched for w in writers)
+        _wait_for_barrier(writers, run_dir / "barrier", deadline, bar)
+        released = _open_barrier(run_dir / "barrier")
+        bar.set_postfix_str("released")
+        _wait_for_exits(writers, deadline, bar)
+    finally:
+        timed_out = _kill_stragglers(writers)
+        bar.close()
+    frame = _results_frame([_result_row(w, era, table_uri, timeout_s) for w in writers])
+    result = RunResult(
+        table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,
+        max_commit_retries=max_commit_retries, hold_snapshot=hold_snapshot, version_before=before.version,
+        rows_before=before.rows, batches=batches, run_dir=run_dir, results=frame, t_launched=t_launched,
+        t_released=released, t_finished=time.time(), timed_out=timed_out,
+    )
+    (run_dir / "summary.txt").write_text(result.summary() + "\n")
+    return result

@@ -1,0 +1,517 @@
+"""One writer process: load a landing file, load the table, wait at a barrier, append, report.
+
+It plays the seeds' function that a landing file triggers (an AWS Lambda or an Azure Function):
+each instance is its own OS process, loads one JSON-lines or CSV file with pyarrow, and appends
+it to a Delta table. :mod:`helpers.runner` starts several at once, in the Python environment of
+a delta-rs era (:mod:`helpers.eras`), so this file uses the standard library, pyarrow and the
+engine's own package only, and runs as a script::
+
+    <era python> helpers/writer.py SPEC             # SPEC: a JSON file, or inline JSON
+    <era python> helpers/writer.py --make-landing DIR [--batches 1-8]
+
+The steps, each timestamped in the result:
+
+1. import the engine and pyarrow (``t_imported``), read the landing file (``t_landing_loaded``);
+2. load the table, remembering its version (``snapshot_version``, ``t_snapshot_loaded``);
+3. create ``ready-<writer_id>`` in the barrier folder and poll for ``go`` every millisecond
+   (``t_barrier_released``): every writer now holds the same snapshot, so all of them try to
+   commit the same next version;
+4. append against that snapshot (``t_write_finished``), with the spec's ``max_commit_retries``.
+
+The result JSON is written atomically (temporary file + rename) before the process exits, and the
+process then ends with ``os._exit``: deltalake sometimes aborts at interpreter exit ("terminate
+called without an active exception"), so the exit code (0 committed, 1 failed, 2 unusable spec)
+is a hint and the result file is the record. A writer that leaves no result file has crashed.
+
+Engines are pluggable (``ENGINES``); ``deltalake`` is the only one so far.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+T_PROCESS_START = time.time()
+
+# ---------------------------------------------------------------------------------------------
+# Landing files: the data every writer appends
+# ---------------------------------------------------------------------------------------------
+
+ROWS_PER_BATCH = 10
+BATCH_ID_STRIDE = 100
+"""Batch ``b`` holds ids ``b*100+1 .. b*100+10``, so any row tells which batch (writer) it came from."""
+MAX_BATCH = (2**31 - 1) // BATCH_ID_STRIDE - 1
+LANDING_FORMATS = ("jsonl", "csv")
+LANDING_COLUMNS = (("id", "int32"), ("name", "string"))
+
+_FIRST_NAMES = (
+    "Aroha", "Bilal", "Chiara", "Dmitri", "Esi", "Farah", "Gustavo", "Hana", "Ines", "Jomo",
+    "Kaito", "Leila", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sione", "Tamar",
+    "Umar", "Valentina", "Wiremu", "Ximena", "Yusuf", "Zofia", "Amara", "Bjorn", "Camille",
+)
+_LAST_NAMES = (
+    "Ngata", "Haddad", "Rossi", "Volkov", "Mensah", "Rahimi", "Pereira", "Sato", "Moreau",
+    "Kamau", "Tanaka", "Karimi", "Garcia", "Novak", "Lindqvist", "Iyer", "Dubois", "Silva",
+    "Tupou", "Levi", "Farouk", "Costa", "Parata", "Ruiz", "Demir", "Kowalska", "Okafor",
+)
+
+
+class SpecError(ValueError):
+    """The writer spec (or a landing-data request) is unusable; the message names the field."""
+
+
+def batch_ids(batch: int) -> range:
+    """The ids of a batch: ``batch*100+1 .. batch*100+10``. Raises SpecError outside 1..MAX_BATCH."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+        raise SpecError(f"batch must be a whole number from 1 to {MAX_BATCH}, not {batch!r}")
+    first = batch * BATCH_ID_STRIDE + 1
+    return range(first, first + ROWS_PER_BATCH)
+
+
+def batch_of_id(row_id: int) -> int:
+    """The batch a row id belongs to (inverse of :func:`batch_ids`)."""
+    return (int(row_id) - 1) // BATCH_ID_STRIDE
+
+
+def landing_rows(batch: int) -> list[dict[str, Any]]:
+    """The rows of a batch, always the same: ``{"id": 101, "name": "Aroha Ngata"}``, ..."""
+    return [
+        {"id": i, "name": f"{_FIRST_NAMES[(i * 7) % len(_FIRST_NAMES)]} {_LAST_NAMES[(i * 11) % len(_LAST_NAMES)]}"}
+        for i in batch_ids(batch)
+    ]
+
+
+def landing_format(batch: int) -> str:
+    """Odd batches land as JSON lines, even ones as CSV (the seeds' function took both)."""
+    return LANDING_FORMATS[(batch - 1) % len(LANDING_FORMATS)]
+
+
+def landing_file_name(batch: int) -> str:
+    """``batch-001.jsonl``, ``batch-002.csv``, ..."""
+    return f"batch-{batch:03d}.{landing_format(batch)}"
+
+
+def write_landing_file(batch: int, folder: str | os.PathLike) -> Path:
+    """Write one batch into ``folder`` (created if missing) and return its path. Deterministic:
+    the same batch always gives the same bytes."""
+    path = Path(folder) / landing_file_name(batch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = landing_rows(batch)
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    with open(tmp, "w", newline="", encoding="utf-8") as out:
+        if landing_format(batch) == "jsonl":
+            out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        else:
+            table = csv.DictWriter(out, fieldnames=[name for name, _ in LANDING_COLUMNS], lineterminator="\n")
+            table.writeheader()
+            table.writerows(rows)
+    os.replace(tmp, path)
+    return path
+
+
+def read_landing_file(path: str | os.PathLike):
+    """Load a landing file (``.jsonl``/``.json`` or ``.csv``) into a pyarrow Table with the landing
+    schema (``id`` int32, ``name`` string). Raises SpecError for another extension or a file that
+    does not fit the schema, FileNotFoundError if it is missing."""
+    import pyarrow as pa
+
+    path = Path(path)
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in LANDING_COLUMNS])
+    if not path.is_file():
+        raise FileNotFoundError(f"Landing file {path} does not exist.")
+    try:
+        if path.suffix in (".jsonl", ".json"):
+            import pyarrow.json as pj
+
+            table = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+        elif path.suffix == ".csv":
+            import pyarrow.csv as pc
+
+            table = pc.read_csv(path, convert_options=pc.ConvertOptions(column_types=schema, include_columns=schema.names))
+        else:
+            raise SpecError(f"Landing file {path} is neither .jsonl nor .csv; the writer reads only those.")
+    except pa.ArrowInvalid as error:
+        raise SpecError(f"Landing file {path} does not fit the schema id:int32, name:string ({error}).") from None
+    return table.select(schema.names).cast(schema)
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec and the result
+# ---------------------------------------------------------------------------------------------
+
+COMMITTED = "committed"
+FAILED = "failed"
+WRITER_TAG = "workbook.writer"
+BATCH_TAG = "workbook.batch"
+"""Keys this writer adds to its commit's commitInfo, so an auditor can tell whose commit it is."""
+
+
+@dataclass
+class WriterSpec:
+    """What one writer process does. Built by the runner, passed as JSON."""
+
+    writer_id: str
+    era: str
+    table_uri: str
+    landing_file: str
+    result_path: str
+    storage_options: dict = field(default_factory=dict)
+    engine: str = "deltalake"
+    batch: int | None = None
+    """The batch number of the landing file (its ids are batch*100+1..+10); for the record."""
+    max_commit_retries: int | None = None
+    """None: the library's default; 0: no retry, a lost race fails."""
+    barrier_dir: str | None = None
+    """Folder of the cross-process barrier; None to write at once."""
+    barrier_timeout_s: float = 300.0
+    hold_snapshot: bool = True
+    """Append against the snapshot loaded before the barrier (the seeds' Rust program did). False:
+    refresh to the latest version first, as deltalake 0.22.3's write_deltalake does by itself."""
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "WriterSpec":
+        """Validate a decoded JSON spec; raises SpecError naming the missing, unknown or bad field."""
+        if not isinstance(data, dict):
+            raise SpecError(f"A writer spec is a JSON object, not {type(data).__name__}.")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise SpecError(f"Unknown spec field(s) {', '.join(unknown)}; the writer knows {', '.join(known)}.")
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise SpecError(f"The writer spec lacks {', '.join(missing)}.")
+        spec = cls(**data)
+        spec._check_types()
+        return spec
+
+    def _check_types(self) -> None:
+        for name in ("writer_id", "era", "table_uri", "landing_file", "result_path", "engine"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise SpecError(f"Spec field {name} must be a non-empty string, not {value!r}.")
+        if not isinstance(self.storage_options, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.storage_options.items()
+        ):
+            raise SpecError("Spec field storage_options must map strings to strings (delta-rs takes only strings).")
+        retries = self.max_commit_retries
+        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+            raise SpecError(f"Spec field max_commit_retries must be null or a whole number >= 0, not {retries!r}.")
+        if self.batch is not None:
+            batch_ids(self.batch)
+        if self.engine not in ENGINES:
+            raise SpecError(f"Unknown engine {self.engine!r}; this writer has {', '.join(ENGINES)}.")
+        if not isinstance(self.hold_snapshot, bool):
+            raise SpecError(f"Spec field hold_snapshot must be true or false, not {self.hold_snapshot!r}.")
+        if isinstance(self.barrier_timeout_s, bool) or not isinstance(self.barrier_timeout_s, (int, float)) or self.barrier_timeout_s <= 0:
+            raise SpecError(f"Spec field barrier_timeout_s must be a positive number, not {self.barrier_timeout_s!r}.")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+
+@dataclass
+class WriterResult:
+    """What a writer reports about itself (never checked here: see helpers.audit for that)."""
+
+    writer_id: str
+    era: str
+    engine: str
+    table_uri: str
+    batch: int | None
+    landing_file: str
+    deltalake_version: str | None = None
+    pid: int = field(default_factory=os.getpid)
+    outcome: str = FAILED
+    stage: str = "start"
+    """Where it got to: start, landing, snapshot, barrier, write, done."""
+    rows: int | None = None
+    id_min: int | None = None
+    id_max: int | None = None
+    snapshot_version: int | None = None
+    reported_version: int | None = None
+    """The version the writer believes it committed; ``reported_version_source`` says how it knows."""
+    reported_version_source: str | None = None
+    max_commit_retries: int | None = None
+    library_max_commit_retries: int | None = None
+    """What was passed to the library (differs from max_commit_retries in deltalake < 1.0)."""
+    error_class: str | None = None
+    error_message: str | None = None
+    t_process_start: float = T_PROCESS_START
+    t_start: float | None = None
+    t_imported: float | None = None
+    t_landing_loaded: float | None = None
+    t_snapshot_loaded: float | None = None
+    t_barrier_released: float | None = None
+    t_write_finished: float | None = None
+
+    def fail(self, error: BaseException) -> None:
+        self.outcome = FAILED
+        self.error_class = type(error).__name__
+        self.error_message = one_line(str(error)) or repr(error)
+
+
+def one_line(text: str, limit: int = 2000) -> str:
+    """Error texts from delta-rs span lines and carry ANSI colours; keep them readable in a table."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return " ".join(text.split())[:limit]
+
+
+def write_result(result: WriterResult, path: str | os.PathLike) -> None:
+    """Write the result JSON atomically: readers see the whole file or none."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(asdict(result), indent=1))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The barrier
+# ---------------------------------------------------------------------------------------------
+
+BARRIER_GO = "go"
+BARRIER_POLL_S = 0.001
+
+
+def ready_file(barrier_dir: str | os.PathLike, writer_id: str) -> Path:
+    return Path(barrier_dir) / f"ready-{writer_id}"
+
+
+class BarrierTimeout(TimeoutError):
+    """The runner never said go."""
+
+
+def wait_at_barrier(barrier_dir: str, writer_id: str, timeout_s: float) -> float:
+    """Announce readiness, then poll for ``go`` every millisecond; return the time it was seen.
+    Raises BarrierTimeout after ``timeout_s`` seconds."""
+    ready_file(barrier_dir, writer_id).touch()
+    go = Path(barrier_dir) / BARRIER_GO
+    deadline = time.monotonic() + timeout_s
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise BarrierTimeout(f"No '{BARRIER_GO}' in {barrier_dir} within {timeout_s:.0f} s; was the runner stopped?")
+        time.sleep(BARRIER_POLL_S)
+    return time.time()
+
+
+# ---------------------------------------------------------------------------------------------
+# Engines
+# ---------------------------------------------------------------------------------------------
+
+
+class DeltalakeEngine:
+    """Appends with the deltalake (delta-rs) Python package of the running environment.
+
+    Era differences handled here:
+
+    * ``write_deltalake(<DeltaTable>, ...)`` in deltalake < 1.0 refreshes the table
+      (``update_incremental``) before and after writing; 1.x writes against the object's snapshot
+      and leaves it at the version it committed. With ``hold_snapshot`` the pre-write refresh is
+      suppressed, so both eras commit against the snapshot loaded before the barrier.
+    * ``max_commit_retries``: in 1.x it counts retries after the first attempt (0 = one attempt);
+      in 0.22.3 the same parameter counts attempts (0 = the commit is never even tried, and fails
+      with "Failed to commit transaction: 0" on an idle table). The spec always means retries, so
+      0.22.3 is passed ``max_commit_retries + 1``.
+    * retries in 0.22.3 try ``snapshot + 1``, ``snapshot + 2``, ... one version per attempt; 1.x
+      lists the log first and jumps to the latest version + 1 (and records ``num_retries`` in
+      its commitInfo ``operationMetrics``).
+    * ``reported_version``: 1.x, ``table.version()`` after the write is the writer's own commit;
+      0.22.3, the library does not say which version it wrote, so the writer reports the latest
+      version its table sees right after the write (what the seeds' program printed).
+    """
+
+    name = "deltalake"
+
+    def __init__(self) -> None:
+        import deltalake
+
+        self.module = deltalake
+        self.version = deltalake.__version__
+        self.major = int(self.version.split(".")[0])
+
+    def load(self, spec: WriterSpec):
+        """Open the table; raises deltalake's TableNotFoundError (reworded to name the URI) if absent."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return DeltaTable(spec.table_uri, storage_options=dict(spec.storage_options))
+        except TableNotFoundError as error:
+            raise TableNotFoundError(
+                f"No Delta table at {spec.table_uri} ({one_line(str(error), 300)}); create it before starting writers."
+            ) from None
+
+    @staticmethod
+    def snapshot_version(table) -> int:
+        return int(table.version())
+
+    def library_max_commit_retries(self, retries: int | None) -> int | None:
+        """The value to pass as ``max_commit_retries`` so that it means retries in every era."""
+        if retries is None or self.major >= 1:
+            return retries
+        return retries + 1
+
+    def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
+        """Append ``data`` to ``table``; return (reported_version, how it was observed)."""
+        from deltalake import CommitProperties, write_deltalake
+
+        properties = CommitProperties(
+            max_commit_retries=self.library_max_commit_retries(spec.max_commit_retries),
+            custom_metadata={WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)},
+        )
+        if not spec.hold_snapshot:
+            table.update_incremental()
+        if self.major >= 1:
+            write_deltalake(table, data, mode="append", commit_properties=properties)
+            return int(table.version()), "table.version() after write (the commit this writer made)"
+        if spec.hold_snapshot:
+            table.update_incremental = lambda: None  # keep the snapshot loaded before the barrier
+        try:
+            write_deltalake(table, data, mode="append", commit_properties=properties)
+        finally:
+            table.__dict__.pop("update_incremental", None)
+        table.update_incremental()
+        return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+
+ENGINES: dict[str, Callable[[], Any]] = {"deltalake": DeltalakeEngine}
+
+
+# ---------------------------------------------------------------------------------------------
+# The process
+# ---------------------------------------------------------------------------------------------
+
+
+def run(spec: WriterSpec) -> WriterResult:
+    """Do the four steps of the module docstring and return the result (never raises for a
+    storage or engine error: that becomes ``outcome="failed"`` with the error recorded)."""
+    result = WriterResult(
+        writer_id=spec.writer_id, era=spec.era, engine=spec.engine, table_uri=spec.table_uri,
+        batch=spec.batch, landing_file=spec.landing_file, max_commit_retries=spec.max_commit_retries,
+        t_start=time.time(),
+    )
+    try:
+        result.stage = "landing"
+        engine = ENGINES[spec.engine]()
+        result.deltalake_version = getattr(engine, "version", None)
+        if hasattr(engine, "library_max_commit_retries"):
+            result.library_max_commit_retries = engine.library_max_commit_retries(spec.max_commit_retries)
+        import pyarrow  # noqa: F401  (imported here so that reading the file is timed on its own)
+
+        result.t_imported = time.time()
+        data = read_landing_file(spec.landing_file)
+        result.rows = data.num_rows
+        ids = data.column("id").to_pylist()
+        result.id_min, result.id_max = (min(ids), max(ids)) if ids else (None, None)
+        result.t_landing_loaded = time.time()
+
+        result.stage = "snapshot"
+        table = engine.load(spec)
+        result.snapshot_version = engine.snapshot_version(table)
+        result.t_snapshot_loaded = time.time()
+
+        result.stage = "barrier"
+        if spec.barrier_dir:
+            result.t_barrier_released = wait_at_barrier(spec.barrier_dir, spec.writer_id, spec.barrier_timeout_s)
+        else:
+            result.t_barrier_released = time.time()
+
+        result.stage = "write"
+        result.reported_version, result.reported_version_source = engine.append(table, data, spec)
+        result.t_write_finished = time.time()
+        result.outcome = COMMITTED
+        result.stage = "done"
+    except Exception as error:  # the record of any failure is the result file
+        result.t_write_finished = time.time() if result.stage == "write" else None
+        result.fail(error)
+    finally:
+        if spec.barrier_dir and result.stage in ("landing", "snapshot"):
+            # tell the runner this writer will not come to the barrier, so it need not wait for it
+            (Path(spec.barrier_dir) / f"gone-{spec.writer_id}").touch()
+    return result
+
+
+def load_spec(argument: str) -> WriterSpec:
+    """A spec from inline JSON (starts with ``{``) or from a JSON file; raises SpecError."""
+    text = argument
+    if not argument.lstrip().startswith("{"):
+        try:
+            text = Path(argument).read_text()
+        except OSError as error:
+            raise SpecError(f"Cannot read the spec file {argument}: {error.strerror}.") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SpecError(f"The spec is not valid JSON ({error}).") from None
+    return WriterSpec.from_dict(data)
+
+
+def _parse_batches(text: str) -> list[int]:
+    first, _, last = text.partition("-")
+    try:
+        return list(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise SpecError(f"--batches takes N or FIRST-LAST, not {text!r}") from None
+
+
+def _exit(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown, where deltalake sometimes aborts
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        _exit(0 if argv else 2)
+    if argv[0] == "--make-landing":
+        if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--batches"):
+            print("usage: writer.py --make-landing DIR [--batches FIRST-LAST]", file=sys.stderr)
+            _exit(2)
+        for batch in _parse_batches(argv[3] if len(argv) == 4 else "1-8"):
+            print(write_landing_file(batch, argv[1]))
+        _exit(0)
+    try:
+        spec = load_spec(argv[0])
+    except SpecError as error:
+        _report_bad_spec(argv[0], error)
+        _exit(2)
+    result = run(spec)
+    try:
+        write_result(result, spec.result_path)
+    except OSError:
+        traceback.print_exc()
+        _exit(3)
+    print(f"{result.writer_id}: {result.outcome}"
+          + (f" v{result.reported_version}" if result.outcome == COMMITTED else f" ({result.error_class}: {result.error_message})"))
+    _exit(0 if result.outcome == COMMITTED else 1)
+
+
+def _report_bad_spec(argument: str, error: SpecError) -> None:
+    """Print the problem; also leave a failed result if the spec at least names where to put it."""
+    print(f"writer: unusable spec: {error}", file=sys.stderr)
+    try:
+        data = json.loads(argument if argument.lstrip().startswith("{") else Path(argument).read_text())
+        result = WriterResult(
+            writer_id=str(data.get("writer_id", "?")), era=str(data.get("era", "?")), engine=str(data.get("engine", "?")),
+            table_uri=str(data.get("table_uri", "?")), batch=None, landing_file=str(data.get("landing_file", "?")),
+            stage="spec",
+        )
+        result.fail(error)
+        write_result(result, data["result_path"])
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,133 @@
+"""The runner: argument checks, the barrier, timeouts, and the optimistic-concurrency end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import audit, eras, runner, sessions
+from helpers import writer as w
+
+N = 4
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_unknown_era_is_an_era_error(tmp_path):
+    with pytest.raises(eras.EraError, match="deltalake-0.1.0"):
+        runner.run_writers(str(tmp_path / "t"), n=2, era="deltalake-0.1.0", progress=False)
+
+
+def test_missing_table_is_named(tmp_path):
+    missing = str(tmp_path / "nope")
+    with pytest.raises(runner.RunnerError, match="No Delta table at .*nope.*create_table"):
+        runner.run_writers(missing, n=2, progress=False)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"n": 0}, "n must be"), ({"n": 2, "batches": [1]}, "one per writer"), ({"n": 2, "batches": [3, 3]}, "repeat"),
+     ({"n": 2, "max_commit_retries": -1}, "max_commit_retries"), ({"n": 2, "timeout_s": 0}, "timeout_s"),
+     ({"n": 2, "engine": "daft"}, "Unknown engine")],
+)
+def test_bad_arguments_are_refused_before_anything_starts(kwargs, message, tmp_path):
+    with pytest.raises(runner.RunnerError, match=message):
+        runner.run_writers(str(tmp_path / "t"), progress=False, **kwargs)
+    assert not (tmp_path / "t").exists()
+
+
+def test_create_table_refuses_an_existing_table(tmp_path):
+    assert runner.create_table(str(tmp_path / "t")) == 0
+    with pytest.raises(runner.RunnerError, match="already exists"):
+        runner.create_table(str(tmp_path / "t"))
+
+
+def test_batches_beyond_the_shipped_files_are_generated(tmp_path):
+    path = runner.landing_file(12, generated_dir=tmp_path)
+    assert path.parent == tmp_path
+    assert w.read_landing_file(path).column("id").to_pylist() == list(range(1201, 1211))
+    assert runner.landing_file(3).parent == runner.LANDING_DIR
+
+
+def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_path):
+    crash = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('terminate called'); sys.exit(134)"],
+                             stderr=open(tmp_path / "w1.err", "wb"))
+    crash.wait()
+    record = runner._Writer("w1", 1, tmp_path / "s.json", tmp_path / "none.json", tmp_path / "w1.out", tmp_path / "w1.err",
+                            process=crash)
+    row = runner._result_row(record, eras.CURRENT, "t", 10)
+    assert row["outcome"] == w.FAILED and row["error_class"] == "NoResult"
+    assert row["exit_code"] == 134 and "terminate called" in row["stderr_tail"]
+
+
+def test_timeout_kills_stragglers_and_marks_them_failed(tmp_path):
+    uri = str(tmp_path / "t")
+    runner.create_table(uri)
+    run = runner.run_writers(uri, n=2, timeout_s=0.3, progress=False)
+    assert run.timed_out == ["w1", "w2"]
+    assert list(run.results["error_class"]) == ["Timeout", "Timeout"]
+    assert run.failed == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: optimistic concurrency where the store has an atomic put-if-absent
+# ---------------------------------------------------------------------------------------------
+
+
+def _table(store: str, name: str) -> tuple[str, dict]:
+    if store == "local":
+        return str(sessions.local_table_path(name)), {}
+    return sessions.azure_uri(name), sessions.azure_storage_options()
+
+
+@pytest.mark.parametrize("store", ["local", "azure"])
+def test_retries_off_one_wins_then_retries_on_all_commit(store, stores, table_name):
+    uri, options = _table(store, table_name)
+    runner.create_table(uri, options)
+
+    race = runner.run_writers(uri, options, n=N, max_commit_retries=0, progress=False)
+    assert race.same_snapshot and race.snapshot_versions == [0]
+    assert race.outcomes == {"committed": 1, "failed": N - 1}, race.summary()
+    assert race.error_classes == {"CommitFailedError": N - 1}
+    assert race.reported_versions == [1]
+    checked = audit.audit(race)
+    assert checked.rows_lost == 0 and checked.rows_actual == 10
+    assert checked.silent_losses == [] and checked.phantoms == []
+    assert checked.orphans == N - 1  # the losers' data files stay behind
+
+    retry = runner.run_writers(uri, options, n=N, progress=False)
+    assert retry.committed == N, retry.summary() + (
+        " (deltalake 1.x lists the log with List Blobs' startFrom, which Azurite ignores before 3.37.0)"
+        if "Invalid table version" in " ".join(retry.results["error_message"].dropna()) else "")
+    winner = int(race.results.loc[race.results["outcome"] == w.COMMITTED, "batch"].iloc[0])
+    assert retry.batches == list(range(winner + 1, winner + 1 + N))  # ids not in the table yet: rows stay attributable
+    assert sorted(retry.reported_versions) == list(range(2, 2 + N))
+    checked = audit.audit(retry)
+    assert checked.rows_actual == checked.rows_before + 10 * N == 10 + 10 * N
+    assert checked.rows_lost == 0
+    assert checked.versions_consecutive and checked.version_after == 1 + N
+    assert list(checked.writers["commit_in_log"]) == list(checked.writers["reported_version"])
+    writers = checked.writers
+    assert writers["attempts"].min() == 1
+    assert (writers["attempts"] <= writers["commit_in_log"] - writers["snapshot_version"]).all()
+
+
+def test_timeline_has_a_lane_per_writer(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    uri = str(tmp_path / "t")
+    runner.create_table(uri)
+    run = runner.run_writers(uri, n=3, max_commit_retries=0, progress=False)
+    figure = run.timeline(title="three writers", audit=audit.audit(run))
+    left, right = figure.axes[:2]
+    assert [t.get_text() for t in left.get_yticklabels()] == ["w3", "w2", "w1"]
+    labels = [t.get_text() for t in right.texts]
+    assert sum(label.startswith("committed v1") for label in labels) == 1
+    assert sum(label.startswith("failed: CommitFailedError") for label in labels) == 2
+    assert figure._suptitle.get_text() == "three writers"
