@@ -139,6 +139,50 @@ def ensure_lock_table(name: str | None = None) -> str:
     return name
 
 
+def _lock_table_paths(table_uri: str) -> tuple[str, ...]:
+    """The ``tablePath`` values a log store may use for a table (with and without a trailing slash)."""
+    base = table_uri.rstrip("/")
+    return base, base + "/"
+
+
+def lock_entries(table_uri: str, lock_table: str | None = None) -> list[dict]:
+    """The DynamoDB log-store items of one table (one per commit that went through the lock), as
+    plain dicts sorted by ``fileName``; [] if the lock table does not exist."""
+    from botocore.exceptions import ClientError
+
+    lock_table = lock_table or config.names().dynamodb_lock_table
+    client = dynamodb_client()
+    items = []
+    try:
+        for path in _lock_table_paths(table_uri):
+            pages = client.get_paginator("query").paginate(
+                TableName=lock_table,
+                KeyConditionExpression="tablePath = :p",
+                ExpressionAttributeValues={":p": {"S": path}},
+            )
+            items += [item for page in pages for item in page["Items"]]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
+    plain = [{k: next(iter(v.values())) for k, v in item.items()} for item in items]
+    return sorted(plain, key=lambda item: item["fileName"])
+
+
+def delete_lock_entries(table_uri: str, lock_table: str | None = None) -> int:
+    """Delete a table's log-store items, so a table created again under the same path starts with
+    a clean lock history (old items would claim its versions). Returns how many were deleted."""
+    lock_table = lock_table or config.names().dynamodb_lock_table
+    entries = lock_entries(table_uri, lock_table)
+    client = dynamodb_client()
+    for entry in entries:
+        client.delete_item(
+            TableName=lock_table,
+            Key={"tablePath": {"S": entry["tablePath"]}, "fileName": {"S": entry["fileName"]}},
+        )
+    return len(entries)
+
+
 # ---------------------------------------------------------------------------------------------
 # Azure Blob
 # ---------------------------------------------------------------------------------------------
@@ -186,8 +230,8 @@ def delete_blobs(prefix: str, container: str | None = None) -> int:
 
 
 def remove_table(location: str) -> int:
-    """Delete everything under a table location so a notebook can create it afresh; return how many
-    files or objects were removed. Takes a local path, ``s3://`` / ``s3a://``, ``az://`` or
+    """Delete everything under a table location so a notebook can create it afresh (on S3 also its
+    DynamoDB log-store items); return how many files, objects and items were removed. Takes a local path, ``s3://`` / ``s3a://``, ``az://`` or
     ``abfs[s]://container@account.dfs.core.windows.net/...``."""
     import shutil
     from pathlib import Path
@@ -200,7 +244,10 @@ def remove_table(location: str) -> int:
         shutil.rmtree(path, ignore_errors=True)
         return count
     if parsed.scheme in ("s3", "s3a"):
-        return delete_prefix(parsed.path, bucket=parsed.netloc)
+        removed = delete_prefix(parsed.path, bucket=parsed.netloc)
+        for scheme in ("s3", "s3a"):  # delta-rs and Spark name the same table differently
+            removed += delete_lock_entries(f"{scheme}://{parsed.netloc}{parsed.path}")
+        return removed
     if parsed.scheme == "az":
         return delete_blobs(parsed.path, container=parsed.netloc)
     if parsed.scheme in ("abfs", "abfss"):
