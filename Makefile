@@ -47,13 +47,13 @@ $(UV):
 
 .venv/.installed: requirements/kernel.txt pyproject.toml | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .venv
-	$(UV) pip sync --quiet --python .venv/bin/python --require-hashes requirements/kernel.txt
+	$(UV) pip sync --quiet --compile-bytecode --python .venv/bin/python --require-hashes requirements/kernel.txt
 	$(UV) pip install --quiet --python .venv/bin/python --no-deps --editable .
 	touch $@
 
 .envs/%/.installed: requirements/writer-%.txt | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/$*
-	$(UV) pip sync --quiet --python .envs/$*/bin/python --require-hashes $<
+	$(UV) pip sync --quiet --compile-bytecode --python .envs/$*/bin/python --require-hashes $<
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

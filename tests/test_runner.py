@@ -33,7 +33,7 @@ def test_missing_table_is_named(tmp_path):
     "kwargs, message",
     [({"n": 0}, "n must be"), ({"n": 2, "batches": [1]}, "one per writer"), ({"n": 2, "batches": [3, 3]}, "repeat"),
      ({"n": 2, "max_commit_retries": -1}, "max_commit_retries"), ({"n": 2, "timeout_s": 0}, "timeout_s"),
-     ({"n": 2, "engine": "daft"}, "Unknown engine")],
+     ({"n": 2, "engine": "polars"}, "Unknown engine")],
 )
 def test_bad_arguments_are_refused_before_anything_starts(kwargs, message, tmp_path):
     with pytest.raises(runner.RunnerError, match=message):
