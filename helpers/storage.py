@@ -8,6 +8,7 @@ to, idempotently; ``delete_prefix`` empties a table's folder so a notebook can r
 
 from __future__ import annotations
 
+import os
 import time
 
 from helpers import config
@@ -71,7 +72,14 @@ def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
     try:
         client.head_bucket(Bucket=bucket)
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+        code = error.response.get("Error", {}).get("Code")
+        if code in ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken"):
+            raise StorageError(
+                f"S3 refused the credentials for bucket {bucket!r} ({code}). Locally the emulator's keys come from "
+                "helpers/config.py; in the cloud profile check the AWS credential chain (`aws sts get-caller-identity`) "
+                "and the IAM policy in README.md."
+            ) from error
+        if code not in ("404", "NoSuchBucket", "NotFound"):
             raise StorageError(f"Cannot use bucket {bucket!r}: {error}") from error
         if not local:
             raise StorageError(
@@ -199,15 +207,20 @@ def blob_service():
             f"BlobEndpoint={config.azurite_blob_endpoint()};"
         )
         return BlobServiceClient.from_connection_string(connection)
-    from azure.identity import DefaultAzureCredential  # only needed for real Azure
-
     account = config.azure_account_name()
+    key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY")
+    if key:
+        return BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=key)
+    from azure.identity import DefaultAzureCredential  # az login, a managed identity, AZURE_CLIENT_*
+
     return BlobServiceClient(f"https://{account}.blob.core.windows.net", credential=DefaultAzureCredential())
 
 
 def ensure_container(container: str | None = None) -> str:
     """Create the blob container if missing (delta-rs never creates it). Returns its name."""
     from azure.core.exceptions import ResourceExistsError, ServiceRequestError
+
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 
     container = container or config.names().azure_container
     try:
@@ -216,6 +229,14 @@ def ensure_container(container: str | None = None) -> str:
         pass
     except ServiceRequestError as error:
         raise _unreachable("Azure Blob (Azurite)", config.azurite_blob_endpoint(), error) from error
+    except (ClientAuthenticationError, HttpResponseError) as error:
+        if isinstance(error, ClientAuthenticationError) or getattr(error, "error_code", None) in ("AuthorizationFailure", "AuthenticationFailed"):
+            raise StorageError(
+                f"Azure refused the credentials for account {config.azure_account_name()!r} ({getattr(error, 'error_code', None) or type(error).__name__}). "
+                "Locally the emulator's well-known key is used (helpers/config.py); in the cloud profile check "
+                "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY, or `az login`."
+            ) from error
+        raise
     return container
 
 
