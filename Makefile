@@ -80,7 +80,7 @@ outputs: install ## re-execute notebooks in place to refresh their committed out
 
 lab: install ## emulators up, JupyterLab on 127.0.0.1
 	$(PY) -m helpers.services up
-	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks
+	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
 	$(PY) -m helpers.services up
