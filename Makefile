@@ -69,8 +69,8 @@ lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit 
 	$(foreach era,$(WRITER_ERAS),$(UV) pip compile pyproject.toml --group writer-$(subst .,-,$(era)) --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/writer-$(era).txt;)
 	npm install --package-lock-only --no-progress --loglevel=error
 
-workbook: install ## execute every notebook into build/executed/ (HTML + index.html)
-	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook
+workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
+	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook run $(NB)
 
 test: install ## unit tests and every notebook executed as a test
 	$(PY) -m helpers.services run -- $(PY) -m pytest
