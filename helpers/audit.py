@@ -191,18 +191,31 @@ def parse_commit(version: int, body: bytes) -> Commit:
             else:
                 rows_known = False
     metrics = info.get("operationMetrics") or {}
-    batch = info.get(writer_module.BATCH_TAG)
+    tags = _writer_tags(info)
+    batch = tags.get(writer_module.BATCH_TAG)
     return Commit(
         version=version,
         operation=info.get("operation"),
         engine=info.get("engineInfo") or info.get("clientVersion"),
-        writer_id=info.get(writer_module.WRITER_TAG),
+        writer_id=tags.get(writer_module.WRITER_TAG),
         batch=int(batch) if batch not in (None, "None") else None,
         timestamp_ms=info.get("timestamp"),
         num_retries=metrics.get("num_retries"),
         added=added,
         rows_added=rows if rows_known else None,
     )
+
+
+def _writer_tags(info: dict) -> dict:
+    """The workbook's writer tags of a commit: delta-rs and Daft put them in commitInfo itself,
+    Delta Spark (which cannot add keys there) in ``userMetadata`` as JSON."""
+    if writer_module.WRITER_TAG in info:
+        return info
+    try:
+        user = json.loads(info.get("userMetadata") or "{}")
+    except ValueError:
+        return {}
+    return user if isinstance(user, dict) else {}
 
 
 def _commits(store: _Store, files: list[str]) -> list[Commit]:

@@ -390,6 +390,17 @@ def _results_frame(rows: list[dict]):
     return frame
 
 
+def run_single_writer(spec: dict, *, era: str | None = None, timeout_s: float = 120) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run one writer process to completion with a spec given as a dict (no barrier, no runner
+    bookkeeping): for trying a writer by hand and for tests. Returns the finished process (its
+    output captured) and the result the writer left, or None if it left none."""
+    done = eras.run_in_era(era or spec["era"], [str(WRITER_SCRIPT), json.dumps(spec)], timeout=timeout_s, cwd=str(config.ROOT))
+    try:
+        return done, json.loads(Path(spec["result_path"]).read_text())
+    except FileNotFoundError:
+        return done, None
+
+
 def run_writers(
     table_uri: str | os.PathLike,
     storage_options: dict[str, str] | None = None,

@@ -23,9 +23,10 @@ process then ends with ``os._exit``: deltalake sometimes aborts at interpreter e
 called without an active exception"), so the exit code (0 committed, 1 failed, 2 unusable spec)
 is a hint and the result file is the record. A writer that leaves no result file has crashed.
 
-Engines are pluggable (``ENGINES``): ``deltalake`` (delta-rs's own ``write_deltalake``, every era)
-and ``daft`` (Daft's ``DataFrame.write_deltalake``, which commits through delta-rs; only where Daft
-is installed, i.e. the kernel's era).
+Engines are pluggable (``ENGINES``): ``deltalake`` (delta-rs's own ``write_deltalake``, every era),
+``daft`` (Daft's ``DataFrame.write_deltalake``, which commits through delta-rs; only where Daft
+is installed, i.e. the kernel's era) and ``spark`` (Delta Spark on its own JVM per writer, to an
+``s3a://`` table; only in the kernel's era, the one with pyspark, delta-spark and ``helpers``).
 """
 
 from __future__ import annotations
@@ -616,7 +617,195 @@ DAFT_S3_CONFIG_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
 """delta-rs storage option -> (``daft.io.S3Config`` argument, conversion)."""
 
 
-ENGINES: dict[str, Callable[[], Any]] = {"deltalake": DeltalakeEngine, "daft": DaftEngine}
+class SparkEngine:
+    """Appends with Spark + Delta Spark: ``df.write.format("delta").mode("append").save(s3a_uri)``.
+
+    Each writer process starts its own JVM, so each is "its own cluster" (a driver with
+    ``local[1]``): the lock Delta Spark's default S3 LogStore (``S3SingleDriverLogStore``) takes
+    before it writes a commit file lives in that one JVM and is invisible to the others. What this
+    engine does about Spark's ways:
+
+    * **Session.** Built in :meth:`load` (it needs the writer id) with
+      ``helpers.sessions.spark_session("s3", app_name="writer-<id>", extra_conf=...)``, so jars,
+      endpoint and keys are the notebooks' own. ``helpers`` is the project's package: it is
+      imported only here (other eras have no Spark), with the project root put on ``sys.path``.
+      The JVM start (tens of seconds) falls between ``t_landing_loaded`` and ``t_snapshot_loaded``;
+      ``reported_version_source`` also gives it.
+    * **Settings.** ``storage_options`` keys that start with ``spark.`` are Spark settings for this
+      writer's session (e.g. ``spark.hadoop.fs.s3a.create.conditional.enabled`` or
+      ``spark.delta.logStore.s3a.impl``); delta-rs's S3 keys (``AWS_*``, which the runner and the
+      auditor use to read the table) are accepted and ignored, since the session builder derives
+      the same endpoint from ``helpers.config``; the delta-rs locking keys are refused by name.
+      Defaults: ``spark.master=local[1]`` (several JVMs on a 2-core machine), driver memory 1g.
+    * **Snapshot.** Before the barrier the table is opened (``DeltaTable.forPath``) and counted,
+      which reads the log and warms the JVM up; ``snapshot_version`` is the version it saw. Spark
+      cannot append against a held snapshot: its write starts a transaction that refreshes the
+      log first. So the spec must say ``hold_snapshot=false``; released together, the writers
+      still all read the same latest version after go.
+    * **Retries.** ``max_commit_retries=None`` keeps Delta's default
+      (``spark.databricks.delta.maxCommitAttempts``, ten million); ``k`` sets it to ``k + 1``.
+      A blind append that finds its version taken retries at the next one.
+    * **Tags.** Delta Spark writes no custom top-level commitInfo keys; it writes ``userMetadata``
+      (one string). The engine puts ``{"workbook.writer": ..., "workbook.batch": ...}`` there as
+      JSON (:meth:`tags_of` reads it back).
+    * ``reported_version``: the version Delta says it committed (its post-commit snapshot,
+      ``DeltaLog.unsafeVolatileSnapshot().version()``, read right after the write);
+      ``reported_version_source`` adds whether the commit file at that version now carries this
+      writer's tag, or another writer's (overwritten), as the log says.
+    """
+
+    name = "spark"
+    URI_SCHEMES = ("s3a",)
+    DELTA_RS_S3_KEYS = ("AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
+                        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+    REFUSED_KEYS = {
+        "AWS_S3_LOCKING_PROVIDER": "Delta Spark's multi-cluster log store is spark.delta.logStore.s3a.impl",
+        "DELTA_DYNAMO_TABLE_NAME": "Delta Spark's multi-cluster log store is spark.delta.logStore.s3a.impl",
+        "DYNAMO_LOCK_TABLE_NAME": "Delta Spark's multi-cluster log store is spark.delta.logStore.s3a.impl",
+        "AWS_ENDPOINT_URL_DYNAMODB": "Delta Spark's S3DynamoDBLogStore has no endpoint setting",
+        "AWS_S3_ALLOW_UNSAFE_RENAME": "Delta Spark never renames on S3; it writes the commit file directly",
+        "conditional_put": "the S3A analogue is spark.hadoop.fs.s3a.create.conditional.enabled",
+    }
+    DEFAULT_CONF = {"spark.master": "local[1]", "spark.driver.memory": "1g"}
+    MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
+
+    def __init__(self) -> None:
+        try:
+            import pyspark
+            from delta import tables  # noqa: F401  (delta-spark, the Python side)
+        except ImportError as error:
+            raise EngineUnavailable(
+                f"Spark cannot run in this environment ({Path(sys.prefix).name}, {sys.executable}): {error}. "
+                "Only the kernel's era (deltalake-1.6.6) has pyspark and delta-spark: run Spark writers with era='deltalake-1.6.6'."
+            ) from None
+        root = str(Path(__file__).resolve().parent.parent)
+        if root not in sys.path:
+            sys.path.insert(0, root)  # the writer runs as a script: make the project's helpers importable
+        try:
+            from helpers import config, sessions
+        except ImportError as error:
+            raise EngineUnavailable(f"The spark engine needs the project's helpers package ({root}): {error}.") from None
+        self.sessions = sessions
+        self.spark_version = pyspark.__version__
+        self.version = f"delta-spark {config.DELTA_JARS_VERSION} (Spark {pyspark.__version__})"
+        self.spark = None
+        self.start_seconds: float | None = None
+        self._snapshot_version = -1
+
+    # -- the spec ------------------------------------------------------------------------------
+
+    @classmethod
+    def check_spec(cls, spec: "WriterSpec") -> None:
+        """Refuse what a Spark writer cannot do, naming the field. Runs without starting Spark."""
+        from urllib.parse import urlparse
+
+        scheme = urlparse(spec.table_uri).scheme
+        if scheme not in cls.URI_SCHEMES:
+            hint = f" (use s3a://{spec.table_uri.split('://', 1)[1]})" if scheme == "s3" else ""
+            raise SpecError(f"The spark engine writes to s3a:// tables (Hadoop's S3A), not {spec.table_uri!r}{hint}.")
+        if spec.hold_snapshot:
+            raise SpecError(
+                "The spark engine needs hold_snapshot=false: Delta Spark's append starts a transaction that "
+                "refreshes the log first, so it cannot commit against a snapshot held across the barrier."
+            )
+        refused = sorted(set(spec.storage_options) & set(cls.REFUSED_KEYS))
+        if refused:
+            raise SpecError("The spark engine cannot use storage option(s) " + "; ".join(
+                f"{key} ({cls.REFUSED_KEYS[key]})" for key in refused) + ".")
+        unknown = sorted(k for k in spec.storage_options if not k.startswith("spark.") and k not in cls.DELTA_RS_S3_KEYS)
+        if unknown:
+            raise SpecError(
+                f"The spark engine does not know storage option(s) {', '.join(unknown)}: it takes Spark settings "
+                f"(keys starting with 'spark.') and ignores delta-rs's {', '.join(cls.DELTA_RS_S3_KEYS)}."
+            )
+        if cls.MAX_COMMIT_ATTEMPTS in spec.storage_options and spec.max_commit_retries is not None:
+            raise SpecError(f"Give either max_commit_retries or {cls.MAX_COMMIT_ATTEMPTS}, not both.")
+
+    @classmethod
+    def session_conf(cls, spec: "WriterSpec") -> dict[str, str]:
+        """The settings this writer's session gets on top of ``helpers.sessions.spark_conf("s3")``."""
+        conf = dict(cls.DEFAULT_CONF)
+        conf.update({k: v for k, v in spec.storage_options.items() if k.startswith("spark.")})
+        if spec.max_commit_retries is not None:
+            conf[cls.MAX_COMMIT_ATTEMPTS] = str(spec.max_commit_retries + 1)
+        return conf
+
+    @staticmethod
+    def user_metadata(spec: "WriterSpec") -> str:
+        """The commit's ``userMetadata``: this writer's tags as JSON."""
+        return json.dumps({WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)}, sort_keys=True)
+
+    @staticmethod
+    def tags_of(user_metadata: str | None) -> dict[str, str]:
+        """The workbook tags in a commit's ``userMetadata`` ({} if it holds none)."""
+        try:
+            value = json.loads(user_metadata) if user_metadata else {}
+        except ValueError:
+            return {}
+        return {k: str(v) for k, v in value.items() if k in (WRITER_TAG, BATCH_TAG)} if isinstance(value, dict) else {}
+
+    # -- the steps -----------------------------------------------------------------------------
+
+    def _delta_log(self, uri: str):
+        jvm = self.spark._jvm
+        return jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, uri)
+
+    def load(self, spec: "WriterSpec"):
+        """Start this writer's Spark, open the table and read it (the log and the data files), so
+        the JVM is warm before the barrier. Raises TableNotFoundError (named for the URI) if there
+        is no Delta table there."""
+        started = time.monotonic()
+        self.spark = self.sessions.spark_session("s3", app_name=f"writer-{spec.writer_id}", extra_conf=self.session_conf(spec))
+        self.start_seconds = time.monotonic() - started
+        from delta.tables import DeltaTable
+
+        if not DeltaTable.isDeltaTable(self.spark, spec.table_uri):
+            raise TableNotFoundError(f"No Delta table at {spec.table_uri} (Spark found no _delta_log there); create it before starting writers.")
+        table = DeltaTable.forPath(self.spark, spec.table_uri)
+        table.toDF().count()
+        self._snapshot_version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
+        return table
+
+    def snapshot_version(self, table) -> int:
+        return self._snapshot_version
+
+    def append(self, table, data, spec: "WriterSpec") -> tuple[int, str]:
+        """Append with Delta Spark; return (the version Delta says it committed, how that is known)."""
+        frame = self.spark.createDataFrame(data)
+        frame.write.format("delta").mode("append").option("userMetadata", self.user_metadata(spec)).save(spec.table_uri)
+        version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
+        found = self.find_commits(spec, after=self._snapshot_version)
+        if found.get(version) == spec.writer_id:
+            check = "the log's commit at that version carries this writer's tag"
+        elif version in found:
+            check = f"but the log's commit at that version carries {found[version]}'s tag: this commit was overwritten"
+        else:
+            check = "but the log's commit at that version carries no workbook tag"
+        others = sorted(v for v, w in found.items() if w == spec.writer_id and v != version)
+        if others:
+            check += f"; this writer's tag is also at v{', v'.join(map(str, others))}"
+        return version, (f"Delta's post-commit snapshot version (DeltaLog.unsafeVolatileSnapshot after the write); {check}; "
+                         f"JVM started in {self.start_seconds:.1f} s")
+
+    def find_commits(self, spec: "WriterSpec", after: int = -1) -> dict[int, str]:
+        """Version -> writer id of every commit after ``after`` whose userMetadata carries workbook
+        tags, read with ``DeltaTable.history()`` (it numbers commits by their file names)."""
+        from delta.tables import DeltaTable
+
+        rows = DeltaTable.forPath(self.spark, spec.table_uri).history().select("version", "userMetadata").collect()
+        found = {}
+        for row in rows:
+            tags = self.tags_of(row["userMetadata"])
+            if int(row["version"]) > after and WRITER_TAG in tags:
+                found[int(row["version"])] = tags[WRITER_TAG]
+        return found
+
+
+class TableNotFoundError(FileNotFoundError):
+    """No Delta table at the URI a Spark writer was given."""
+
+
+ENGINES: dict[str, Callable[[], Any]] = {"deltalake": DeltalakeEngine, "daft": DaftEngine, "spark": SparkEngine}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def _spec(**changes) -> dict:
         ({"max_commit_retries": -1}, "max_commit_retries"),
         ({"max_commit_retries": "3"}, "max_commit_retries"),
         ({"storage_options": {"AWS_ALLOW_HTTP": True}}, "storage_options"),
-        ({"engine": "spark"}, "Unknown engine"),
+        ({"engine": "flink"}, "Unknown engine"),
         ({"table_uri": ""}, "table_uri"),
         ({"batch": 0}, "batch"),
     ],
@@ -99,13 +99,8 @@ def test_spec_round_trips_through_json():
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_writer(spec: dict, era: str = eras.CURRENT, timeout: float = 120) -> tuple[subprocess.CompletedProcess, dict | None]:
-    done = eras.run_in_era(era, [str(runner.WRITER_SCRIPT), json.dumps(spec)], timeout=timeout)
-    try:
-        with open(spec["result_path"]) as handle:
-            return done, json.load(handle)
-    except FileNotFoundError:
-        return done, None
+def _run_writer(spec: dict, era: str | None = None, timeout: float = 120):
+    return runner.run_single_writer(spec, era=era, timeout_s=timeout)
 
 
 def _local_table(tmp_path) -> str:

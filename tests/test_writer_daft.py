@@ -27,13 +27,9 @@ def _spec(**changes) -> dict:
     return spec
 
 
-def _run_writer(spec: dict, era: str = eras.CURRENT) -> tuple[int, dict | None]:
-    done = eras.run_in_era(era, [str(runner.WRITER_SCRIPT), json.dumps(spec)], timeout=240)
-    try:
-        with open(spec["result_path"]) as handle:
-            return done.returncode, json.load(handle)
-    except FileNotFoundError:
-        return done.returncode, None
+def _run_writer(spec: dict, era: str | None = None) -> tuple[int, dict | None]:
+    done, result = runner.run_single_writer(spec, era=era, timeout_s=240)
+    return done.returncode, result
 
 
 # ---------------------------------------------------------------------------------------------

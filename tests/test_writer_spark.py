@@ -1,0 +1,133 @@
+"""The Spark engine of the writer: real Spark writer processes (each its own JVM) against the S3
+emulator, and the clear errors for what a Spark writer cannot do. Nothing is mocked.
+
+The two process tests start a JVM each (about a minute apiece on a 2-core machine)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from helpers import audit, eras, runner, sessions
+from helpers import writer as w
+
+WRITER_TIMEOUT_S = 400
+
+
+@pytest.fixture(scope="module")
+def s3():
+    from helpers import services, storage
+
+    services.require("s3")
+    storage.ensure_bucket()
+
+
+@pytest.fixture
+def empty_table(s3) -> str:
+    """A new empty table (landing schema, version 0); returns its name."""
+    name = f"test-spark-writer-{uuid.uuid4().hex[:8]}"
+    runner.create_table(sessions.s3_uri(name), sessions.s3_storage_options())
+    return name
+
+
+def _spec(**changes) -> dict:
+    spec = dict(writer_id="w1", era=eras.CURRENT, engine="spark", table_uri="s3a://delta-root/nowhere",
+                landing_file="x.jsonl", result_path="r.json", hold_snapshot=False)
+    spec.update(changes)
+    return spec
+
+
+def _run_writer(spec: dict) -> tuple[int, dict | None]:
+    done, result = runner.run_single_writer(spec, timeout_s=WRITER_TIMEOUT_S)
+    return done.returncode, result
+
+
+# ---------------------------------------------------------------------------------------------
+# What the spec may ask of Spark (checked before any JVM starts)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"table_uri": "s3://delta-root/t"}, r"s3a:// tables .*use s3a://delta-root/t"),
+        ({"table_uri": "/tmp/t"}, "s3a:// tables"),
+        ({"table_uri": "az://delta/t"}, "s3a:// tables"),
+        ({"hold_snapshot": True}, "hold_snapshot=false"),
+        ({"storage_options": {"AWS_S3_LOCKING_PROVIDER": "dynamodb"}}, "spark.delta.logStore.s3a.impl"),
+        ({"storage_options": {"conditional_put": "disabled"}}, "fs.s3a.create.conditional.enabled"),
+        ({"storage_options": {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}}, "never renames"),
+        ({"storage_options": {"colour": "red"}}, "does not know storage option"),
+        ({"max_commit_retries": 0, "storage_options": {"spark.databricks.delta.maxCommitAttempts": "1"}}, "not both"),
+    ],
+)
+def test_what_spark_cannot_do_is_refused_by_name(changes, message):
+    with pytest.raises(w.SpecError, match=message):
+        w.WriterSpec.from_dict(_spec(**changes))
+
+
+def test_the_workbook_s3_options_are_accepted_and_spark_keys_reach_the_session():
+    options = dict(sessions.s3_storage_options(), **{"spark.hadoop.fs.s3a.create.conditional.enabled": "false"})
+    spec = w.WriterSpec.from_dict(_spec(storage_options=options, max_commit_retries=2))
+    conf = w.SparkEngine.session_conf(spec)
+    assert conf["spark.master"] == "local[1]"
+    assert conf["spark.hadoop.fs.s3a.create.conditional.enabled"] == "false"
+    assert conf["spark.databricks.delta.maxCommitAttempts"] == "3"  # retries + the first attempt
+    assert not any(key.startswith("AWS_") for key in conf)
+    default = w.SparkEngine.session_conf(w.WriterSpec.from_dict(_spec()))
+    assert "spark.databricks.delta.maxCommitAttempts" not in default  # Delta's own default
+
+
+def test_user_metadata_carries_the_workbook_tags():
+    spec = w.WriterSpec.from_dict(_spec(writer_id="w7", batch=7))
+    assert w.SparkEngine.tags_of(w.SparkEngine.user_metadata(spec)) == {w.WRITER_TAG: "w7", w.BATCH_TAG: "7"}
+    assert w.SparkEngine.tags_of("a note from someone") == {}
+    assert w.SparkEngine.tags_of(None) == {}
+
+
+def test_a_non_s3a_uri_leaves_a_failed_result_without_starting_spark(tmp_path):
+    spec = _spec(table_uri="s3://delta-root/t", landing_file=str(runner.landing_file(1)), batch=1,
+                 result_path=str(tmp_path / "w1.json"))
+    code, result = _run_writer(spec)
+    assert code == 2
+    assert result["outcome"] == w.FAILED and result["stage"] == "spec"
+    assert result["error_class"] == "SpecError" and "s3a://delta-root/t" in result["error_message"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real Spark writers on the S3 emulator
+# ---------------------------------------------------------------------------------------------
+
+
+def test_one_spark_writer_appends_and_reports_its_version(empty_table, tmp_path):
+    uri = sessions.s3_uri(empty_table, scheme="s3a")
+    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(3)), batch=3, result_path=str(tmp_path / "w1.json"))
+    code, result = _run_writer(spec)
+    assert result is not None, "the writer left no result"
+    assert (code, result["outcome"], result["stage"]) == (0, w.COMMITTED, "done"), result.get("error_message")
+    assert result["snapshot_version"] == 0 and result["reported_version"] == 1
+    assert "carries this writer's tag" in result["reported_version_source"]
+    assert result["deltalake_version"].startswith("delta-spark ")
+    assert (result["rows"], result["id_min"], result["id_max"]) == (10, 301, 310)
+    assert result["t_landing_loaded"] <= result["t_snapshot_loaded"] <= result["t_barrier_released"] <= result["t_write_finished"]
+
+    # storage agrees: the rows are there, in one commit that Spark wrote with this writer's tags
+    found = audit.audit_table(sessions.s3_uri(empty_table), sessions.s3_storage_options())
+    assert found.rows_actual == 10 and found.commit_versions == [0, 1] and found.orphans == 0
+    commit = found.commits.set_index("version").loc[1]
+    assert commit["engine"].startswith("Apache-Spark/") and "Delta-Lake/" in commit["engine"]
+    body = audit._store_for(uri).read("_delta_log/00000000000000000001.json").decode()
+    info = next(json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line)
+    assert w.SparkEngine.tags_of(info["userMetadata"]) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "3"}
+
+
+def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
+    uri = sessions.s3_uri(f"test-spark-no-table-{uuid.uuid4().hex[:8]}", scheme="s3a")
+    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"))
+    code, result = _run_writer(spec)
+    assert code == 1
+    assert result["outcome"] == w.FAILED and result["stage"] == "snapshot"
+    assert result["error_class"] == "TableNotFoundError"
+    assert f"No Delta table at {uri}" in result["error_message"]
