@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from helpers import config, storage
+from helpers import config, sessions, storage
 from helpers import writer as writer_module
 
 COMMIT_FILE = re.compile(r"^_delta_log/(\d{20})\.json$")
@@ -237,9 +237,8 @@ def _rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int
 
     from deltalake import DeltaTable
 
-    from helpers.runner import kernel_storage_options
 
-    table = DeltaTable(table_uri, storage_options=kernel_storage_options(storage_options), version=version)
+    table = DeltaTable(table_uri, storage_options=sessions.kernel_storage_options(storage_options), version=version)
     ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     return len(ids), dict(Counter(writer_module.batch_of_id(i) for i in ids if i is not None))
 

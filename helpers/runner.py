@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, eras
+from helpers import config, eras, sessions
 from helpers import writer as writer_module
 
 WRITER_SCRIPT = Path(writer_module.__file__).resolve()
@@ -73,21 +73,29 @@ def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] |
 
     uri = str(table_uri)
     try:
-        DeltaTable(uri, storage_options=kernel_storage_options(storage_options))
+        DeltaTable(uri, storage_options=sessions.kernel_storage_options(storage_options))
     except Exception:
         pass
     else:
         raise RunnerError(f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first.")
-    table = DeltaTable.create(uri, schema=landing_schema(), mode="error", storage_options=kernel_storage_options(storage_options))
+    table = DeltaTable.create(uri, schema=landing_schema(), mode="error", storage_options=sessions.kernel_storage_options(storage_options))
     return table.version()
 
 
-def kernel_storage_options(storage_options: dict[str, str] | None) -> dict[str, str]:
-    """The options as the kernel's deltalake takes them. The DynamoDB log-store keys are left out:
-    deltalake 1.6 no longer has that store and would only log a warning about them; reads and
-    the conditional-put writes it does are unaffected."""
-    skip = {"AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME"}
-    return {k: v for k, v in (storage_options or {}).items() if k not in skip}
+def create_table_in_era(table_uri: str, storage_options: dict[str, str] | None = None, *, era: str,
+                        first_batch: int | None = None) -> dict:
+    """Create the table with an era's own deltalake (in a process of that era), and append the
+    landing file of ``first_batch`` if given. Returns the writer's report: ``{"deltalake",
+    "created", "appended", "version", "error", "message"}`` (a refused creation is a result, not an
+    exception). Raises EraError for an unknown era, RunnerError if the process gave no report."""
+    args = [str(WRITER_SCRIPT), "--create-table", str(table_uri), json.dumps(storage_options or {})]
+    if first_batch is not None:
+        args.append(str(landing_file(first_batch)))
+    done = eras.run_in_era(era, args, timeout=180)
+    reports = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not reports:
+        raise RunnerError(f"Creating {table_uri} in {era} gave no report (exit {done.returncode}): {done.stderr.strip()[-400:]}")
+    return json.loads(reports[-1])
 
 
 def landing_file(batch: int, *, generated_dir: str | os.PathLike | None = None) -> Path:
@@ -116,7 +124,7 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(table_uri, storage_options=kernel_storage_options(storage_options))
+        table = DeltaTable(table_uri, storage_options=sessions.kernel_storage_options(storage_options))
         ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     except TableNotFoundError:
         raise RunnerError(

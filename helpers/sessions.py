@@ -364,6 +364,14 @@ def s3_storage_options(
     return options
 
 
+def kernel_storage_options(storage_options: dict[str, str] | None) -> dict[str, str]:
+    """Options of any era as the kernel's deltalake (1.6) takes them: the DynamoDB log-store keys
+    are left out, since 1.6 no longer has that store and would only log a warning about them;
+    its reads and conditional-put writes are unaffected."""
+    skip = {"AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME"}
+    return {k: v for k, v in (storage_options or {}).items() if k not in skip}
+
+
 def azure_storage_options() -> dict[str, str]:
     """``storage_options`` for delta-rs on Azure Blob: Azurite locally, ADLS Gen2 with ``WORKBOOK_PROFILE=cloud``
     (credentials then come from AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or ``az login``

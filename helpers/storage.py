@@ -9,7 +9,6 @@ to, idempotently; ``delete_prefix`` empties a table's folder so a notebook can r
 from __future__ import annotations
 
 import os
-import time
 
 from helpers import config
 
@@ -147,41 +146,49 @@ def ensure_lock_table(name: str | None = None) -> str:
     return name
 
 
-def _lock_table_paths(table_uri: str) -> tuple[str, ...]:
-    """The ``tablePath`` values a log store may use for a table (with and without a trailing slash)."""
-    base = table_uri.rstrip("/")
-    return base, base + "/"
-
-
-def lock_entries(table_uri: str, lock_table: str | None = None) -> list[dict]:
+def lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool = False) -> list[dict]:
     """The DynamoDB log-store items of one table (one per commit that went through the lock), as
-    plain dicts sorted by ``fileName``; [] if the lock table does not exist."""
+    plain dicts sorted by ``tablePath`` and ``fileName``; [] if the lock table does not exist.
+    ``under=True`` also returns the items of every table below ``table_uri`` (a folder of tables)."""
     from botocore.exceptions import ClientError
 
     lock_table = lock_table or config.names().dynamodb_lock_table
+    base = table_uri.rstrip("/")
     client = dynamodb_client()
-    items = []
     try:
-        for path in _lock_table_paths(table_uri):
-            pages = client.get_paginator("query").paginate(
+        if under:  # a scan: the hash key cannot be queried by prefix
+            pages = client.get_paginator("scan").paginate(
                 TableName=lock_table,
-                KeyConditionExpression="tablePath = :p",
-                ExpressionAttributeValues={":p": {"S": path}},
+                FilterExpression="begins_with(tablePath, :p)",
+                ExpressionAttributeValues={":p": {"S": base}},
             )
-            items += [item for page in pages for item in page["Items"]]
+            items = [
+                item for page in pages for item in page["Items"]
+                if item["tablePath"]["S"].rstrip("/") == base or item["tablePath"]["S"].startswith(base + "/")
+            ]
+        else:  # log stores write the path with or without a trailing slash
+            items = []
+            for path in (base, base + "/"):
+                pages = client.get_paginator("query").paginate(
+                    TableName=lock_table,
+                    KeyConditionExpression="tablePath = :p",
+                    ExpressionAttributeValues={":p": {"S": path}},
+                )
+                items += [item for page in pages for item in page["Items"]]
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return []
         raise
     plain = [{k: next(iter(v.values())) for k, v in item.items()} for item in items]
-    return sorted(plain, key=lambda item: item["fileName"])
+    return sorted(plain, key=lambda item: (item["tablePath"], item["fileName"]))
 
 
-def delete_lock_entries(table_uri: str, lock_table: str | None = None) -> int:
-    """Delete a table's log-store items, so a table created again under the same path starts with
-    a clean lock history (old items would claim its versions). Returns how many were deleted."""
+def delete_lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool = False) -> int:
+    """Delete a table's log-store items (``under=True``: also those of every table below it), so a
+    table created again under the same path starts with a clean lock history (old items would
+    claim its versions). Returns how many were deleted."""
     lock_table = lock_table or config.names().dynamodb_lock_table
-    entries = lock_entries(table_uri, lock_table)
+    entries = lock_entries(table_uri, lock_table, under=under)
     client = dynamodb_client()
     for entry in entries:
         client.delete_item(
@@ -267,21 +274,10 @@ def remove_table(location: str) -> int:
     if parsed.scheme in ("s3", "s3a"):
         removed = delete_prefix(parsed.path, bucket=parsed.netloc)
         for scheme in ("s3", "s3a"):  # delta-rs and Spark name the same table differently
-            removed += delete_lock_entries(f"{scheme}://{parsed.netloc}{parsed.path}")
+            removed += delete_lock_entries(f"{scheme}://{parsed.netloc}{parsed.path}", under=True)
         return removed
     if parsed.scheme == "az":
         return delete_blobs(parsed.path, container=parsed.netloc)
     if parsed.scheme in ("abfs", "abfss"):
         return delete_blobs(parsed.path, container=parsed.netloc.split("@")[0])
     raise StorageError(f"Cannot remove {location!r}: unknown scheme {parsed.scheme!r} (local path, s3://, az:// or abfs://).")
-
-
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.2) -> bool:
-    """Poll ``predicate`` until it returns true or ``timeout`` seconds pass; return its last answer."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)

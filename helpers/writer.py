@@ -8,6 +8,7 @@ engine's own package only, and runs as a script::
 
     <era python> helpers/writer.py SPEC             # SPEC: a JSON file, or inline JSON
     <era python> helpers/writer.py --make-landing DIR [--batches 1-8]
+    <era python> helpers/writer.py --create-table URI OPTIONS_JSON [LANDING_FILE]
 
 The steps, each timestamped in the result:
 
@@ -891,6 +892,27 @@ def _exit(code: int) -> None:
     os._exit(code)  # skip interpreter teardown, where deltalake sometimes aborts
 
 
+def create_table(table_uri: str, storage_options: dict, landing_file: str | None = None) -> dict:
+    """Create an empty table with the landing schema using this environment's deltalake, then
+    append ``landing_file`` if given. Returns what happened (never raises for a storage error):
+    ``{"deltalake", "created", "appended", "version", "error", "message"}``; ``error`` is the
+    exception class of the step that failed, ``message`` its text."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, __version__, write_deltalake
+
+    report = {"deltalake": __version__, "created": False, "appended": False, "version": None, "error": None, "message": None}
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in LANDING_COLUMNS])
+    try:
+        table = DeltaTable.create(table_uri, schema=schema, mode="error", storage_options=storage_options)
+        report["created"], report["version"] = True, table.version()
+        if landing_file:
+            write_deltalake(table_uri, read_landing_file(landing_file), mode="append", storage_options=storage_options)
+            report["appended"], report["version"] = True, DeltaTable(table_uri, storage_options=storage_options).version()
+    except Exception as error:  # the report is the record
+        report["error"], report["message"] = type(error).__name__, one_line(str(error), 600)
+    return report
+
+
 def main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -901,6 +923,12 @@ def main(argv: list[str]) -> None:
             _exit(2)
         for batch in _parse_batches(argv[3] if len(argv) == 4 else "1-8"):
             print(write_landing_file(batch, argv[1]))
+        _exit(0)
+    if argv[0] == "--create-table":
+        if len(argv) not in (3, 4):
+            print("usage: writer.py --create-table URI OPTIONS_JSON [LANDING_FILE]", file=sys.stderr)
+            _exit(2)
+        print(json.dumps(create_table(argv[1], json.loads(argv[2]), argv[3] if len(argv) == 4 else None)))
         _exit(0)
     try:
         spec = load_spec(argv[0])

@@ -131,3 +131,13 @@ def test_timeline_has_a_lane_per_writer(tmp_path):
     assert sum(label.startswith("committed v1") for label in labels) == 1
     assert sum(label.startswith("failed: CommitFailedError") for label in labels) == 2
     assert figure._suptitle.get_text() == "three writers"
+
+
+def test_create_table_in_era_reports_a_refusal_and_a_success(stores, table_name):
+    uri = sessions.s3_uri(table_name)
+    refused = runner.create_table_in_era(uri, sessions.s3_storage_options(), era=eras.SEEDS)
+    assert (refused["deltalake"], refused["created"], refused["error"]) == ("0.22.3", False, "DeltaProtocolError")
+    assert "LockClient" in refused["message"]
+    made = runner.create_table_in_era(uri, sessions.s3_storage_options(unsafe_rename=True), era=eras.SEEDS, first_batch=1)
+    assert made["created"] and made["appended"] and made["version"] == 1
+    assert runner.table_state(uri, sessions.s3_storage_options()).rows == 10
