@@ -60,7 +60,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --prefer-offline --no-progress --loglevel=error
 	touch $@
 
-.cache/ivy/.resolved: helpers/sessions.py helpers/config.py .venv/.installed
+.cache/ivy/.resolved: helpers/sessions.py helpers/config.py $(wildcard helpers/java/*/*/*.java) .venv/.installed
 	$(PY) -m helpers.sessions fetch-jars
 	touch $@
 

@@ -59,6 +59,17 @@ def check_java() -> str | None:
     return None
 
 
+def check_javac() -> str | None:
+    """The JDK's compiler: the workbook compiles one small Java class (a Delta log store, see
+    ``helpers/java/``) the first time a Spark session uses DynamoDB."""
+    if shutil.which("javac") is None:
+        return (
+            "javac is not on PATH: a Java runtime without its JDK. Install the JDK 17 "
+            "(Debian/Ubuntu: `apt-get install openjdk-17-jdk-headless`; macOS: `brew install openjdk@17`)."
+        )
+    return None
+
+
 def check_node() -> str | None:
     if shutil.which("node") is None:
         return (
@@ -75,7 +86,7 @@ def check_node() -> str | None:
 
 
 def problems() -> list[str]:
-    return [p for p in (check_python(), check_java(), check_node()) if p]
+    return [p for p in (check_python(), check_java(), check_javac(), check_node()) if p]
 
 
 def main() -> int:

@@ -39,6 +39,8 @@ WRITER_SCRIPT = Path(writer_module.__file__).resolve()
 LANDING_DIR = config.DATA_DIR / "landing"
 RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
+MUST_REFRESH = ("spark", "daft")
+"""Engines that read the latest snapshot when they write, so cannot hold one across the barrier."""
 POLL_S = 0.005
 STDERR_TAIL_CHARS = 1500
 
@@ -46,7 +48,7 @@ RESULT_COLUMNS = [
     "writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class",
     "error_message", "era", "deltalake_version", "stage", "exit_code", "id_min", "id_max",
     "reported_version_source", "t_launched", "t_process_start", "t_start", "t_imported", "t_landing_loaded",
-    "t_snapshot_loaded", "t_barrier_released", "t_write_finished", "t_exited", "pid", "stderr_tail",
+    "t_snapshot_loaded", "t_barrier_released", "t_write_finished", "t_exited", "pid", "stderr_tail", "engine",
 ]
 
 
@@ -154,7 +156,8 @@ class RunResult:
     engine: str
     n: int
     max_commit_retries: int | None
-    hold_snapshot: bool
+    hold_snapshot: bool | None
+    """None: each writer held its snapshot if its engine can (see run_writers)."""
     version_before: int
     rows_before: int
     batches: list[int]
@@ -221,6 +224,8 @@ class RunResult:
     def table(self):
         """The columns worth showing, one row per writer (a pandas DataFrame)."""
         shown = ["writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class", "error_message"]
+        if self.results["engine"].nunique() > 1 or self.results["era"].nunique() > 1:
+            shown[1:1] = ["engine", "era"]
         frame = self.results[shown].copy()
         frame["ms_after_go"] = ((self.results["t_write_finished"] - (self.t_released or 0)) * 1000).round(0)
         return frame.set_index("writer_id")
@@ -246,6 +251,8 @@ class RunResult:
 class _Writer:
     writer_id: str
     batch: int
+    engine: str
+    era: str
     spec_path: Path
     result_path: Path
     stdout_path: Path
@@ -256,12 +263,11 @@ class _Writer:
     killed: bool = False
 
 
-def _check_arguments(n: int, era: str, engine: str, batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
-    eras.python_for(era)  # EraError for an unknown or missing era
-    if engine not in writer_module.ENGINES:
-        raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writer_module.ENGINES)}.")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise RunnerError(f"n must be a whole number of writers >= 1, not {n!r}.")
+def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
+    for engine, era in kinds:
+        eras.python_for(era)  # EraError for an unknown or missing era
+        if engine not in writer_module.ENGINES:
+            raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writer_module.ENGINES)}.")
     if batches is not None and len(batches) != n:
         raise RunnerError(f"batches names {len(batches)} batch(es) for {n} writers; give one per writer.")
     if batches is not None and len(set(batches)) != len(batches):
@@ -281,31 +287,32 @@ def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return path
 
 
-def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], era: str, engine: str,
-                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool, timeout_s: float) -> list[_Writer]:
+def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], kinds: Sequence[tuple[str, str]],
+                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool | None, timeout_s: float) -> list[_Writer]:
     writers = []
-    for number, batch in enumerate(batches, start=1):
+    for number, (batch, (engine, era)) in enumerate(zip(batches, kinds), start=1):
         writer_id = f"w{number}"
+        holds = hold_snapshot if hold_snapshot is not None else engine not in MUST_REFRESH
         spec = writer_module.WriterSpec(
             writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
             landing_file=str(landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
             result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
-            barrier_dir=str(run_dir / "barrier"), barrier_timeout_s=timeout_s, hold_snapshot=hold_snapshot,
+            barrier_dir=str(run_dir / "barrier"), barrier_timeout_s=timeout_s, hold_snapshot=holds,
         )
         spec_path = run_dir / "specs" / f"{writer_id}.json"
         spec_path.write_text(spec.to_json())
-        writers.append(_Writer(writer_id, batch, spec_path, Path(spec.result_path),
+        writers.append(_Writer(writer_id, batch, engine, era, spec_path, Path(spec.result_path),
                                run_dir / "logs" / f"{writer_id}.out", run_dir / "logs" / f"{writer_id}.err"))
     return writers
 
 
-def _launch(writers: list[_Writer], era: str) -> None:
+def _launch(writers: list[_Writer]) -> None:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
     for w in writers:
         with open(w.stdout_path, "wb") as out, open(w.stderr_path, "wb") as err:
             w.t_launched = time.time()
-            w.process = eras.start_in_era(era, [str(WRITER_SCRIPT), str(w.spec_path)], stdin=subprocess.DEVNULL,
+            w.process = eras.start_in_era(w.era, [str(WRITER_SCRIPT), str(w.spec_path)], stdin=subprocess.DEVNULL,
                                           stdout=out, stderr=err, env=env, cwd=config.ROOT)
 
 
@@ -371,7 +378,7 @@ def _stderr_tail(path: Path) -> str:
     return writer_module.one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
 
 
-def _result_row(w: _Writer, era: str, table_uri: str, timeout_s: float) -> dict:
+def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
     """The writer's own result, or a failed row saying why there is none."""
     try:
         row = json.loads(w.result_path.read_text())
@@ -381,7 +388,7 @@ def _result_row(w: _Writer, era: str, table_uri: str, timeout_s: float) -> dict:
             error_class, message = "Timeout", f"still running after {timeout_s:.0f} s; killed by the runner"
         else:
             error_class, message = "NoResult", f"exited with code {code} without writing a result (crashed?)"
-        row = {"writer_id": w.writer_id, "era": era, "table_uri": table_uri, "batch": w.batch, "outcome": writer_module.FAILED,
+        row = {"writer_id": w.writer_id, "era": w.era, "engine": w.engine, "table_uri": table_uri, "batch": w.batch, "outcome": writer_module.FAILED,
                "stage": "unknown", "error_class": error_class, "error_message": message}
     row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=_stderr_tail(w.stderr_path))
     return row
@@ -418,16 +425,23 @@ def run_writers(
     max_commit_retries: int | None = None,
     batches: Sequence[int] | None = None,
     engine: str = "deltalake",
-    hold_snapshot: bool = True,
+    hold_snapshot: bool | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: bool = True,
     run_dir: str | os.PathLike | None = None,
+    mix: Sequence[tuple[str, str]] | None = None,
 ) -> RunResult:
     """Start ``n`` writer processes in ``era``'s environment, release them together, collect their results.
 
+    ``mix``: writers of several engines and eras in one race, one ``(engine, era)`` per writer,
+    e.g. ``[("spark", eras.CURRENT)] * 2 + [("deltalake", "deltalake-1.5.1")] * 2``; it replaces
+    ``n``, ``engine`` and ``era``.
+
     ``max_commit_retries``: None keeps the library default, 0 turns retries off. ``batches``: the
     landing batch of each writer (default: the next ``n`` batches not yet in the table, so every
-    row stays attributable). ``hold_snapshot``: see :class:`helpers.writer.WriterSpec`.
+    row stays attributable). ``hold_snapshot``: see :class:`helpers.writer.WriterSpec`; None (the
+    default) lets each writer hold its snapshot across the barrier if its engine can (deltalake),
+    while Spark and Daft read the latest one after go.
     ``timeout_s`` bounds the whole run; writers still running then are killed and recorded as
     failed (``Timeout``).
 
@@ -436,18 +450,29 @@ def run_writers(
     """
     from tqdm.auto import tqdm
 
-    _check_arguments(n, era, engine, batches, max_commit_retries, timeout_s)
+    if mix is not None:
+        kinds = [tuple(kind) for kind in mix]
+        if not kinds or any(len(kind) != 2 for kind in kinds):
+            raise RunnerError(f"mix must list one (engine, era) pair per writer, not {mix!r}.")
+        n = len(kinds)
+        engine = " + ".join(dict.fromkeys(k[0] for k in kinds))
+        era = " + ".join(dict.fromkeys(k[1] for k in kinds))
+    else:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise RunnerError(f"n must be a whole number of writers >= 1, not {n!r}.")
+        kinds = [(engine, era)] * n
+    _check_arguments(n, kinds, batches, max_commit_retries, timeout_s)
     table_uri = str(table_uri)
     storage_options = dict(storage_options or {})
     before = table_state(table_uri, storage_options)
     batches = list(batches) if batches is not None else list(range(before.next_batch, before.next_batch + n))
     run_dir = _new_run_dir(run_dir)
-    writers = _prepare_writers(run_dir, table_uri, storage_options, era, engine, batches, max_commit_retries, hold_snapshot, timeout_s)
+    writers = _prepare_writers(run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot, timeout_s)
     deadline = time.monotonic() + timeout_s
     released = None
     bar = tqdm(total=n, desc=f"{n} writers, {era}", unit="writer", disable=not progress, leave=True)
     try:
-        _launch(writers, era)
+        _launch(writers)
         t_launched = min(w.t_launched for w in writers)
         _wait_for_barrier(writers, run_dir / "barrier", deadline, bar)
         released = _open_barrier(run_dir / "barrier")
@@ -456,7 +481,7 @@ def run_writers(
     finally:
         timed_out = _kill_stragglers(writers)
         bar.close()
-    frame = _results_frame([_result_row(w, era, table_uri, timeout_s) for w in writers])
+    frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in writers])
     result = RunResult(
         table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,
         max_commit_retries=max_commit_retries, hold_snapshot=hold_snapshot, version_before=before.version,

@@ -4,6 +4,7 @@ Spark::
 
     spark = spark_session("s3")            # Delta + s3a:// pointed at the S3 emulator
     spark = spark_session("local")         # Delta on the local file system only
+    spark = spark_session("s3", "dynamodb")  # s3a:// commits coordinated through the DynamoDB lock table
 
 Jars come from Maven Central through ``spark.jars.packages`` into the project's Ivy cache
 (``.cache/ivy``), so only the first start downloads them. ``WORKBOOK_SPARK_MASTER`` runs the same
@@ -29,10 +30,22 @@ from typing import Any, Iterable
 
 from helpers import config
 
-SPARK_STORES = ("local", "s3", "azure")
+SPARK_STORES = ("local", "s3", "azure", "dynamodb")
+"""``dynamodb`` is not a store of its own: it makes ``s3`` commits go through Delta's multi-cluster
+log store (the DynamoDB lock table) instead of the default single-driver one."""
 LOCKING_PROVIDERS = (None, "dynamodb")
 SCALA_BINARY_VERSION = "2.13"
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
+JAVA_DIR = Path(__file__).with_name("java")
+JAVA_SOURCES = sorted(JAVA_DIR.rglob("*.java"))
+DELTA_DYNAMODB_LOG_STORE = "io.delta.storage.S3DynamoDBLogStore"
+WORKBOOK_DYNAMODB_LOG_STORE = "workbook.storage.EndpointS3DynamoDBLogStore"
+DYNAMODB_LOG_STORE_PREFIX = "spark.io.delta.storage.S3DynamoDBLogStore"
+"""Delta's keys for its DynamoDB log store (``ddb.tableName``, ``ddb.region``); ours reads the same."""
+DYNAMODB_ENDPOINT_KEY = "spark.workbook.storage.ddb.endpoint"
+AWS_SDK_BUNDLE_VERSION = "2.35.4"
+AWS_SDK_V1_VERSION = "1.12.780"
+"""The AWS SDK v1 DynamoDB client for Delta's own class (real-cloud profile only)."""
 
 
 class SessionError(RuntimeError):
@@ -79,6 +92,10 @@ def spark_packages(*stores: str) -> list[str]:
         packages.append(f"org.apache.hadoop:hadoop-aws:{hadoop_version()}")
     if "azure" in stores:
         packages.append(f"org.apache.hadoop:hadoop-azure:{hadoop_version()}")
+    if "dynamodb" in stores and config.profile() == "cloud":
+        # Delta's own S3DynamoDBLogStore and the AWS SDK v1 client it declares as "provided"
+        packages += [f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}",
+                     f"com.amazonaws:aws-java-sdk-dynamodb:{AWS_SDK_V1_VERSION}"]
     return packages
 
 
@@ -102,6 +119,8 @@ def _check_stores(stores: Iterable[str]) -> None:
     unknown = [s for s in stores if s not in SPARK_STORES]
     if unknown:
         raise SessionError(f"Unknown store {unknown[0]!r}; choose from {', '.join(SPARK_STORES)}.")
+    if "dynamodb" in stores and "s3" not in stores:
+        raise SessionError('"dynamodb" coordinates commits to s3a:// tables: ask for it with "s3", e.g. spark_session("s3", "dynamodb").')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +158,8 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
         conf.update(_s3a_conf())
     if "azure" in stores:
         conf.update(_abfs_conf())
+    if "dynamodb" in stores:
+        conf.update(dynamodb_log_store_conf())
     return conf
 
 
@@ -164,6 +185,83 @@ def _s3a_conf() -> dict[str, str]:
             "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
         )
     return conf
+
+
+def dynamodb_log_store_conf() -> dict[str, str]:
+    """Spark settings that make ``s3a://`` commits go through the DynamoDB lock table.
+
+    Delta's multi-cluster class, ``io.delta.storage.S3DynamoDBLogStore``, has no DynamoDB endpoint
+    setting, so it cannot reach the emulator (and its module cannot be fetched here). Locally the
+    workbook uses its own class, ``workbook.storage.EndpointS3DynamoDBLogStore`` (``helpers/java/``),
+    which speaks the same protocol to the same table with the same ``ddb.*`` keys, plus an endpoint.
+    With ``WORKBOOK_PROFILE=cloud`` it is Delta's own class, from Maven Central.
+    """
+    names = config.names()
+    conf = {
+        f"{DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName": names.dynamodb_lock_table,
+        f"{DYNAMODB_LOG_STORE_PREFIX}.ddb.region": names.aws_region,
+    }
+    if config.profile() == "cloud":
+        conf["spark.delta.logStore.s3a.impl"] = DELTA_DYNAMODB_LOG_STORE
+        return conf
+    conf.update({
+        "spark.delta.logStore.s3a.impl": WORKBOOK_DYNAMODB_LOG_STORE,
+        DYNAMODB_ENDPOINT_KEY: config.moto_endpoint(),
+        "spark.jars": str(log_store_jar()),
+    })
+    return conf
+
+
+def log_store_jar() -> Path:
+    """The jar of ``workbook.storage.EndpointS3DynamoDBLogStore``, compiled from ``helpers/java/``
+    with the JDK's javac the first time it is needed (and again when the source changes). It
+    compiles against the Delta and AWS SDK jars in the Ivy cache, fetching them first if needed."""
+    import fcntl
+    import shutil
+    import subprocess
+    import tempfile
+
+    jar = config.BUILD_DIR / "jars" / "workbook-log-store.jar"
+    if jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES):
+        return jar
+    if shutil.which("javac") is None or shutil.which("jar") is None:
+        from helpers import preflight
+
+        raise SessionError(preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17.")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with open(jar.parent / ".build.lock", "w") as lock:  # writers start in parallel: one compiles
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES):
+            return jar
+        classpath = _log_store_classpath()
+        with tempfile.TemporaryDirectory(dir=jar.parent) as work:
+            classes = Path(work) / "classes"
+            compiled = subprocess.run(
+                ["javac", "--release", "17", "-nowarn", "-cp", os.pathsep.join(map(str, classpath)), "-d", str(classes),
+                 *map(str, JAVA_SOURCES)], capture_output=True, text=True)
+            if compiled.returncode != 0:
+                raise SessionError(f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}")
+            packed = Path(work) / jar.name
+            subprocess.run(["jar", "cf", str(packed), "-C", str(classes), "."], check=True, capture_output=True)
+            os.replace(packed, jar)
+    return jar
+
+
+def _log_store_classpath() -> list[Path]:
+    jars_dir = config.CACHE_DIR / "ivy" / "jars"
+    needed = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", f"software.amazon.awssdk_bundle-{aws_sdk_bundle_version()}.jar"]
+    if not all((jars_dir / name).is_file() for name in needed):
+        fetch_jars("s3")
+    missing = [name for name in needed if not (jars_dir / name).is_file()]
+    if missing:
+        raise SessionError(f"{', '.join(missing)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`.")
+    return [_pyspark_jars_dir() / "*", *(jars_dir / name for name in needed)]
+
+
+def aws_sdk_bundle_version() -> str:
+    """The AWS SDK v2 bundle version hadoop-aws declares (2.35.4 for Hadoop 3.5.0)."""
+    jars = sorted((config.CACHE_DIR / "ivy" / "jars").glob("software.amazon.awssdk_bundle-*.jar"))
+    return jars[-1].name.removeprefix("software.amazon.awssdk_bundle-").removesuffix(".jar") if jars else AWS_SDK_BUNDLE_VERSION
 
 
 def _abfs_conf() -> dict[str, str]:
@@ -204,8 +302,13 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
     conf.update(extra_conf or {})
     active = SparkSession.getActiveSession()
     if active is not None:
-        have = set(filter(None, active.sparkContext.getConf().get("spark.jars.packages", "").split(",")))
-        missing = set(conf["spark.jars.packages"].split(",")) - have
+        running = active.sparkContext.getConf()
+        missing = set()
+        for key in ("spark.jars.packages", "spark.jars"):
+            have = set(filter(None, running.get(key, "").split(",")))
+            missing |= set(filter(None, conf.get(key, "").split(","))) - have
+        if conf.get("spark.delta.logStore.s3a.impl", "") != (running.get("spark.delta.logStore.s3a.impl", None) or ""):
+            missing.add(f"the log store {conf.get('spark.delta.logStore.s3a.impl') or 'default'} for s3a://")
         if missing:
             raise SessionError(
                 f"A SparkSession without {', '.join(sorted(missing))} is already running in this process, and "
@@ -389,14 +492,17 @@ def azure_storage_options() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.sessions")
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy")
+    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy (and compile the DynamoDB log store)")
     sub.add_parser("conf", help="print the Spark settings of a session on every store (keys masked)")
     args = parser.parse_args(argv)
     try:
         if args.action == "fetch-jars":
-            stores = SPARK_STORES
+            # locally "dynamodb" needs no download: its class is compiled here, from the jars fetched for "s3"
+            stores = SPARK_STORES if config.profile() == "cloud" else tuple(s for s in SPARK_STORES if s != "dynamodb")
             seconds = fetch_jars(*stores)
             print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
+            if config.profile() == "local":
+                print(f"DynamoDB log store compiled: {config.shown(log_store_jar())}")
         else:
             for key, value in spark_conf(*SPARK_STORES).items():
                 secret = "secret" in key or key.endswith(".key") or ".key." in key

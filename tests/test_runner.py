@@ -41,6 +41,13 @@ def test_bad_arguments_are_refused_before_anything_starts(kwargs, message, tmp_p
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize("mix, message", [([], "one \\(engine, era\\) pair"), ([("deltalake",)], "one \\(engine, era\\) pair"),
+                                          ([("deltalake", "deltalake-0.1.0")], "deltalake-0.1.0")])
+def test_a_bad_mix_is_refused(mix, message, tmp_path):
+    with pytest.raises((runner.RunnerError, eras.EraError), match=message):
+        runner.run_writers(str(tmp_path / "t"), mix=mix, progress=False)
+
+
 def test_create_table_refuses_an_existing_table(tmp_path):
     assert runner.create_table(str(tmp_path / "t")) == 0
     with pytest.raises(runner.RunnerError, match="already exists"):
@@ -58,9 +65,9 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
     crash = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('terminate called'); sys.exit(134)"],
                              stderr=open(tmp_path / "w1.err", "wb"))
     crash.wait()
-    record = runner._Writer("w1", 1, tmp_path / "s.json", tmp_path / "none.json", tmp_path / "w1.out", tmp_path / "w1.err",
-                            process=crash)
-    row = runner._result_row(record, eras.CURRENT, "t", 10)
+    record = runner._Writer("w1", 1, "deltalake", eras.CURRENT, tmp_path / "s.json", tmp_path / "none.json",
+                            tmp_path / "w1.out", tmp_path / "w1.err", process=crash)
+    row = runner._result_row(record, "t", 10)
     assert row["outcome"] == w.FAILED and row["error_class"] == "NoResult"
     assert row["exit_code"] == 134 and "terminate called" in row["stderr_tail"]
 
@@ -115,6 +122,18 @@ def test_retries_off_one_wins_then_retries_on_all_commit(store, stores, table_na
     writers = checked.writers
     assert writers["attempts"].min() == 1
     assert (writers["attempts"] <= writers["commit_in_log"] - writers["snapshot_version"]).all()
+
+
+def test_a_mixed_run_races_two_eras_for_one_version(tmp_path):
+    uri = str(tmp_path / "t")
+    runner.create_table(uri)
+    run = runner.run_writers(uri, mix=[("deltalake", eras.CURRENT), ("deltalake", eras.DYNAMODB_INTEROP)],
+                             max_commit_retries=0, progress=False)
+    assert (run.n, run.era) == (2, f"{eras.CURRENT} + {eras.DYNAMODB_INTEROP}")
+    assert list(run.results["era"]) == [eras.CURRENT, eras.DYNAMODB_INTEROP]
+    assert run.same_snapshot and run.outcomes == {"committed": 1, "failed": 1}, run.summary()
+    assert list(run.table().columns[:2]) == ["engine", "era"]
+    assert audit.audit(run).rows_lost == 0
 
 
 def test_timeline_has_a_lane_per_writer(tmp_path):

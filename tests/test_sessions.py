@@ -38,8 +38,28 @@ def test_master_comes_from_the_environment(monkeypatch):
 
 
 def test_unknown_store_is_refused():
-    with pytest.raises(sessions.SessionError, match="choose from local, s3, azure"):
+    with pytest.raises(sessions.SessionError, match="choose from local, s3, azure, dynamodb"):
         sessions.spark_conf("gcs")
+    with pytest.raises(sessions.SessionError, match='with "s3"'):
+        sessions.spark_conf("dynamodb")
+
+
+def test_dynamodb_commits_use_the_workbooks_log_store_locally_and_deltas_in_the_cloud(monkeypatch):
+    local = sessions.spark_conf("s3", "dynamodb")
+    assert local["spark.delta.logStore.s3a.impl"] == sessions.WORKBOOK_DYNAMODB_LOG_STORE
+    assert local[sessions.DYNAMODB_ENDPOINT_KEY] == config.moto_endpoint()
+    assert local[f"{sessions.DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName"] == config.names().dynamodb_lock_table
+    jar = local["spark.jars"]
+    assert jar.endswith("workbook-log-store.jar")
+    import zipfile
+
+    assert "workbook/storage/EndpointS3DynamoDBLogStore.class" in zipfile.ZipFile(jar).namelist()  # compiled by javac
+    assert not any("dynamodb" in p for p in sessions.spark_packages("s3", "dynamodb"))  # nothing to download locally
+    monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
+    cloud = sessions.spark_conf("s3", "dynamodb")
+    assert cloud["spark.delta.logStore.s3a.impl"] == sessions.DELTA_DYNAMODB_LOG_STORE
+    assert sessions.DYNAMODB_ENDPOINT_KEY not in cloud and "spark.jars" not in cloud
+    assert f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}" in cloud["spark.jars.packages"]
 
 
 def test_storage_options_carry_the_era_switches_explicitly():

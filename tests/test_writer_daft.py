@@ -130,7 +130,7 @@ def test_runner_with_daft_and_a_held_snapshot_fails_every_writer_clearly(s3, tab
     uri = sessions.s3_uri(f"tests/{table_name}")
     options = sessions.s3_storage_options()
     runner.create_table(uri, options)
-    run = runner.run_writers(uri, options, n=2, engine="daft", progress=False)  # hold_snapshot defaults to True
+    run = runner.run_writers(uri, options, n=2, engine="daft", hold_snapshot=True, progress=False)
     assert run.outcomes == {"committed": 0, "failed": 2}
     assert run.error_classes == {"SpecError": 2}
     assert all("hold_snapshot=false" in m for m in run.results["error_message"])

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from helpers import audit, eras, runner, sessions
+from helpers import audit, eras, runner, sessions, storage
 from helpers import writer as w
 
 WRITER_TIMEOUT_S = 400
@@ -18,10 +18,11 @@ WRITER_TIMEOUT_S = 400
 
 @pytest.fixture(scope="module")
 def s3():
-    from helpers import services, storage
+    from helpers import services
 
-    services.require("s3")
+    services.require("s3", "dynamodb")
     storage.ensure_bucket()
+    storage.ensure_lock_table()
 
 
 @pytest.fixture
@@ -56,7 +57,8 @@ def _run_writer(spec: dict) -> tuple[int, dict | None]:
         ({"table_uri": "/tmp/t"}, "s3a:// tables"),
         ({"table_uri": "az://delta/t"}, "s3a:// tables"),
         ({"hold_snapshot": True}, "hold_snapshot=false"),
-        ({"storage_options": {"AWS_S3_LOCKING_PROVIDER": "dynamodb"}}, "spark.delta.logStore.s3a.impl"),
+        ({"storage_options": {"AWS_S3_LOCKING_PROVIDER": "zookeeper"}}, "only locking provider is 'dynamodb'"),
+        ({"storage_options": {"DYNAMO_LOCK_TABLE_NAME": "locks"}}, "DELTA_DYNAMO_TABLE_NAME"),
         ({"storage_options": {"conditional_put": "disabled"}}, "fs.s3a.create.conditional.enabled"),
         ({"storage_options": {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}}, "never renames"),
         ({"storage_options": {"colour": "red"}}, "does not know storage option"),
@@ -76,8 +78,21 @@ def test_the_workbook_s3_options_are_accepted_and_spark_keys_reach_the_session()
     assert conf["spark.hadoop.fs.s3a.create.conditional.enabled"] == "false"
     assert conf["spark.databricks.delta.maxCommitAttempts"] == "3"  # retries + the first attempt
     assert not any(key.startswith("AWS_") for key in conf)
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == options["AWS_ENDPOINT_URL"]
+    assert w.SparkEngine.stores(spec) == ("s3",)
     default = w.SparkEngine.session_conf(w.WriterSpec.from_dict(_spec()))
     assert "spark.databricks.delta.maxCommitAttempts" not in default  # Delta's own default
+
+
+def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
+    options = dict(sessions.s3_storage_options(locking_provider="dynamodb"), AWS_ENDPOINT_URL="http://127.0.0.1:1",
+                   DELTA_DYNAMO_TABLE_NAME="other_locks")
+    spec = w.WriterSpec.from_dict(_spec(storage_options=options))
+    assert w.SparkEngine.stores(spec) == ("s3", "dynamodb")
+    conf = w.SparkEngine.session_conf(spec)
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:1"  # S3 only: DynamoDB keeps its own
+    assert conf[f"{sessions.DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName"] == "other_locks"
+    assert conf[sessions.DYNAMODB_ENDPOINT_KEY] == options["AWS_ENDPOINT_URL_DYNAMODB"]
 
 
 def test_user_metadata_carries_the_workbook_tags():
@@ -131,3 +146,23 @@ def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
     assert result["outcome"] == w.FAILED and result["stage"] == "snapshot"
     assert result["error_class"] == "TableNotFoundError"
     assert f"No Delta table at {uri}" in result["error_message"]
+
+
+def test_spark_and_delta_rs_1_5_take_turns_through_the_dynamodb_log_store(empty_table, tmp_path):
+    uri = sessions.s3_uri(empty_table, scheme="s3a")
+    options = sessions.s3_storage_options(locking_provider="dynamodb")
+    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"),
+                 storage_options=options)
+    code, result = _run_writer(spec)
+    assert (code, result["outcome"], result["reported_version"]) == (0, w.COMMITTED, 1), result.get("error_message")
+    rs = dict(spec, writer_id="w2", era=eras.DYNAMODB_INTEROP, engine="deltalake", batch=2, hold_snapshot=True,
+              landing_file=str(runner.landing_file(2)), result_path=str(tmp_path / "w2.json"))
+    done, second = runner.run_single_writer(rs, timeout_s=WRITER_TIMEOUT_S)
+    assert second is not None and second["outcome"] == w.COMMITTED and second["reported_version"] == 2, done.stderr[-800:]
+
+    items = storage.lock_entries(uri)
+    assert [i["fileName"] for i in items] == ["00000000000000000001.json", "00000000000000000002.json"]
+    assert all(i["complete"] == "true" and i["tablePath"] == uri for i in items)  # one key: they see each other
+    assert items[0]["tempPath"].startswith(".tmp/00000000000000000001.json.")  # Delta Spark's staging name
+    assert items[1]["tempPath"].startswith("_commit_")  # delta-rs's
+    assert audit.audit_table(sessions.s3_uri(empty_table), sessions.s3_storage_options()).rows_actual == 20

@@ -1,0 +1,336 @@
+"""The commit gate: a pass-through proxy in front of the S3 emulator that can hold back the PUTs
+of Delta commit files, so that a race a fast loopback network makes rare happens on every run.
+
+Two writers lose a commit when both check that ``_delta_log/N.json`` is free before either has
+written it. On loopback the window between the check and the write is a few milliseconds, so
+whether two Spark drivers collide is luck. The gate widens that window the way a slow network or
+a paused JVM would, without touching any writer or the store:
+
+* every request goes to the emulator unchanged (S3 and DynamoDB alike: moto serves both on one
+  port), and every answer comes back unchanged;
+* while the gate is armed with :meth:`CommitGate.hold`, a PUT (or copy) of a commit file
+  ``.../_delta_log/<20 digits>.json`` waits until ``together`` PUTs of that same key are waiting,
+  or ``max_wait_s`` has passed since the first of them arrived; then they go on to the emulator
+  one at a time, in the chosen ``order``, each after the previous one was answered.
+
+It decides nothing: which PUT the store accepts, and what it answers, is the emulator's business.
+The gate also logs every HEAD and PUT of a commit file (key, client, status, whether the PUT
+was conditional, with ``If-None-Match``, or a copy, how long it was held): the evidence for "who
+checked, who wrote, and what the store answered".
+
+Usage::
+
+    with CommitGate() as gate:                    # listens on 127.0.0.1:<free port>
+        options = gate.route(s3_storage_options())  # the same options, S3 endpoint = the gate
+        gate.hold(together=4)                       # the next commit PUTs meet at the gate
+        run = run_writers(uri, options, n=4, engine="spark")
+        gate.commit_requests()                      # what reached the store, in order
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlparse
+
+from helpers import config
+
+COMMIT_FILE = re.compile(r"/_delta_log/(\d{20})\.json$")
+ORDERS = ("arrival", "conditional-first", "unconditional-first")
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
+              "transfer-encoding", "upgrade", "expect", "content-length"}
+UPSTREAM_TIMEOUT_S = 60.0
+
+
+class GateError(RuntimeError):
+    """The gate cannot do what was asked; the message says what to do."""
+
+
+@dataclass
+class CommitRequest:
+    """One request for a commit file, as the gate saw it."""
+
+    seq: int
+    t_arrived: float
+    method: str
+    key: str
+    version: int
+    client: str
+    conditional: bool
+    copy: bool
+    held_s: float = 0.0
+    released_as: int | None = None
+    """Position in its group's release order (1 = first to reach the store), None if not held."""
+    status: int | None = None
+
+
+@dataclass
+class _Waiting:
+    request: CommitRequest
+    turn: threading.Event
+    done: threading.Event
+
+
+class _Group:
+    """The commit PUTs of one key that are waiting together."""
+
+    def __init__(self, key: str, first: float) -> None:
+        self.key = key
+        self.first = first
+        self.waiting: list[_Waiting] = []
+        self.released = False
+
+
+def _client_of(user_agent: str) -> str:
+    agent = user_agent.lower()
+    if "hadoop" in agent or "aws-sdk-java" in agent:
+        return "spark (S3A)"
+    if "object_store" in agent or "delta-rs" in agent or "aws-sdk-rust" in agent:
+        return "delta-rs"
+    if "boto" in agent:
+        return "boto3"
+    return user_agent.split(" ", 1)[0] or "unknown"
+
+
+class CommitGate:
+    """A proxy on ``127.0.0.1`` in front of the S3 emulator (see the module's text)."""
+
+    def __init__(self, upstream: str | None = None, *, port: int = 0) -> None:
+        if config.profile() != "local":
+            raise GateError(
+                "The commit gate sits in front of the local S3 emulator (plain http). With WORKBOOK_PROFILE=cloud "
+                "there is no emulator to put it in front of; run the notebook's races on the local profile."
+            )
+        target = urlparse(upstream or config.moto_endpoint())
+        if target.scheme != "http" or not target.hostname:
+            raise GateError(f"The gate forwards to an http:// endpoint, not {upstream!r}.")
+        self.upstream_host, self.upstream_port = target.hostname, target.port or 80
+        self._lock = threading.Lock()
+        self._groups: dict[str, _Group] = {}
+        self._requests: list[CommitRequest] = []
+        self._together = 0
+        self._max_wait_s = 0.0
+        self._order = "arrival"
+        self._version: int | None = None
+        self._local = threading.local()
+        try:
+            self._server = ThreadingHTTPServer((config.LOCALHOST, port), self._handler_class())
+        except OSError as error:
+            raise GateError(f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one).") from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="commit-gate", daemon=True)
+        self._thread.start()
+
+    # -- the public side ---------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{config.LOCALHOST}:{self._server.server_address[1]}"
+
+    def route(self, storage_options: dict[str, str]) -> dict[str, str]:
+        """The same storage options with the S3 endpoint (``AWS_ENDPOINT_URL``) pointed at the gate.
+        DynamoDB keeps its own endpoint if the options name one."""
+        if "AWS_ENDPOINT_URL" not in storage_options:
+            raise GateError("These storage options name no AWS_ENDPOINT_URL; build them with helpers.sessions.s3_storage_options().")
+        return {**storage_options, "AWS_ENDPOINT_URL": self.endpoint}
+
+    def hold(self, together: int, *, max_wait_s: float = 2.0, order: str = "arrival", version: int | None = None) -> None:
+        """Arm the gate: hold each commit-file PUT until ``together`` PUTs of its key wait, or
+        ``max_wait_s`` passed since the first; then send them on one by one in ``order``
+        (``arrival``, ``conditional-first`` or ``unconditional-first``). ``version``: hold only
+        the PUTs of that commit version (a retry at the next version then passes straight on)."""
+        if isinstance(together, bool) or not isinstance(together, int) or together < 1:
+            raise GateError(f"together must be a whole number >= 1, not {together!r}.")
+        if order not in ORDERS:
+            raise GateError(f"Unknown order {order!r}; choose from {', '.join(ORDERS)}.")
+        if not max_wait_s > 0:
+            raise GateError(f"max_wait_s must be positive, not {max_wait_s!r}.")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise GateError(f"version must be a commit version >= 0 or None (all), not {version!r}.")
+        with self._lock:
+            self._together, self._max_wait_s, self._order, self._version = together, float(max_wait_s), order, version
+
+    def open(self) -> None:
+        """Disarm the gate: commit PUTs pass straight through again (those waiting are released)."""
+        with self._lock:
+            self._together = 0
+            groups = [g for g in self._groups.values() if not g.released]
+        for group in groups:
+            self._release(group)
+
+    def clear_log(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def commit_requests(self, prefix: str | None = None):
+        """The commit-file requests seen so far (for keys under ``prefix``, if given) as a pandas
+        DataFrame in arrival order: method, key, version, client, conditional, copy, held_s,
+        released_as, status."""
+        import pandas as pd
+
+        with self._lock:
+            rows = [asdict(r) for r in self._requests if prefix is None or r.key.startswith(prefix.strip("/"))]
+        frame = pd.DataFrame(rows, columns=list(CommitRequest.__dataclass_fields__))
+        for column in ("released_as", "status"):
+            frame[column] = frame[column].astype("Int64")
+        return frame.drop(columns=["seq", "t_arrived"]).reset_index(drop=True)
+
+    def close(self) -> None:
+        self.open()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "CommitGate":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        which = "commit PUTs" if self._version is None else f"PUTs of commit {self._version}"
+        state = f"holding {which}, {self._together} together ({self._order}, max {self._max_wait_s:g} s)" if self._together else "open"
+        return f"CommitGate({state})"
+
+    # -- holding -------------------------------------------------------------------------------------
+
+    def _admit(self, request: CommitRequest) -> _Waiting | None:
+        """Register a commit PUT; return its waiting slot, or None if the gate is open."""
+        with self._lock:
+            self._requests.append(request)
+            if not self._together or request.method != "PUT" or self._version not in (None, request.version):
+                return None
+            group = self._groups.get(request.key)
+            if group is None or group.released:
+                group = self._groups[request.key] = _Group(request.key, request.t_arrived)
+            slot = _Waiting(request, threading.Event(), threading.Event())
+            group.waiting.append(slot)
+            full = len(group.waiting) >= self._together
+            deadline = group.first + self._max_wait_s
+        if full:
+            self._release(group)
+        else:
+            threading.Thread(target=self._release_at, args=(group, deadline), daemon=True).start()
+        return slot
+
+    def _release_at(self, group: _Group, deadline: float) -> None:
+        time.sleep(max(0.0, deadline - time.time()))
+        self._release(group)
+
+    def _release(self, group: _Group) -> None:
+        with self._lock:
+            if group.released:
+                return
+            group.released = True
+            slots = list(group.waiting)
+            order = self._order
+        if order == "conditional-first":
+            slots.sort(key=lambda s: not s.request.conditional)  # stable: arrival order within each kind
+        elif order == "unconditional-first":
+            slots.sort(key=lambda s: s.request.conditional)
+        threading.Thread(target=self._send_in_turn, args=(slots,), daemon=True).start()
+
+    @staticmethod
+    def _send_in_turn(slots: list[_Waiting]) -> None:
+        for position, slot in enumerate(slots, start=1):
+            slot.request.released_as = position
+            slot.turn.set()
+            slot.done.wait(UPSTREAM_TIMEOUT_S)
+
+    # -- forwarding ----------------------------------------------------------------------------------
+
+    def _forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes | None):
+        """Send one request to the emulator on this thread's connection; return (status, reason, headers, body)."""
+        for attempt in (1, 2):
+            connection = getattr(self._local, "connection", None)
+            if connection is None:
+                connection = self._local.connection = http.client.HTTPConnection(
+                    self.upstream_host, self.upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+            try:
+                connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+                for name, value in headers:
+                    connection.putheader(name, value)
+                if body is not None:
+                    connection.putheader("Content-Length", str(len(body)))
+                connection.endheaders(body)
+                response = connection.getresponse()
+                data = response.read()
+                return response.status, response.reason, response.getheaders(), data
+            except (ConnectionError, http.client.HTTPException, OSError):
+                connection.close()
+                self._local.connection = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _handler_class(self):
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format, *args):  # noqa: A002  (quiet: the gate keeps its own log)
+                pass
+
+            def _body(self) -> bytes | None:
+                length = self.headers.get("Content-Length")
+                if length is not None:
+                    return self.rfile.read(int(length))
+                if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                    chunks = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return b"".join(chunks)
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                return None
+
+            def _handle(self) -> None:
+                body = self._body()
+                headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP]
+                path_only = unquote(urlparse(self.path).path)
+                match = COMMIT_FILE.search(path_only)
+                request = slot = None
+                if match and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
+                    with gate._lock:
+                        seq = len(gate._requests) + 1
+                    request = CommitRequest(
+                        seq=seq, t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
+                        version=int(match.group(1)), client=_client_of(self.headers.get("User-Agent", "")),
+                        conditional="If-None-Match" in self.headers, copy="x-amz-copy-source" in self.headers,
+                    )
+                    slot = gate._admit(request)
+                    if slot is not None:
+                        slot.turn.wait()
+                        request.held_s = round(time.time() - request.t_arrived, 3)
+                try:
+                    status, reason, response_headers, data = gate._forward(self.command, self.path, headers, body)
+                except Exception as error:  # the emulator is down or hung: say so to the client
+                    status, reason, response_headers = 502, "Bad Gateway", [("Content-Type", "text/plain")]
+                    data = f"commit gate: the S3 emulator at {gate.upstream_host}:{gate.upstream_port} did not answer: {error}".encode()
+                finally:
+                    if slot is not None:
+                        slot.done.set()
+                if request is not None:
+                    request.status = status
+                self.send_response_only(status, reason)
+                length = None
+                for name, value in response_headers:
+                    if name.lower() == "content-length":
+                        length = value
+                    elif name.lower() not in HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", length if self.command == "HEAD" and length is not None else str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
+
+        return Handler

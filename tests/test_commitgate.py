@@ -1,0 +1,114 @@
+"""The commit gate: a transparent proxy that holds commit-file PUTs and releases them in order."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from helpers import commitgate, config, runner, sessions, storage
+
+COMMIT = "_delta_log/00000000000000000001.json"
+
+
+@pytest.fixture
+def gate(stores):
+    with commitgate.CommitGate() as proxy:
+        yield proxy
+
+
+def _s3_through(gate):
+    import boto3
+
+    return boto3.client("s3", endpoint_url=gate.endpoint, aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
+                        aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY, region_name=config.names().aws_region)
+
+
+def _race(gate, key: str, writers: list[tuple[str, bool]]) -> dict[str, object]:
+    """PUT ``key`` from one thread per (name, conditional), 0.1 s apart; return name -> status."""
+    s3, answers = _s3_through(gate), {}
+
+    def put(name: str, conditional: bool) -> None:
+        try:
+            extra = {"IfNoneMatch": "*"} if conditional else {}
+            answers[name] = s3.put_object(Bucket=config.names().s3_bucket, Key=key, Body=name.encode(), **extra)["ResponseMetadata"]["HTTPStatusCode"]
+        except ClientError as error:
+            answers[name] = error.response["ResponseMetadata"]["HTTPStatusCode"]
+
+    threads = [threading.Thread(target=put, args=writer) for writer in writers]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(30)
+    return answers
+
+
+def test_an_open_gate_passes_everything_through_and_logs_commit_requests(gate, table_name):
+    uri = sessions.s3_uri(table_name)
+    options = gate.route(sessions.s3_storage_options())
+    assert options["AWS_ENDPOINT_URL"] == gate.endpoint
+    runner.create_table(uri, options)  # delta-rs: a conditional PUT of commit 0, through the gate
+    assert runner.table_state(uri, options).version == 0
+    log = gate.commit_requests(prefix=f"{config.names().s3_bucket}/{table_name}")
+    put = log[log["method"] == "PUT"].iloc[0]
+    assert (put["client"], bool(put["conditional"]), put["status"], put["held_s"]) == ("delta-rs", True, 200, 0.0)
+
+
+@pytest.mark.parametrize("order, first, answers", [
+    ("conditional-first", "c", {"c": 200, "u": 200}),  # the plain PUT lands second and replaces it
+    ("unconditional-first", "u", {"c": 412, "u": 200}),  # the conditional PUT finds the object
+])
+def test_held_puts_meet_and_the_order_decides(gate, table_name, order, first, answers):
+    key = f"{table_name}/{COMMIT}"
+    gate.hold(together=2, max_wait_s=20, order=order)
+    started = time.monotonic()
+    assert _race(gate, key, [("u", False), ("c", True)]) == answers
+    assert time.monotonic() - started < 10  # released when both arrived, not at max_wait_s
+    log = gate.commit_requests(prefix=f"{config.names().s3_bucket}/{table_name}")
+    assert list(log.sort_values("released_as")["conditional"]) == [first == "c", first != "c"]
+    assert log["held_s"].iloc[0] >= 0.05  # the first to arrive waited for the second (sent 0.1 s later)
+    body = storage.s3_client().get_object(Bucket=config.names().s3_bucket, Key=key)["Body"].read()
+    assert body == b"u"
+
+
+def test_a_lone_put_waits_max_wait_s_and_other_versions_pass(gate, table_name):
+    gate.hold(together=3, max_wait_s=1.0, version=1)
+    started = time.monotonic()
+    assert _race(gate, f"{table_name}/{COMMIT}", [("a", True)]) == {"a": 200}
+    assert 0.9 <= time.monotonic() - started < 5
+    started = time.monotonic()
+    assert _race(gate, f"{table_name}/_delta_log/00000000000000000002.json", [("b", True)]) == {"b": 200}
+    assert time.monotonic() - started < 0.9  # not version 1: not held
+
+
+def test_bad_arguments_are_refused(gate):
+    with pytest.raises(commitgate.GateError, match="together"):
+        gate.hold(together=0)
+    with pytest.raises(commitgate.GateError, match="Unknown order"):
+        gate.hold(together=2, order="random")
+    with pytest.raises(commitgate.GateError, match="AWS_ENDPOINT_URL"):
+        gate.route({"AWS_REGION": "us-east-1"})
+
+
+def test_a_dead_emulator_is_a_502_that_names_it():
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind((config.LOCALHOST, 0))
+        port = probe.getsockname()[1]
+    with commitgate.CommitGate(f"http://{config.LOCALHOST}:{port}") as gate:
+        import urllib.error
+        import urllib.request
+
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"{gate.endpoint}/bucket/key", timeout=30)
+        assert answer.value.code == 502 and b"did not answer" in answer.value.read()
+
+
+def test_the_cloud_profile_has_no_gate(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
+    with pytest.raises(commitgate.GateError, match="local S3 emulator"):
+        commitgate.CommitGate()
