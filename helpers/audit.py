@@ -191,7 +191,7 @@ def parse_commit(version: int, body: bytes) -> Commit:
             else:
                 rows_known = False
     metrics = info.get("operationMetrics") or {}
-    tags = _writer_tags(info)
+    tags = writer_module.commit_tags(info)
     batch = tags.get(writer_module.BATCH_TAG)
     return Commit(
         version=version,
@@ -204,18 +204,6 @@ def parse_commit(version: int, body: bytes) -> Commit:
         added=added,
         rows_added=rows if rows_known else None,
     )
-
-
-def _writer_tags(info: dict) -> dict:
-    """The workbook's writer tags of a commit: delta-rs and Daft put them in commitInfo itself,
-    Delta Spark (which cannot add keys there) in ``userMetadata`` as JSON."""
-    if writer_module.WRITER_TAG in info:
-        return info
-    try:
-        user = json.loads(info.get("userMetadata") or "{}")
-    except ValueError:
-        return {}
-    return user if isinstance(user, dict) else {}
 
 
 def _commits(store: _Store, files: list[str]) -> list[Commit]:
@@ -517,6 +505,20 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
         silent_losses=[] if writers is None else list(writers.loc[writers["verdict"] == SILENT_LOSS, "writer_id"]),
         phantoms=[] if writers is None else list(writers.loc[writers["verdict"] == PHANTOM, "writer_id"]),
     )
+
+
+def lock_items(table_uri: str):
+    """The table's DynamoDB log-store items as a pandas DataFrame to show: ``tablePath``,
+    ``fileName``, ``tempPath`` (its uuid shown as ``<uuid>``), ``complete`` and ``expires in``
+    (hours until the TTL may delete a complete item)."""
+    import pandas as pd
+
+    columns = ["tablePath", "fileName", "tempPath", "complete", "expires in"]
+    items = pd.DataFrame(storage.lock_entries(table_uri), columns=[*columns[:4], "expireTime"])
+    items["tempPath"] = items["tempPath"].str.replace(r"[0-9a-f-]{36}", "<uuid>", regex=True)
+    expires = pd.to_datetime(pd.to_numeric(items["expireTime"]), unit="s", utc=True)
+    items["expires in"] = (expires - pd.Timestamp.now(tz="UTC")).dt.round("h")
+    return items[columns]
 
 
 def audit(run) -> Audit:

@@ -24,7 +24,7 @@ Usage::
         options = gate.route(s3_storage_options())  # the same options, S3 endpoint = the gate
         gate.hold(together=4)                       # the next commit PUTs meet at the gate
         run = run_writers(uri, options, n=4, engine="spark")
-        gate.commit_requests()                      # what reached the store, in order
+        gate.commit_requests(uri)                   # what reached the store, in order
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class GateError(RuntimeError):
 class CommitRequest:
     """One request for a commit file, as the gate saw it."""
 
-    seq: int
     t_arrived: float
     method: str
     key: str
@@ -166,18 +165,23 @@ class CommitGate:
         with self._lock:
             self._requests.clear()
 
-    def commit_requests(self, prefix: str | None = None):
-        """The commit-file requests seen so far (for keys under ``prefix``, if given) as a pandas
-        DataFrame in arrival order: method, key, version, client, conditional, copy, held_s,
-        released_as, status."""
+    def commit_requests(self, table_uri: str | None = None):
+        """The commit-file requests seen so far (of one ``s3://`` / ``s3a://`` table, if given) as a
+        pandas DataFrame in arrival order: method, file, version, client, conditional, copy, held_s,
+        released_as (1 = first to reach the store), status, and the full key."""
         import pandas as pd
 
+        prefix = None
+        if table_uri is not None:
+            parsed = urlparse(table_uri)
+            prefix = f"{parsed.netloc}/{parsed.path.strip('/')}/_delta_log/"
         with self._lock:
-            rows = [asdict(r) for r in self._requests if prefix is None or r.key.startswith(prefix.strip("/"))]
+            rows = [asdict(r) for r in self._requests if prefix is None or r.key.startswith(prefix)]
         frame = pd.DataFrame(rows, columns=list(CommitRequest.__dataclass_fields__))
         for column in ("released_as", "status"):
             frame[column] = frame[column].astype("Int64")
-        return frame.drop(columns=["seq", "t_arrived"]).reset_index(drop=True)
+        frame.insert(1, "file", frame["key"].str.rsplit("/", n=1).str[-1])
+        return frame.drop(columns=["t_arrived"]).reset_index(drop=True)
 
     def close(self) -> None:
         self.open()
@@ -204,21 +208,19 @@ class CommitGate:
             if not self._together or request.method != "PUT" or self._version not in (None, request.version):
                 return None
             group = self._groups.get(request.key)
-            if group is None or group.released:
+            new = group is None or group.released
+            if new:
                 group = self._groups[request.key] = _Group(request.key, request.t_arrived)
             slot = _Waiting(request, threading.Event(), threading.Event())
             group.waiting.append(slot)
             full = len(group.waiting) >= self._together
-            deadline = group.first + self._max_wait_s
         if full:
             self._release(group)
-        else:
-            threading.Thread(target=self._release_at, args=(group, deadline), daemon=True).start()
+        elif new:  # the first to arrive starts the clock of its group
+            timer = threading.Timer(self._max_wait_s, self._release, args=(group,))
+            timer.daemon = True
+            timer.start()
         return slot
-
-    def _release_at(self, group: _Group, deadline: float) -> None:
-        time.sleep(max(0.0, deadline - time.time()))
-        self._release(group)
 
     def _release(self, group: _Group) -> None:
         with self._lock:
@@ -298,10 +300,8 @@ class CommitGate:
                 match = COMMIT_FILE.search(path_only)
                 request = slot = None
                 if match and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
-                    with gate._lock:
-                        seq = len(gate._requests) + 1
                     request = CommitRequest(
-                        seq=seq, t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
+                        t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
                         version=int(match.group(1)), client=_client_of(self.headers.get("User-Agent", "")),
                         conditional="If-None-Match" in self.headers, copy="x-amz-copy-source" in self.headers,
                     )

@@ -61,13 +61,6 @@ class RunnerError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 
 
-def landing_schema():
-    """The pyarrow schema of the landing files and of the tables the writers append to."""
-    import pyarrow as pa
-
-    return pa.schema([(name, getattr(pa, kind)()) for name, kind in writer_module.LANDING_COLUMNS])
-
-
 def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None) -> int:
     """Create an empty Delta table with the landing schema (``id`` int, ``name`` string) using the
     kernel's deltalake; return its version (0). Raises RunnerError if a table is already there."""
@@ -80,7 +73,7 @@ def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] |
         pass
     else:
         raise RunnerError(f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first.")
-    table = DeltaTable.create(uri, schema=landing_schema(), mode="error", storage_options=sessions.kernel_storage_options(storage_options))
+    table = DeltaTable.create(uri, schema=writer_module.landing_schema(), mode="error", storage_options=sessions.kernel_storage_options(storage_options))
     return table.version()
 
 
@@ -272,8 +265,10 @@ def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence
         raise RunnerError(f"batches names {len(batches)} batch(es) for {n} writers; give one per writer.")
     if batches is not None and len(set(batches)) != len(batches):
         raise RunnerError(f"batches {list(batches)} repeat a batch; each writer needs its own ids for the audit to tell them apart.")
-    if max_commit_retries is not None and (isinstance(max_commit_retries, bool) or not isinstance(max_commit_retries, int) or max_commit_retries < 0):
-        raise RunnerError(f"max_commit_retries must be None (library default) or a whole number >= 0, not {max_commit_retries!r}.")
+    try:
+        writer_module.check_max_commit_retries(max_commit_retries)
+    except writer_module.SpecError as error:
+        raise RunnerError(str(error)) from None
     if timeout_s <= 0:
         raise RunnerError(f"timeout_s must be positive, not {timeout_s!r}.")
 

@@ -43,7 +43,6 @@ WORKBOOK_DYNAMODB_LOG_STORE = "workbook.storage.EndpointS3DynamoDBLogStore"
 DYNAMODB_LOG_STORE_PREFIX = "spark.io.delta.storage.S3DynamoDBLogStore"
 """Delta's keys for its DynamoDB log store (``ddb.tableName``, ``ddb.region``); ours reads the same."""
 DYNAMODB_ENDPOINT_KEY = "spark.workbook.storage.ddb.endpoint"
-AWS_SDK_BUNDLE_VERSION = "2.35.4"
 AWS_SDK_V1_VERSION = "1.12.780"
 """The AWS SDK v1 DynamoDB client for Delta's own class (real-cloud profile only)."""
 
@@ -149,7 +148,7 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
         "spark.driver.memory": os.environ.get("WORKBOOK_SPARK_DRIVER_MEMORY", "2g"),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(config.BUILD_DIR / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={config.BUILD_DIR / 'derby'}",
+        "spark.driver.extraJavaOptions": driver_java_options(),
     }
     if conf["spark.master"].startswith("local"):
         conf["spark.driver.bindAddress"] = config.LOCALHOST
@@ -161,6 +160,11 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
     if "dynamodb" in stores:
         conf.update(dynamodb_log_store_conf())
     return conf
+
+
+def driver_java_options(*extra: str) -> str:
+    """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, plus ``extra``."""
+    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *extra])
 
 
 def _s3a_conf() -> dict[str, str]:
@@ -222,7 +226,11 @@ def log_store_jar() -> Path:
     import tempfile
 
     jar = config.BUILD_DIR / "jars" / "workbook-log-store.jar"
-    if jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES):
+
+    def up_to_date() -> bool:
+        return jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES)
+
+    if up_to_date():
         return jar
     if shutil.which("javac") is None or shutil.which("jar") is None:
         from helpers import preflight
@@ -231,7 +239,7 @@ def log_store_jar() -> Path:
     jar.parent.mkdir(parents=True, exist_ok=True)
     with open(jar.parent / ".build.lock", "w") as lock:  # writers start in parallel: one compiles
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES):
+        if up_to_date():  # another process compiled it while this one waited
             return jar
         classpath = _log_store_classpath()
         with tempfile.TemporaryDirectory(dir=jar.parent) as work:
@@ -248,20 +256,19 @@ def log_store_jar() -> Path:
 
 
 def _log_store_classpath() -> list[Path]:
+    """pyspark's jars, Delta's storage jar and the AWS SDK v2 bundle hadoop-aws brought (fetched
+    with the "s3" jars if the Ivy cache lacks them)."""
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
-    needed = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", f"software.amazon.awssdk_bundle-{aws_sdk_bundle_version()}.jar"]
-    if not all((jars_dir / name).is_file() for name in needed):
+    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_bundle-*.jar"]
+
+    def found() -> list[Path]:
+        return [match for pattern in patterns for match in sorted(jars_dir.glob(pattern))[-1:]]
+
+    if len(found()) < len(patterns):
         fetch_jars("s3")
-    missing = [name for name in needed if not (jars_dir / name).is_file()]
-    if missing:
-        raise SessionError(f"{', '.join(missing)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`.")
-    return [_pyspark_jars_dir() / "*", *(jars_dir / name for name in needed)]
-
-
-def aws_sdk_bundle_version() -> str:
-    """The AWS SDK v2 bundle version hadoop-aws declares (2.35.4 for Hadoop 3.5.0)."""
-    jars = sorted((config.CACHE_DIR / "ivy" / "jars").glob("software.amazon.awssdk_bundle-*.jar"))
-    return jars[-1].name.removeprefix("software.amazon.awssdk_bundle-").removesuffix(".jar") if jars else AWS_SDK_BUNDLE_VERSION
+    if len(found()) < len(patterns):
+        raise SessionError(f"{' and '.join(patterns)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`.")
+    return [_pyspark_jars_dir() / "*", *found()]
 
 
 def _abfs_conf() -> dict[str, str]:

@@ -225,9 +225,7 @@ def blob_service():
 
 def ensure_container(container: str | None = None) -> str:
     """Create the blob container if missing (delta-rs never creates it). Returns its name."""
-    from azure.core.exceptions import ResourceExistsError, ServiceRequestError
-
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceExistsError, ServiceRequestError
 
     container = container or config.names().azure_container
     try:
@@ -259,8 +257,8 @@ def delete_blobs(prefix: str, container: str | None = None) -> int:
 
 def remove_table(location: str) -> int:
     """Delete everything under a table location so a notebook can create it afresh (on S3 also its
-    DynamoDB log-store items); return how many files, objects and items were removed. Takes a local path, ``s3://`` / ``s3a://``, ``az://`` or
-    ``abfs[s]://container@account.dfs.core.windows.net/...``."""
+    DynamoDB log-store items); return how many files, objects and items were removed. Takes a
+    local path, ``s3://`` / ``s3a://``, ``az://`` or ``abfs[s]://container@account.dfs.core.windows.net/...``."""
     import shutil
     from pathlib import Path
     from urllib.parse import urlparse

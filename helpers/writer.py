@@ -120,6 +120,13 @@ def write_landing_file(batch: int, folder: str | os.PathLike) -> Path:
     return path
 
 
+def landing_schema():
+    """The pyarrow schema of the landing files and of the tables the writers append to."""
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in LANDING_COLUMNS])
+
+
 def read_landing_file(path: str | os.PathLike):
     """Load a landing file (``.jsonl``/``.json`` or ``.csv``) into a pyarrow Table with the landing
     schema (``id`` int32, ``name`` string). Raises SpecError for another extension or a file that
@@ -127,7 +134,7 @@ def read_landing_file(path: str | os.PathLike):
     import pyarrow as pa
 
     path = Path(path)
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in LANDING_COLUMNS])
+    schema = landing_schema()
     if not path.is_file():
         raise FileNotFoundError(f"Landing file {path} does not exist.")
     try:
@@ -155,6 +162,30 @@ FAILED = "failed"
 WRITER_TAG = "workbook.writer"
 BATCH_TAG = "workbook.batch"
 """Keys this writer adds to its commit's commitInfo, so an auditor can tell whose commit it is."""
+
+
+def writer_tags(spec: "WriterSpec") -> dict[str, str]:
+    """The tags a writer puts on its commit: ``{"workbook.writer": "w3", "workbook.batch": "3"}``."""
+    return {WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)}
+
+
+def commit_tags(info: dict) -> dict[str, str]:
+    """The workbook tags of a commit, from its commitInfo: delta-rs and Daft put them in commitInfo
+    itself, Delta Spark (which cannot add keys there) in ``userMetadata`` as JSON. {} if none."""
+    if WRITER_TAG in info:
+        found = info
+    else:
+        try:
+            found = json.loads(info.get("userMetadata") or "{}")
+        except ValueError:
+            return {}
+    return {k: str(v) for k, v in found.items() if k in (WRITER_TAG, BATCH_TAG)} if isinstance(found, dict) else {}
+
+
+def check_max_commit_retries(retries: Any) -> None:
+    """Raise SpecError unless ``retries`` is None (the library's default) or a whole number >= 0."""
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        raise SpecError(f"max_commit_retries must be None (the library's default) or a whole number >= 0, not {retries!r}.")
 
 
 @dataclass
@@ -205,9 +236,7 @@ class WriterSpec:
             isinstance(k, str) and isinstance(v, str) for k, v in self.storage_options.items()
         ):
             raise SpecError("Spec field storage_options must map strings to strings (delta-rs takes only strings).")
-        retries = self.max_commit_retries
-        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
-            raise SpecError(f"Spec field max_commit_retries must be null or a whole number >= 0, not {retries!r}.")
+        check_max_commit_retries(self.max_commit_retries)
         if self.batch is not None:
             batch_ids(self.batch)
         if self.engine not in ENGINES:
@@ -316,6 +345,20 @@ def wait_at_barrier(barrier_dir: str, writer_id: str, timeout_s: float) -> float
 # ---------------------------------------------------------------------------------------------
 
 
+def open_delta_table(table_uri: str, storage_options: dict[str, str]):
+    """A deltalake ``DeltaTable``; a missing table raises deltalake's TableNotFoundError, reworded
+    to name the URI."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(table_uri, storage_options=dict(storage_options))
+    except TableNotFoundError as error:
+        raise TableNotFoundError(
+            f"No Delta table at {table_uri} ({one_line(str(error), 300)}); create it before starting writers."
+        ) from None
+
+
 class DeltalakeEngine:
     """Appends with the deltalake (delta-rs) Python package of the running environment.
 
@@ -347,16 +390,8 @@ class DeltalakeEngine:
         self.major = int(self.version.split(".")[0])
 
     def load(self, spec: WriterSpec):
-        """Open the table; raises deltalake's TableNotFoundError (reworded to name the URI) if absent."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        try:
-            return DeltaTable(spec.table_uri, storage_options=dict(spec.storage_options))
-        except TableNotFoundError as error:
-            raise TableNotFoundError(
-                f"No Delta table at {spec.table_uri} ({one_line(str(error), 300)}); create it before starting writers."
-            ) from None
+        """Open the table (:func:`open_delta_table`)."""
+        return open_delta_table(spec.table_uri, spec.storage_options)
 
     @staticmethod
     def snapshot_version(table) -> int:
@@ -374,7 +409,7 @@ class DeltalakeEngine:
 
         properties = CommitProperties(
             max_commit_retries=self.library_max_commit_retries(spec.max_commit_retries),
-            custom_metadata={WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)},
+            custom_metadata=writer_tags(spec),
         )
         if not spec.hold_snapshot:
             table.update_incremental()
@@ -551,28 +586,18 @@ class DaftEngine:
     def load(self, spec: "WriterSpec"):
         """Open the table with the options Daft will use (so a wrong endpoint or a missing table fails
         here, before the barrier). Daft reads the table again when it writes."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        try:
-            table = DeltaTable(spec.table_uri, storage_options=self.delta_storage_options(spec))
-        except TableNotFoundError as error:
-            raise TableNotFoundError(
-                f"No Delta table at {spec.table_uri} ({one_line(str(error), 300)}); create it before starting writers."
-            ) from None
+        table = open_delta_table(spec.table_uri, self.delta_storage_options(spec))
         self._snapshot_version = int(table.version())
         return table
 
-    @staticmethod
-    def snapshot_version(table) -> int:
-        return int(table.version())
+    snapshot_version = staticmethod(DeltalakeEngine.snapshot_version)
 
     def append(self, table, data, spec: "WriterSpec") -> tuple[int | None, str]:
         """Append with Daft; return (the version of this writer's commit as the log shows it, how it was found)."""
         frame = self.daft.from_arrow(data)
         written = frame.write_deltalake(
             spec.table_uri, mode="append", io_config=self.io_config(spec),
-            custom_metadata={WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)},
+            custom_metadata=writer_tags(spec),
             **self.write_arguments(spec),
         ).to_pydict()
         files = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
@@ -598,7 +623,7 @@ class DaftEngine:
             body = files.open_input_file(f"_delta_log/{version:020d}.json").read().decode("utf-8")
             for line in body.splitlines():
                 info = json.loads(line).get("commitInfo") if line.strip() else None
-                if info and info.get(WRITER_TAG) == spec.writer_id and info.get(BATCH_TAG) == str(spec.batch):
+                if info and commit_tags(info) == writer_tags(spec):
                     return version
         return None
 
@@ -654,7 +679,7 @@ class SparkEngine:
       A blind append that finds its version taken retries at the next one.
     * **Tags.** Delta Spark writes no custom top-level commitInfo keys; it writes ``userMetadata``
       (one string). The engine puts ``{"workbook.writer": ..., "workbook.batch": ...}`` there as
-      JSON (:meth:`tags_of` reads it back).
+      JSON (:func:`commit_tags` reads it back).
     * ``reported_version``: the version Delta says it committed (its post-commit snapshot,
       ``DeltaLog.unsafeVolatileSnapshot().version()``, read right after the write);
       ``reported_version_source`` adds whether the commit file at that version now carries this
@@ -673,7 +698,7 @@ class SparkEngine:
     }
     DEFAULT_CONF = {"spark.master": "local[1]", "spark.driver.memory": "1g", "spark.sql.codegen.wholeStage": "false",
                     "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-    SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
     MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 
     def __init__(self) -> None:
@@ -745,8 +770,7 @@ class SparkEngine:
 
         options = spec.storage_options
         conf = dict(cls.DEFAULT_CONF)
-        base_java_options = sessions.spark_conf("s3")["spark.driver.extraJavaOptions"]
-        conf["spark.driver.extraJavaOptions"] = f"{base_java_options} {cls.SHORT_LIVED_JVM}"
+        conf["spark.driver.extraJavaOptions"] = sessions.driver_java_options(*cls.SHORT_LIVED_JVM)
         if "AWS_ENDPOINT_URL" in options:
             conf["spark.hadoop.fs.s3a.endpoint"] = options["AWS_ENDPOINT_URL"]
         if "dynamodb" in cls.stores(spec):
@@ -762,16 +786,7 @@ class SparkEngine:
     @staticmethod
     def user_metadata(spec: "WriterSpec") -> str:
         """The commit's ``userMetadata``: this writer's tags as JSON."""
-        return json.dumps({WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)}, sort_keys=True)
-
-    @staticmethod
-    def tags_of(user_metadata: str | None) -> dict[str, str]:
-        """The workbook tags in a commit's ``userMetadata`` ({} if it holds none)."""
-        try:
-            value = json.loads(user_metadata) if user_metadata else {}
-        except ValueError:
-            return {}
-        return {k: str(v) for k, v in value.items() if k in (WRITER_TAG, BATCH_TAG)} if isinstance(value, dict) else {}
+        return json.dumps(writer_tags(spec), sort_keys=True)
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -821,7 +836,7 @@ class SparkEngine:
         rows = DeltaTable.forPath(self.spark, spec.table_uri).history().select("version", "userMetadata").collect()
         found = {}
         for row in rows:
-            tags = self.tags_of(row["userMetadata"])
+            tags = commit_tags({"userMetadata": row["userMetadata"]})
             if int(row["version"]) > after and WRITER_TAG in tags:
                 found[int(row["version"])] = tags[WRITER_TAG]
         return found
@@ -922,13 +937,11 @@ def create_table(table_uri: str, storage_options: dict, landing_file: str | None
     append ``landing_file`` if given. Returns what happened (never raises for a storage error):
     ``{"deltalake", "created", "appended", "version", "error", "message"}``; ``error`` is the
     exception class of the step that failed, ``message`` its text."""
-    import pyarrow as pa
     from deltalake import DeltaTable, __version__, write_deltalake
 
     report = {"deltalake": __version__, "created": False, "appended": False, "version": None, "error": None, "message": None}
-    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in LANDING_COLUMNS])
     try:
-        table = DeltaTable.create(table_uri, schema=schema, mode="error", storage_options=storage_options)
+        table = DeltaTable.create(table_uri, schema=landing_schema(), mode="error", storage_options=storage_options)
         report["created"], report["version"] = True, table.version()
         if landing_file:
             write_deltalake(table_uri, read_landing_file(landing_file), mode="append", storage_options=storage_options)

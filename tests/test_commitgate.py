@@ -52,8 +52,9 @@ def test_an_open_gate_passes_everything_through_and_logs_commit_requests(gate, t
     assert options["AWS_ENDPOINT_URL"] == gate.endpoint
     runner.create_table(uri, options)  # delta-rs: a conditional PUT of commit 0, through the gate
     assert runner.table_state(uri, options).version == 0
-    log = gate.commit_requests(prefix=f"{config.names().s3_bucket}/{table_name}")
+    log = gate.commit_requests(uri)
     put = log[log["method"] == "PUT"].iloc[0]
+    assert put["file"] == "00000000000000000000.json"
     assert (put["client"], bool(put["conditional"]), put["status"], put["held_s"]) == ("delta-rs", True, 200, 0.0)
 
 
@@ -67,7 +68,7 @@ def test_held_puts_meet_and_the_order_decides(gate, table_name, order, first, an
     started = time.monotonic()
     assert _race(gate, key, [("u", False), ("c", True)]) == answers
     assert time.monotonic() - started < 10  # released when both arrived, not at max_wait_s
-    log = gate.commit_requests(prefix=f"{config.names().s3_bucket}/{table_name}")
+    log = gate.commit_requests(sessions.s3_uri(table_name))
     assert list(log.sort_values("released_as")["conditional"]) == [first == "c", first != "c"]
     assert log["held_s"].iloc[0] >= 0.05  # the first to arrive waited for the second (sent 0.1 s later)
     body = storage.s3_client().get_object(Bucket=config.names().s3_bucket, Key=key)["Body"].read()

@@ -97,9 +97,10 @@ def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
 
 def test_user_metadata_carries_the_workbook_tags():
     spec = w.WriterSpec.from_dict(_spec(writer_id="w7", batch=7))
-    assert w.SparkEngine.tags_of(w.SparkEngine.user_metadata(spec)) == {w.WRITER_TAG: "w7", w.BATCH_TAG: "7"}
-    assert w.SparkEngine.tags_of("a note from someone") == {}
-    assert w.SparkEngine.tags_of(None) == {}
+    assert w.commit_tags({"userMetadata": w.SparkEngine.user_metadata(spec)}) == {w.WRITER_TAG: "w7", w.BATCH_TAG: "7"}
+    assert w.commit_tags({"userMetadata": "a note from someone"}) == {}
+    assert w.commit_tags({"userMetadata": None}) == {}
+    assert w.commit_tags({w.WRITER_TAG: "w2", w.BATCH_TAG: "2", "operation": "WRITE"}) == {w.WRITER_TAG: "w2", w.BATCH_TAG: "2"}
 
 
 def test_a_non_s3a_uri_leaves_a_failed_result_without_starting_spark(tmp_path):
@@ -135,7 +136,7 @@ def test_one_spark_writer_appends_and_reports_its_version(empty_table, tmp_path)
     assert commit["engine"].startswith("Apache-Spark/") and "Delta-Lake/" in commit["engine"]
     body = audit._store_for(uri).read("_delta_log/00000000000000000001.json").decode()
     info = next(json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line)
-    assert w.SparkEngine.tags_of(info["userMetadata"]) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "3"}
+    assert w.commit_tags(info) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "3"}
 
 
 def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):

@@ -4,18 +4,17 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -263,9 +262,40 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
         return super.listFrom(path, conf);
     }
 
+    /**
+     * Reads the whole file, and reads it again when S3A reports that the object changed while
+     * being read. That happens when two processes finish the same pending commit at once: both
+     * copy the same staged content, so reading again is safe. Log files are small.
+     */
     @Override
     public CloseableIterator<String> read(Path path, Configuration conf) throws IOException {
-        return new RereadingLines(() -> super.read(path, conf), READ_RETRIES, path);
+        for (int attempt = 0; ; attempt++) {
+            List<String> lines = new ArrayList<>();
+            try (CloseableIterator<String> file = super.read(path, conf)) {
+                file.forEachRemaining(lines::add);
+            } catch (IOException | RuntimeException e) {
+                if (attempt >= READ_RETRIES || !objectChanged(e)) {
+                    throw e;
+                }
+                LOG.info("{} changed while being read ({}); reading it again", path, e.toString());
+                continue;
+            }
+            Iterator<String> each = lines.iterator();
+            return new CloseableIterator<String>() {
+                @Override public boolean hasNext() { return each.hasNext(); }
+                @Override public String next() { return each.next(); }
+                @Override public void close() { }
+            };
+        }
+    }
+
+    private static boolean objectChanged(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if ("org.apache.hadoop.fs.s3a.RemoteFileChangedException".equals(t.getClass().getName())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
@@ -649,140 +679,6 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
 
         private void leave() {
             HELD.compute(path, (p, g) -> --g.users == 0 ? null : g);
-        }
-    }
-
-    /**
-     * Lines of a file, opened again (skipping what was already returned) when S3A reports that
-     * the object changed while being read. That happens when two processes finish the same
-     * pending commit at once: both copy the same staged content, so the retry is safe.
-     */
-    static final class RereadingLines implements CloseableIterator<String> {
-        interface Opener {
-            CloseableIterator<String> open() throws IOException;
-        }
-
-        private final Opener opener;
-        private final int maxRetries;
-        private final Path path;
-        private CloseableIterator<String> current;
-        private long returned;
-        private int retries;
-
-        RereadingLines(Opener opener, int maxRetries, Path path) throws IOException {
-            this.opener = opener;
-            this.maxRetries = maxRetries;
-            this.path = path;
-            while (current == null) {
-                try {
-                    current = opener.open();
-                } catch (IOException e) {
-                    retryOrThrow(e);
-                }
-            }
-        }
-
-        @Override
-        public boolean hasNext() {
-            while (true) {
-                try {
-                    return lines().hasNext();
-                } catch (RuntimeException e) {
-                    retryOrThrowUnchecked(e);
-                }
-            }
-        }
-
-        @Override
-        public String next() {
-            while (true) {
-                try {
-                    String line = lines().next();
-                    returned++;
-                    return line;
-                } catch (NoSuchElementException e) {
-                    throw e;
-                } catch (RuntimeException e) {
-                    retryOrThrowUnchecked(e);
-                }
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            if (current != null) {
-                current.close();
-                current = null;
-            }
-        }
-
-        private CloseableIterator<String> lines() {
-            if (current != null) {
-                return current;
-            }
-            CloseableIterator<String> fresh;
-            try {
-                fresh = opener.open();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            try {
-                for (long i = 0; i < returned; i++) {
-                    if (!fresh.hasNext()) {
-                        throw new UncheckedIOException(new IOException(
-                            path + " has fewer lines than were already read"));
-                    }
-                    fresh.next();
-                }
-            } catch (RuntimeException e) {
-                closeQuietly(fresh);
-                throw e;
-            }
-            current = fresh;
-            return fresh;
-        }
-
-        private void retryOrThrow(IOException e) throws IOException {
-            if (!objectChanged(e) || retries >= maxRetries) {
-                throw e;
-            }
-            noteRetry(e);
-        }
-
-        private void retryOrThrowUnchecked(RuntimeException e) {
-            if (!objectChanged(e) || retries >= maxRetries) {
-                throw e;
-            }
-            noteRetry(e);
-        }
-
-        private void noteRetry(Exception e) {
-            retries++;
-            LOG.info("{} changed while being read ({}); reading it again, retry {} of {}",
-                path, e.toString(), retries, maxRetries);
-            closeQuietly(current);
-            current = null;
-        }
-
-        private static boolean objectChanged(Throwable e) {
-            for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-                if ("org.apache.hadoop.fs.s3a.RemoteFileChangedException"
-                        .equals(t.getClass().getName())) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        private static void closeQuietly(CloseableIterator<String> lines) {
-            if (lines == null) {
-                return;
-            }
-            try {
-                lines.close();
-            } catch (IOException | RuntimeException e) {
-                LOG.debug("Closing a reader failed", e);
-            }
         }
     }
 }
