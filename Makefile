@@ -60,7 +60,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --prefer-offline --no-progress --loglevel=error
 	touch $@
 
-.cache/ivy/.resolved: helpers/sessions.py helpers/config.py $(wildcard helpers/java/*/*/*.java) .venv/.installed
+.cache/ivy/.resolved: helpers/sessions.py helpers/spark_start.py helpers/config.py $(wildcard helpers/java/*/*/*.java) .venv/.installed
 	$(PY) -m helpers.sessions fetch-jars
 	touch $@
 
@@ -72,8 +72,10 @@ lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit 
 workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook run $(NB)
 
-test: install ## unit tests and every notebook executed as a test
-	$(PY) -m helpers.services run -- $(PY) -m pytest
+TEST_WORKERS ?= 2
+
+test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one)
+	$(PY) -m helpers.services run -- $(PY) -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook refresh $(NB)

@@ -1,10 +1,12 @@
 """The auditor: what the storage holds, set against what the writers said.
 
+(A little over 400 lines: the Audit record with its summary and its tables is most of it.)
+
 Writers report; the auditor never believes them. It reads
 
 * the rows, with the kernel's deltalake, at the version before the run and at the latest version;
-* every commit file in ``_delta_log/`` straight from the store (boto3, azure-storage-blob or the
-  file system): its commitInfo (operation, engine, and the ``workbook.writer`` tag each writer
+* every commit file in ``_delta_log/`` straight from the store (:func:`helpers.storage.table_store`:
+  boto3, azure-storage-blob or the file system): its commitInfo (operation, engine, and the ``workbook.writer`` tag each writer
   puts there), its ``add`` actions and their row counts;
 * every data file in the table's folder, to find those no commit references (orphans);
 * on a versioned S3 bucket, every object version of every commit file, and whose commit each
@@ -28,16 +30,11 @@ import hashlib
 import html
 import json
 import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
-from helpers import config, sessions, storage
-from helpers import writer as writer_module
+from helpers import config, delta_log, landing, storage, tables, writers
 
-COMMIT_FILE = re.compile(r"^_delta_log/(\d{20})\.json$")
-LOG_DIR = "_delta_log/"
 
 # verdicts, one per writer
 OK_COMMITTED = "committed, rows present"
@@ -49,110 +46,6 @@ PARTIAL = "rows partly present"
 
 class AuditError(RuntimeError):
     """The table cannot be audited (unknown URI scheme, unreadable store); the message says why."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Stores: list and read a table's folder, whatever holds it
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ObjectVersion:
-    key: str
-    version_id: str
-    last_modified: object
-    is_latest: bool
-    body: bytes
-
-
-class _Store:
-    kind = "?"
-
-    def list(self) -> list[str]:
-        """Every file under the table's folder, as paths relative to it."""
-        raise NotImplementedError
-
-    def read(self, relative: str) -> bytes:
-        raise NotImplementedError
-
-    def versions(self, relative_prefix: str) -> list[ObjectVersion] | None:
-        """Every stored version of the objects under the prefix, oldest first per key; None when
-        the store keeps no versions."""
-        return None
-
-
-class _LocalStore(_Store):
-    kind = "local"
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def list(self) -> list[str]:
-        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
-
-    def read(self, relative: str) -> bytes:
-        return (self.root / relative).read_bytes()
-
-
-class _S3Store(_Store):
-    kind = "s3"
-
-    def __init__(self, bucket: str, prefix: str) -> None:
-        self.bucket, self.prefix = bucket, prefix.strip("/") + "/"
-        self.client = storage.s3_client()
-
-    def list(self) -> list[str]:
-        keys = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
-            keys += [item["Key"][len(self.prefix):] for item in page.get("Contents", [])]
-        return sorted(keys)
-
-    def read(self, relative: str) -> bytes:
-        return self.client.get_object(Bucket=self.bucket, Key=self.prefix + relative)["Body"].read()
-
-    def versioned(self) -> bool:
-        return self.client.get_bucket_versioning(Bucket=self.bucket).get("Status") == "Enabled"
-
-    def versions(self, relative_prefix: str) -> list[ObjectVersion] | None:
-        if not self.versioned():
-            return None
-        listed = []
-        for page in self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=self.prefix + relative_prefix):
-            listed += page.get("Versions", [])
-        result = []
-        # S3 lists the versions of a key newest first; reverse to get them in the order they were written
-        for item in reversed(listed):
-            body = self.client.get_object(Bucket=self.bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
-            result.append(ObjectVersion(item["Key"][len(self.prefix):], item["VersionId"], item["LastModified"], item["IsLatest"], body))
-        return result
-
-
-class _AzureStore(_Store):
-    kind = "azure"
-
-    def __init__(self, container: str, prefix: str) -> None:
-        self.prefix = prefix.strip("/") + "/"
-        self.client = storage.blob_service().get_container_client(container)
-
-    def list(self) -> list[str]:
-        return sorted(b.name[len(self.prefix):] for b in self.client.list_blobs(name_starts_with=self.prefix))
-
-    def read(self, relative: str) -> bytes:
-        return self.client.download_blob(self.prefix + relative).readall()
-
-
-def _store_for(table_uri: str) -> _Store:
-    """The store holding a table: ``s3://``/``s3a://``, ``az://``/``abfs[s]://``, ``file://`` or a path."""
-    parsed = urlparse(table_uri)
-    if parsed.scheme in ("s3", "s3a"):
-        return _S3Store(parsed.netloc, parsed.path)
-    if parsed.scheme in ("az", "azure"):
-        return _AzureStore(parsed.netloc, parsed.path)
-    if parsed.scheme in ("abfs", "abfss"):
-        return _AzureStore(parsed.netloc.split("@")[0], parsed.path)
-    if parsed.scheme in ("", "file"):
-        return _LocalStore(Path(unquote(parsed.path) if parsed.scheme else table_uri))
-    raise AuditError(f"Cannot audit {table_uri}: the auditor knows s3://, az://, abfs[s]://, file:// and local paths.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,13 +84,13 @@ def parse_commit(version: int, body: bytes) -> Commit:
             else:
                 rows_known = False
     metrics = info.get("operationMetrics") or {}
-    tags = writer_module.commit_tags(info)
-    batch = tags.get(writer_module.BATCH_TAG)
+    tags = writers.commit_tags(info)
+    batch = tags.get(writers.BATCH_TAG)
     return Commit(
         version=version,
         operation=info.get("operation"),
         engine=info.get("engineInfo") or info.get("clientVersion"),
-        writer_id=tags.get(writer_module.WRITER_TAG),
+        writer_id=tags.get(writers.WRITER_TAG),
         batch=int(batch) if batch not in (None, "None") else None,
         timestamp_ms=info.get("timestamp"),
         num_retries=metrics.get("num_retries"),
@@ -206,17 +99,14 @@ def parse_commit(version: int, body: bytes) -> Commit:
     )
 
 
-def _commits(store: _Store, files: list[str]) -> list[Commit]:
-    commits = []
-    for name in files:
-        match = COMMIT_FILE.match(name)
-        if match:
-            commits.append(parse_commit(int(match.group(1)), store.read(name)))
+def _commits(store: storage.TableStore, files: list[str]) -> list[Commit]:
+    versions = {name: delta_log.commit_version(name) for name in files}
+    commits = [parse_commit(version, store.read(name)) for name, version in versions.items() if version is not None]
     return sorted(commits, key=lambda c: c.version)
 
 
 def _is_data_file(name: str) -> bool:
-    return not name.startswith(LOG_DIR) and name.endswith(".parquet")
+    return not name.startswith(delta_log.LOG_DIR) and name.endswith(".parquet")
 
 
 def _rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
@@ -226,9 +116,9 @@ def _rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int
     from deltalake import DeltaTable
 
 
-    table = DeltaTable(table_uri, storage_options=sessions.kernel_storage_options(storage_options), version=version)
+    table = DeltaTable(table_uri, storage_options=tables.kernel_storage_options(storage_options), version=version)
     ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
-    return len(ids), dict(Counter(writer_module.batch_of_id(i) for i in ids if i is not None))
+    return len(ids), dict(Counter(landing.batch_of_id(i) for i in ids if i is not None))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,17 +274,17 @@ def _commits_frame(commits: list[Commit]):
     return frame
 
 
-def _object_versions_frame(versions: list[ObjectVersion] | None):
+def _object_versions_frame(versions: list[storage.ObjectVersion] | None):
     import pandas as pd
 
     if versions is None:
         return None, None, None
     rows = []
     for item in versions:
-        match = COMMIT_FILE.match(item.key)
-        if not match:
+        version = delta_log.commit_version(item.key)
+        if version is None:
             continue
-        commit = parse_commit(int(match.group(1)), item.body)
+        commit = parse_commit(version, item.body)
         rows.append({"commit_version": commit.version, "version_id": item.version_id, "last_modified": item.last_modified,
                      "is_latest": item.is_latest, "writer_id": commit.writer_id, "batch": commit.batch,
                      "operation": commit.operation, "engine": commit.engine,
@@ -428,7 +318,7 @@ def _attempts(commit: Commit | None, snapshot_version: int | None) -> tuple[int 
 def _verdict(reported: str, rows_reported, rows_present: int) -> str:
     if rows_present and rows_reported and rows_present < rows_reported:
         return PARTIAL
-    if reported == writer_module.COMMITTED:
+    if reported == writers.COMMITTED:
         return OK_COMMITTED if rows_present else SILENT_LOSS
     return PHANTOM if rows_present else OK_FAILED
 
@@ -476,7 +366,10 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     """
     table_uri = str(table_uri)
     storage_options = dict(storage_options or {})
-    store = _store_for(table_uri)
+    try:
+        store = storage.table_store(table_uri)
+    except storage.StorageError as error:
+        raise AuditError(f"Cannot audit {table_uri}: {error}") from None
     files = store.list()
     commits = _commits(store, files)
     if not commits:
@@ -485,13 +378,13 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     rows_before, before = _rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
     referenced = {path for c in commits for path in c.added}
     data_files = [f for f in files if _is_data_file(f)]
-    object_versions, per_commit, distinct = _object_versions_frame(store.versions(LOG_DIR))
+    object_versions, per_commit, distinct = _object_versions_frame(store.versions(delta_log.LOG_DIR))
 
-    writers = None
+    per_writer = None
     rows_expected = rows_lost = rows_unexpected = None
     if results is not None:
-        writers = _writers_frame(results, before, after, commits, version_before)
-        reported_rows = int(writers.loc[writers["reported"] == writer_module.COMMITTED, "rows_reported"].fillna(0).sum())
+        per_writer = _writers_frame(results, before, after, commits, version_before)
+        reported_rows = int(per_writer.loc[per_writer["reported"] == writers.COMMITTED, "rows_reported"].fillna(0).sum())
         rows_expected = rows_before + reported_rows
         rows_lost = max(rows_expected - rows_actual, 0)
         rows_unexpected = max(rows_actual - rows_expected, 0)
@@ -499,11 +392,11 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     return Audit(
         table_uri=table_uri, store=store.kind, version_before=version_before, version_after=commits[-1].version,
         rows_before=rows_before, rows_expected=rows_expected, rows_actual=rows_actual, rows_lost=rows_lost,
-        rows_unexpected=rows_unexpected, writers=writers, commits=_commits_frame(commits),
+        rows_unexpected=rows_unexpected, writers=per_writer, commits=_commits_frame(commits),
         orphan_files=sorted(f for f in data_files if f not in referenced), data_files=data_files,
         object_versions=object_versions, versions_per_commit=per_commit, commits_per_file=distinct,
-        silent_losses=[] if writers is None else list(writers.loc[writers["verdict"] == SILENT_LOSS, "writer_id"]),
-        phantoms=[] if writers is None else list(writers.loc[writers["verdict"] == PHANTOM, "writer_id"]),
+        silent_losses=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == SILENT_LOSS, "writer_id"]),
+        phantoms=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == PHANTOM, "writer_id"]),
     )
 
 

@@ -30,16 +30,14 @@ Usage::
 from __future__ import annotations
 
 import http.client
-import re
 import threading
 import time
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
-from helpers import config
+from helpers import config, delta_log
 
-COMMIT_FILE = re.compile(r"/_delta_log/(\d{20})\.json$")
 ORDERS = ("arrival", "conditional-first", "unconditional-first")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
               "transfer-encoding", "upgrade", "expect", "content-length"}
@@ -64,6 +62,9 @@ class CommitRequest:
     held_s: float = 0.0
     released_as: int | None = None
     """Position in its group's release order (1 = first to reach the store), None if not held."""
+    released_by: str | None = None
+    """Why its group was let go: ``together`` (all had arrived), ``max_wait_s`` (the first had
+    waited that long) or ``open`` (the gate was disarmed); None if not held."""
     status: int | None = None
 
 
@@ -134,7 +135,7 @@ class CommitGate:
         """The same storage options with the S3 endpoint (``AWS_ENDPOINT_URL``) pointed at the gate.
         DynamoDB keeps its own endpoint if the options name one."""
         if "AWS_ENDPOINT_URL" not in storage_options:
-            raise GateError("These storage options name no AWS_ENDPOINT_URL; build them with helpers.sessions.s3_storage_options().")
+            raise GateError("These storage options name no AWS_ENDPOINT_URL; build them with helpers.tables.s3_storage_options().")
         return {**storage_options, "AWS_ENDPOINT_URL": self.endpoint}
 
     def hold(self, together: int, *, max_wait_s: float = 2.0, order: str = "arrival", version: int | None = None) -> None:
@@ -159,7 +160,12 @@ class CommitGate:
             self._together = 0
             groups = [g for g in self._groups.values() if not g.released]
         for group in groups:
-            self._release(group)
+            self._release(group, "open")
+
+    def waiting(self) -> int:
+        """How many commit PUTs the gate holds right now (for stepping a race one writer at a time)."""
+        with self._lock:
+            return sum(len(g.waiting) for g in self._groups.values() if not g.released)
 
     def clear_log(self) -> None:
         with self._lock:
@@ -168,13 +174,13 @@ class CommitGate:
     def commit_requests(self, table_uri: str | None = None):
         """The commit-file requests seen so far (of one ``s3://`` / ``s3a://`` table, if given) as a
         pandas DataFrame in arrival order: method, file, version, client, conditional, copy, held_s,
-        released_as (1 = first to reach the store), status, and the full key."""
+        released_as (1 = first to reach the store), released_by, status, and the full key."""
         import pandas as pd
 
         prefix = None
         if table_uri is not None:
             parsed = urlparse(table_uri)
-            prefix = f"{parsed.netloc}/{parsed.path.strip('/')}/_delta_log/"
+            prefix = f"{parsed.netloc}/{parsed.path.strip('/')}/{delta_log.LOG_DIR}"
         with self._lock:
             rows = [asdict(r) for r in self._requests if prefix is None or r.key.startswith(prefix)]
         frame = pd.DataFrame(rows, columns=list(CommitRequest.__dataclass_fields__))
@@ -215,20 +221,22 @@ class CommitGate:
             group.waiting.append(slot)
             full = len(group.waiting) >= self._together
         if full:
-            self._release(group)
+            self._release(group, "together")
         elif new:  # the first to arrive starts the clock of its group
-            timer = threading.Timer(self._max_wait_s, self._release, args=(group,))
+            timer = threading.Timer(self._max_wait_s, self._release, args=(group, "max_wait_s"))
             timer.daemon = True
             timer.start()
         return slot
 
-    def _release(self, group: _Group) -> None:
+    def _release(self, group: _Group, reason: str) -> None:
         with self._lock:
             if group.released:
                 return
             group.released = True
             slots = list(group.waiting)
             order = self._order
+        for slot in slots:
+            slot.request.released_by = reason
         if order == "conditional-first":
             slots.sort(key=lambda s: not s.request.conditional)  # stable: arrival order within each kind
         elif order == "unconditional-first":
@@ -297,12 +305,12 @@ class CommitGate:
                 body = self._body()
                 headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP]
                 path_only = unquote(urlparse(self.path).path)
-                match = COMMIT_FILE.search(path_only)
+                version = delta_log.commit_version(path_only)
                 request = slot = None
-                if match and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
+                if version is not None and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
                     request = CommitRequest(
                         t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
-                        version=int(match.group(1)), client=_client_of(self.headers.get("User-Agent", "")),
+                        version=version, client=_client_of(self.headers.get("User-Agent", "")),
                         conditional="If-None-Match" in self.headers, copy="x-amz-copy-source" in self.headers,
                     )
                     slot = gate._admit(request)

@@ -88,14 +88,18 @@ def python_for(name: str) -> Path:
 
 
 def run_in_era(name: str, args: list[str], *, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
-    """Run ``python <args>`` in an era's environment and wait; output is captured as text."""
+    """Run ``python <args>`` in an era's environment, from the workbook's folder (so ``-m helpers...``
+    works), and wait; output is captured as text."""
+    kwargs.setdefault("cwd", config.ROOT)
     return subprocess.run(
         [str(python_for(name)), *args], capture_output=True, text=True, timeout=timeout, **kwargs
     )
 
 
 def start_in_era(name: str, args: list[str], **popen_kwargs) -> subprocess.Popen:
-    """Start ``python <args>`` in an era's environment without waiting (a writer process)."""
+    """Start ``python <args>`` in an era's environment, from the workbook's folder, without waiting
+    (a writer process)."""
+    popen_kwargs.setdefault("cwd", config.ROOT)
     return subprocess.Popen([str(python_for(name)), *args], **popen_kwargs)
 
 

@@ -70,16 +70,25 @@ def check_javac() -> str | None:
     return None
 
 
-def check_node() -> str | None:
+def check_node_runtime() -> str | None:
+    """Node.js itself, which runs Azurite (the one place that knows the version it needs)."""
     if shutil.which("node") is None:
         return (
-            "Node.js is not on PATH; the Azure emulator (Azurite) needs Node.js 20+. Install it "
-            "(Debian/Ubuntu: `apt-get install nodejs npm`; macOS: `brew install node@20`), or use docker compose."
+            f"Node.js is not on PATH; the Azure emulator (Azurite) needs Node.js {NODE_MIN}+. Install it "
+            f"(Debian/Ubuntu: `apt-get install nodejs npm`; macOS: `brew install node@{NODE_MIN}`), or use docker compose."
         )
     text = _version_of(["node", "--version"]) or ""
     match = re.match(r"v(\d+)", text)
     if not match or int(match.group(1)) < NODE_MIN:
-        return f"Node.js {text or '?'} is on PATH; Azurite needs Node.js {NODE_MIN} or newer."
+        return f"Node.js {text or '?'} is on PATH; Azurite needs Node.js {NODE_MIN} or newer. Upgrade Node.js, or use docker compose."
+    return None
+
+
+def check_node() -> str | None:
+    """Node.js, and npm beside it (it installs Azurite)."""
+    problem = check_node_runtime()
+    if problem:
+        return problem
     if shutil.which("npm") is None:
         return "npm is not on PATH; it installs Azurite. Install npm next to Node.js."
     return None

@@ -1,13 +1,21 @@
 """The runner: start N writer processes at once against one Delta table, and collect what they say.
 
+(Longer than 400 lines because the run's result, RunResult, is shown and summarised here, next
+to the bookkeeping that fills it.)
+
 This is the seeds' "runner" (a program that launches the writer 8 times in parallel), with two
 things the seeds left to luck made exact:
 
 * a cross-process barrier: each writer loads the table, creates ``ready-<id>`` in the run's
   barrier folder and polls for ``go``; the runner writes ``go`` once every writer is ready (or
   gone), so all of them hold the same snapshot and race for the same next version;
-* a record: every writer leaves a result JSON (see :mod:`helpers.writer`); a writer that leaves
+* a record: every writer leaves a result JSON (see :mod:`helpers.writers`); a writer that leaves
   none, crashes or overruns the timeout is recorded as failed with its exit code and stderr tail.
+
+The timeout is the runner's alone: writers wait at the barrier for as long as the runner lives. If
+the timeout passes before every writer is ready, the barrier never opens and every writer still
+running is killed; after go, those still writing at the timeout are killed. Either way they are
+recorded as failed with ``Timeout``, and no writer decides anything by its own clock.
 
 Usage::
 
@@ -32,15 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, eras, sessions
-from helpers import writer as writer_module
+from helpers import config, eras, landing, tables, writers
 
-WRITER_SCRIPT = Path(writer_module.__file__).resolve()
-LANDING_DIR = config.DATA_DIR / "landing"
 RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
-MUST_REFRESH = ("spark", "daft")
-"""Engines that read the latest snapshot when they write, so cannot hold one across the barrier."""
 POLL_S = 0.005
 STDERR_TAIL_CHARS = 1500
 
@@ -68,12 +71,12 @@ def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] |
 
     uri = str(table_uri)
     try:
-        DeltaTable(uri, storage_options=sessions.kernel_storage_options(storage_options))
+        DeltaTable(uri, storage_options=tables.kernel_storage_options(storage_options))
     except Exception:
         pass
     else:
         raise RunnerError(f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first.")
-    table = DeltaTable.create(uri, schema=writer_module.landing_schema(), mode="error", storage_options=sessions.kernel_storage_options(storage_options))
+    table = DeltaTable.create(uri, schema=landing.landing_schema(), mode="error", storage_options=tables.kernel_storage_options(storage_options))
     return table.version()
 
 
@@ -83,25 +86,14 @@ def create_table_in_era(table_uri: str, storage_options: dict[str, str] | None =
     landing file of ``first_batch`` if given. Returns the writer's report: ``{"deltalake",
     "created", "appended", "version", "error", "message"}`` (a refused creation is a result, not an
     exception). Raises EraError for an unknown era, RunnerError if the process gave no report."""
-    args = [str(WRITER_SCRIPT), "--create-table", str(table_uri), json.dumps(storage_options or {})]
+    args = ["-m", writers.MODULE, "--create-table", str(table_uri), json.dumps(storage_options or {})]
     if first_batch is not None:
-        args.append(str(landing_file(first_batch)))
+        args.append(str(landing.landing_file(first_batch)))
     done = eras.run_in_era(era, args, timeout=180)
     reports = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not reports:
         raise RunnerError(f"Creating {table_uri} in {era} gave no report (exit {done.returncode}): {done.stderr.strip()[-400:]}")
     return json.loads(reports[-1])
-
-
-def landing_file(batch: int, *, generated_dir: str | os.PathLike | None = None) -> Path:
-    """The landing file of a batch: the shipped one in ``data/landing/`` (batches 1-8), else one
-    generated deterministically into ``generated_dir`` (default ``build/landing``)."""
-    shipped = LANDING_DIR / writer_module.landing_file_name(batch)
-    if shipped.is_file():
-        return shipped
-    folder = Path(generated_dir) if generated_dir else config.BUILD_DIR / "landing"
-    path = folder / writer_module.landing_file_name(batch)
-    return path if path.is_file() else writer_module.write_landing_file(batch, folder)
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(table_uri, storage_options=sessions.kernel_storage_options(storage_options))
+        table = DeltaTable(table_uri, storage_options=tables.kernel_storage_options(storage_options))
         ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     except TableNotFoundError:
         raise RunnerError(
@@ -127,11 +119,11 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
         ) from None
     except OSError as error:
         raise RunnerError(
-            f"Cannot read {table_uri}: {writer_module.one_line(str(error), 400)}. Is the store running "
+            f"Cannot read {table_uri}: {writers.one_line(str(error), 400)}. Is the store running "
             "(`python -m helpers.services up`) and are the storage_options right?"
         ) from None
     top = max((i for i in ids if i is not None), default=0)
-    return TableState(version=table.version(), rows=len(ids), next_batch=writer_module.batch_of_id(top) + 1 if top else 1)
+    return TableState(version=table.version(), rows=len(ids), next_batch=landing.batch_of_id(top) + 1 if top else 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,15 +157,15 @@ class RunResult:
     def outcomes(self) -> dict[str, int]:
         """``{"committed": k, "failed": m}`` as the writers reported it."""
         counts = Counter(self.results["outcome"])
-        return {writer_module.COMMITTED: counts.get(writer_module.COMMITTED, 0), writer_module.FAILED: counts.get(writer_module.FAILED, 0)}
+        return {writers.COMMITTED: counts.get(writers.COMMITTED, 0), writers.FAILED: counts.get(writers.FAILED, 0)}
 
     @property
     def committed(self) -> int:
-        return self.outcomes[writer_module.COMMITTED]
+        return self.outcomes[writers.COMMITTED]
 
     @property
     def failed(self) -> int:
-        return self.outcomes[writer_module.FAILED]
+        return self.outcomes[writers.FAILED]
 
     @property
     def error_classes(self) -> dict[str, int]:
@@ -259,15 +251,15 @@ class _Writer:
 def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
     for engine, era in kinds:
         eras.python_for(era)  # EraError for an unknown or missing era
-        if engine not in writer_module.ENGINES:
-            raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writer_module.ENGINES)}.")
+        if engine not in writers.ENGINES:
+            raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writers.ENGINES)}.")
     if batches is not None and len(batches) != n:
         raise RunnerError(f"batches names {len(batches)} batch(es) for {n} writers; give one per writer.")
     if batches is not None and len(set(batches)) != len(batches):
         raise RunnerError(f"batches {list(batches)} repeat a batch; each writer needs its own ids for the audit to tell them apart.")
     try:
-        writer_module.check_max_commit_retries(max_commit_retries)
-    except writer_module.SpecError as error:
+        writers.check_max_commit_retries(max_commit_retries)
+    except writers.SpecError as error:
         raise RunnerError(str(error)) from None
     if timeout_s <= 0:
         raise RunnerError(f"timeout_s must be positive, not {timeout_s!r}.")
@@ -277,85 +269,79 @@ def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
     path = Path(run_dir) if run_dir else RUNS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     for sub in ("specs", "results", "logs", "barrier"):
         (path / sub).mkdir(parents=True, exist_ok=True)
-    if (path / "barrier" / writer_module.BARRIER_GO).exists():
+    if writers.go_file(path / "barrier").exists():
         raise RunnerError(f"{path} holds an earlier run (its barrier is open); give a new run_dir.")
     return path
 
 
 def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], kinds: Sequence[tuple[str, str]],
-                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool | None, timeout_s: float) -> list[_Writer]:
-    writers = []
+                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool | None) -> list[_Writer]:
+    procs = []
     for number, (batch, (engine, era)) in enumerate(zip(batches, kinds), start=1):
         writer_id = f"w{number}"
-        holds = hold_snapshot if hold_snapshot is not None else engine not in MUST_REFRESH
-        spec = writer_module.WriterSpec(
+        holds = hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
+        spec = writers.WriterSpec(
             writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
-            landing_file=str(landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
+            landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
             result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
-            barrier_dir=str(run_dir / "barrier"), barrier_timeout_s=timeout_s, hold_snapshot=holds,
+            barrier_dir=str(run_dir / "barrier"), hold_snapshot=holds, runner_pid=os.getpid(),
         )
         spec_path = run_dir / "specs" / f"{writer_id}.json"
         spec_path.write_text(spec.to_json())
-        writers.append(_Writer(writer_id, batch, engine, era, spec_path, Path(spec.result_path),
-                               run_dir / "logs" / f"{writer_id}.out", run_dir / "logs" / f"{writer_id}.err"))
-    return writers
+        procs.append(_Writer(writer_id, batch, engine, era, spec_path, Path(spec.result_path),
+                             run_dir / "logs" / f"{writer_id}.out", run_dir / "logs" / f"{writer_id}.err"))
+    return procs
 
 
-def _launch(writers: list[_Writer]) -> None:
+def _launch(procs: list[_Writer]) -> None:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
-    for w in writers:
+    for w in procs:
         with open(w.stdout_path, "wb") as out, open(w.stderr_path, "wb") as err:
             w.t_launched = time.time()
-            w.process = eras.start_in_era(w.era, [str(WRITER_SCRIPT), str(w.spec_path)], stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=err, env=env, cwd=config.ROOT)
+            w.process = eras.start_in_era(w.era, ["-m", writers.MODULE, str(w.spec_path)], stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=err, env=env)
 
 
-def _poll_exits(writers: list[_Writer]) -> int:
+def _poll_exits(procs: list[_Writer]) -> int:
     """Note exit times; return how many writers have exited."""
-    for w in writers:
+    for w in procs:
         if w.t_exited is None and w.process.poll() is not None:
             w.t_exited = time.time()
-    return sum(w.t_exited is not None for w in writers)
+    return sum(w.t_exited is not None for w in procs)
 
 
-def _wait_for_barrier(writers: list[_Writer], barrier: Path, deadline: float, bar) -> None:
-    """Return once every writer is ready, gone (failed before the barrier) or exited, or at the deadline."""
+def _wait_for_barrier(procs: list[_Writer], barrier: Path, deadline: float, bar) -> bool:
+    """Wait until every writer is ready, gone (failed before the barrier) or exited; return True
+    then, or False if the deadline came first."""
     while time.monotonic() < deadline:
-        _poll_exits(writers)
-        arrived = [w for w in writers if writer_module.ready_file(barrier, w.writer_id).exists()]
-        absent = [w for w in writers if w not in arrived and ((barrier / f"gone-{w.writer_id}").exists() or w.t_exited is not None)]
+        _poll_exits(procs)
+        arrived = [w for w in procs if writers.ready_file(barrier, w.writer_id).exists()]
+        absent = [w for w in procs if w not in arrived and (writers.gone_file(barrier, w.writer_id).exists() or w.t_exited is not None)]
         status = f"{len(arrived)} at the barrier, {len(absent)} gone"
         if status != getattr(bar, "postfix", None):
             bar.set_postfix_str(status)  # only on change: a text-mode bar prints a line per refresh
-        if len(arrived) + len(absent) == len(writers):
-            return
+        if len(arrived) + len(absent) == len(procs):
+            return True
         time.sleep(POLL_S)
+    return False
 
 
-def _open_barrier(barrier: Path) -> float:
-    go = barrier / writer_module.BARRIER_GO
-    tmp = barrier / f".{writer_module.BARRIER_GO}.tmp"
-    tmp.write_text(str(time.time()))
-    os.replace(tmp, go)
-    return time.time()
-
-
-def _wait_for_exits(writers: list[_Writer], deadline: float, bar) -> None:
+def _wait_for_exits(procs: list[_Writer], deadline: float, bar) -> None:
     done = 0
     while time.monotonic() < deadline:
-        exited = _poll_exits(writers)
+        exited = _poll_exits(procs)
         if exited > done:
             bar.update(exited - done)
             done = exited
-        if done == len(writers):
+        if done == len(procs):
             return
         time.sleep(POLL_S)
 
 
-def _kill_stragglers(writers: list[_Writer]) -> list[str]:
+def _kill_stragglers(procs: list[_Writer]) -> list[str]:
     killed = []
-    for w in writers:
+    for w in procs:
         if w.process is not None and w.process.poll() is None:
             w.process.kill()
             w.process.wait(timeout=10)
@@ -370,7 +356,7 @@ def _stderr_tail(path: Path) -> str:
         text = path.read_text(errors="replace")
     except OSError:
         return ""
-    return writer_module.one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
+    return writers.one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
 
 
 def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
@@ -383,7 +369,7 @@ def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
             error_class, message = "Timeout", f"still running after {timeout_s:.0f} s; killed by the runner"
         else:
             error_class, message = "NoResult", f"exited with code {code} without writing a result (crashed?)"
-        row = {"writer_id": w.writer_id, "era": w.era, "engine": w.engine, "table_uri": table_uri, "batch": w.batch, "outcome": writer_module.FAILED,
+        row = {"writer_id": w.writer_id, "era": w.era, "engine": w.engine, "table_uri": table_uri, "batch": w.batch, "outcome": writers.FAILED,
                "stage": "unknown", "error_class": error_class, "error_message": message}
     row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=_stderr_tail(w.stderr_path))
     return row
@@ -404,7 +390,7 @@ def run_single_writer(spec: dict, *, era: str | None = None, timeout_s: float = 
     """Run one writer process to completion with a spec given as a dict (no barrier, no runner
     bookkeeping): for trying a writer by hand and for tests. Returns the finished process (its
     output captured) and the result the writer left, or None if it left none."""
-    done = eras.run_in_era(era or spec["era"], [str(WRITER_SCRIPT), json.dumps(spec)], timeout=timeout_s, cwd=str(config.ROOT))
+    done = eras.run_in_era(era or spec["era"], ["-m", writers.MODULE, json.dumps(spec)], timeout=timeout_s)
     try:
         return done, json.loads(Path(spec["result_path"]).read_text())
     except FileNotFoundError:
@@ -434,11 +420,11 @@ def run_writers(
 
     ``max_commit_retries``: None keeps the library default, 0 turns retries off. ``batches``: the
     landing batch of each writer (default: the next ``n`` batches not yet in the table, so every
-    row stays attributable). ``hold_snapshot``: see :class:`helpers.writer.WriterSpec`; None (the
+    row stays attributable). ``hold_snapshot``: see :class:`helpers.writers.WriterSpec`; None (the
     default) lets each writer hold its snapshot across the barrier if its engine can (deltalake),
     while Spark and Daft read the latest one after go.
-    ``timeout_s`` bounds the whole run; writers still running then are killed and recorded as
-    failed (``Timeout``).
+    ``timeout_s`` bounds the whole run: if it passes before every writer is at the barrier, the
+    barrier stays shut; writers still running then are killed and recorded as failed (``Timeout``).
 
     Returns a :class:`RunResult`. Raises :class:`helpers.eras.EraError` for an unknown or missing
     era, and RunnerError for bad arguments or a table that does not exist or cannot be read.
@@ -462,21 +448,23 @@ def run_writers(
     before = table_state(table_uri, storage_options)
     batches = list(batches) if batches is not None else list(range(before.next_batch, before.next_batch + n))
     run_dir = _new_run_dir(run_dir)
-    writers = _prepare_writers(run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot, timeout_s)
+    procs = _prepare_writers(run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot)
     deadline = time.monotonic() + timeout_s
     released = None
     bar = tqdm(total=n, desc=f"{n} writers, {era}", unit="writer", disable=not progress, leave=True)
     try:
-        _launch(writers)
-        t_launched = min(w.t_launched for w in writers)
-        _wait_for_barrier(writers, run_dir / "barrier", deadline, bar)
-        released = _open_barrier(run_dir / "barrier")
-        bar.set_postfix_str("released")
-        _wait_for_exits(writers, deadline, bar)
+        _launch(procs)
+        t_launched = min(w.t_launched for w in procs)
+        if _wait_for_barrier(procs, run_dir / "barrier", deadline, bar):
+            released = writers.open_barrier(run_dir / "barrier")
+            bar.set_postfix_str("released")
+            _wait_for_exits(procs, deadline, bar)
+        else:
+            bar.set_postfix_str(f"not all ready within {timeout_s:g} s: barrier kept shut")
     finally:
-        timed_out = _kill_stragglers(writers)
+        timed_out = _kill_stragglers(procs)
         bar.close()
-    frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in writers])
+    frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in procs])
     result = RunResult(
         table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,
         max_commit_retries=max_commit_retries, hold_snapshot=hold_snapshot, version_before=before.version,

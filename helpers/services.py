@@ -1,5 +1,8 @@
 """Start, check and stop the local cloud emulators the notebooks write to.
 
+(Longer than 400 lines because it is one lifecycle, start, adopt, wait, stop, reset, for two
+services, plus the command line the Makefile calls; split, each half would need the other.)
+
 Two services, both bound to 127.0.0.1 only:
 
 * ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB.
@@ -35,11 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from helpers import config
+from helpers import config, preflight
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
-NODE_MIN_MAJOR = 20
 
 
 class ServiceError(RuntimeError):
@@ -149,15 +151,6 @@ def _moto_command(port: int) -> list[str]:
     return [sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p", str(port)]
 
 
-def node_major_version(node: str) -> int:
-    """The major version of a Node.js executable (raises ServiceError if it does not run)."""
-    try:
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20, check=True).stdout
-        return int(out.strip().lstrip("v").split(".")[0])
-    except (OSError, subprocess.SubprocessError, ValueError) as error:
-        raise ServiceError(f"`{node} --version` failed ({error}); reinstall Node.js {NODE_MIN_MAJOR}.") from None
-
-
 AZURITE_FLAGS = (
     "--skipApiVersionCheck",  # today's SDKs speak newer API versions than the emulator knows
     "--loose",  # ignore headers it does not support instead of failing the request
@@ -167,16 +160,10 @@ AZURITE_FLAGS = (
 
 
 def _azurite_command(port: int) -> list[str]:
+    problem = preflight.check_node_runtime()
+    if problem:
+        raise ServiceError(problem)
     node = shutil.which("node")
-    if node is None:
-        raise ServiceError(
-            f"Azurite needs Node.js {NODE_MIN_MAJOR} or newer, and `node` is not on PATH. Install Node.js "
-            f"{NODE_MIN_MAJOR} (your OS package manager, nvm or the official installer) and run `make install`; "
-            "or run the emulators with `docker compose up -d`."
-        )
-    major = node_major_version(node)
-    if major < NODE_MIN_MAJOR:
-        raise ServiceError(f"Azurite needs Node.js {NODE_MIN_MAJOR} or newer; `node` here is v{major}. Upgrade Node.js.")
     script = config.ROOT / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
     if not script.is_file():
         raise ServiceError(f"Azurite {config.AZURITE_VERSION} is not installed in node_modules/. Run `make install`.")

@@ -1,4 +1,7 @@
-"""Session builders: SparkSessions with Delta Lake, and delta-rs ``storage_options``.
+"""Session builders: SparkSessions with Delta Lake on each store.
+
+(Longer than 400 lines because each store's Spark settings carry the reason for each value, and
+the DynamoDB log store's jar is compiled here, where its settings are.)
 
 Spark::
 
@@ -10,12 +13,9 @@ Jars come from Maven Central through ``spark.jars.packages`` into the project's 
 (``.cache/ivy``), so only the first start downloads them. ``WORKBOOK_SPARK_MASTER`` runs the same
 notebook on a real cluster (default ``local[*]``).
 
-delta-rs::
-
-    write_deltalake(s3_uri("t"), data, storage_options=s3_storage_options(unsafe_rename=True))
-
-Every builder reads endpoints and names from :mod:`helpers.config`; with ``WORKBOOK_PROFILE=cloud``
-they leave out the emulator endpoints and keys, and credentials come from the default chains.
+Table URIs and delta-rs ``storage_options`` are :mod:`helpers.tables`. Every builder reads
+endpoints and names from :mod:`helpers.config`; with ``WORKBOOK_PROFILE=cloud`` they leave out the
+emulator endpoints and keys, and credentials come from the default chains.
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
-from helpers import config
+from helpers import config, spark_start
 
 SPARK_STORES = ("local", "s3", "azure", "dynamodb")
 """``dynamodb`` is not a store of its own: it makes ``s3`` commits go through Delta's multi-cluster
 log store (the DynamoDB lock table) instead of the default single-driver one."""
-LOCKING_PROVIDERS = (None, "dynamodb")
 SCALA_BINARY_VERSION = "2.13"
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
 JAVA_DIR = Path(__file__).with_name("java")
@@ -162,9 +161,11 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
     return conf
 
 
-def driver_java_options(*extra: str) -> str:
-    """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, plus ``extra``."""
-    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *extra])
+def driver_java_options(*extra: str, archive: bool = True) -> str:
+    """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, the class-data
+    archive when there is one (:mod:`helpers.spark_start`), plus ``extra``."""
+    shared = spark_start.class_archive_options() if archive else []
+    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *shared, *extra])
 
 
 def _s3a_conf() -> dict[str, str]:
@@ -311,9 +312,10 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
     if active is not None:
         running = active.sparkContext.getConf()
         missing = set()
-        for key in ("spark.jars.packages", "spark.jars"):
-            have = set(filter(None, running.get(key, "").split(",")))
-            missing |= set(filter(None, conf.get(key, "").split(","))) - have
+        asked_for = (("spark.jars.packages", running.get("spark.workbook.jars.packages", None) or running.get("spark.jars.packages", "")),
+                     ("spark.jars", running.get("spark.jars", "")))
+        for key, have in asked_for:
+            missing |= set(filter(None, conf.get(key, "").split(","))) - set(filter(None, have.split(",")))
         if conf.get("spark.delta.logStore.s3a.impl", "") != (running.get("spark.delta.logStore.s3a.impl", None) or ""):
             missing.add(f"the log store {conf.get('spark.delta.logStore.s3a.impl') or 'default'} for s3a://")
         if missing:
@@ -323,8 +325,9 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
             )
         return active
     _check_java()
+    launch = spark_start.launch_conf(conf)
     builder = SparkSession.builder
-    for key, value in conf.items():
+    for key, value in launch.items():
         builder = builder.config(key, value)
     if conf["spark.master"].startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", config.LOCALHOST)
@@ -335,6 +338,9 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
             session = builder.getOrCreate()
     except Exception as error:  # py4j / JVM start failures arrive as bare exceptions
         raise SessionError(_explain_start_failure(error, log_file)) from error
+    if "spark.jars.packages" in launch:  # Ivy resolved them this time: remember what it found
+        spark_start.remember_resolved_jars(launch["spark.jars.packages"], launch.get("spark.jars.excludes", ""),
+                                           session.sparkContext.getConf().get("spark.jars", ""), conf.get("spark.jars", ""))
     session.sparkContext.setLogLevel(os.environ.get("WORKBOOK_SPARK_LOG_LEVEL", "ERROR"))
     session.conf.set("workbook.startSeconds", f"{time.monotonic() - started:.1f}")
     return session
@@ -403,103 +409,11 @@ def fetch_jars(*stores: str) -> float:
     return time.monotonic() - started
 
 
-# ---------------------------------------------------------------------------------------------
-# delta-rs storage_options
-# ---------------------------------------------------------------------------------------------
-
-
-def local_table_path(*parts: str) -> Path:
-    """A folder for a local table, under build/tables/ (``make clean`` removes it)."""
-    return config.LOCAL_TABLES_DIR.joinpath(*parts)
-
-
-def s3_uri(table: str, scheme: str = "s3") -> str:
-    """``s3://<bucket>/<table>``; ``scheme="s3a"`` for the URI Spark uses (delta-rs accepts both)."""
-    if scheme not in ("s3", "s3a"):
-        raise SessionError(f"scheme must be 's3' or 's3a', not {scheme!r}")
-    return f"{scheme}://{config.names().s3_bucket}/{table.strip('/')}"
-
-
-def abfs_uri(table: str) -> str:
-    """The URI Spark's ABFS driver takes for the same table: ``abfs[s]://<container>@<account>.dfs.core.windows.net/<table>``.
-
-    The host must be the ``.dfs.`` one even against Azurite: ABFS reads the account name from it."""
-    scheme = "abfs" if config.profile() == "local" else "abfss"
-    return f"{scheme}://{config.names().azure_container}@{config.azure_account_name()}.dfs.core.windows.net/{table.strip('/')}"
-
-
-def azure_uri(table: str) -> str:
-    """``az://<container>/<table>``, the form delta-rs takes for Azure Blob and ADLS Gen2."""
-    return f"az://{config.names().azure_container}/{table.strip('/')}"
-
-
-def s3_storage_options(
-    *,
-    unsafe_rename: bool = False,
-    locking_provider: str | None = None,
-    conditional_put: str | None = None,
-) -> dict[str, str]:
-    """``storage_options`` for delta-rs on S3 (the emulator, or real S3 with ``WORKBOOK_PROFILE=cloud``).
-
-    The era-specific switches are explicit:
-
-    * ``unsafe_rename=True`` sets ``AWS_S3_ALLOW_UNSAFE_RENAME`` (needed by deltalake < 0.23 to write
-      at all without a lock; unsafe with more than one writer).
-    * ``locking_provider="dynamodb"`` sets ``AWS_S3_LOCKING_PROVIDER`` and the lock table
-      (deltalake < 1.6.1; later releases ignore it and log that they do).
-    * ``conditional_put`` passes ``conditional_put`` through (e.g. ``"disabled"``; deltalake >= 1.0).
-    """
-    if locking_provider not in LOCKING_PROVIDERS:
-        raise SessionError(f"locking_provider must be one of {LOCKING_PROVIDERS}, not {locking_provider!r}")
-    names = config.names()
-    options = {"AWS_REGION": names.aws_region}
-    if config.profile() == "local":
-        options.update(
-            {
-                "AWS_ENDPOINT_URL": config.moto_endpoint(),
-                "AWS_ALLOW_HTTP": "true",
-                "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
-                "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
-            }
-        )
-    if unsafe_rename:
-        options["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
-    if locking_provider == "dynamodb":
-        options["AWS_S3_LOCKING_PROVIDER"] = "dynamodb"
-        options["DELTA_DYNAMO_TABLE_NAME"] = names.dynamodb_lock_table
-        if config.profile() == "local":
-            options["AWS_ENDPOINT_URL_DYNAMODB"] = config.moto_endpoint()
-    if conditional_put is not None:
-        options["conditional_put"] = conditional_put
-    return options
-
-
-def kernel_storage_options(storage_options: dict[str, str] | None) -> dict[str, str]:
-    """Options of any era as the kernel's deltalake (1.6) takes them: the DynamoDB log-store keys
-    are left out, since 1.6 no longer has that store and would only log a warning about them;
-    its reads and conditional-put writes are unaffected."""
-    skip = {"AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME"}
-    return {k: v for k, v in (storage_options or {}).items() if k not in skip}
-
-
-def azure_storage_options() -> dict[str, str]:
-    """``storage_options`` for delta-rs on Azure Blob: Azurite locally, ADLS Gen2 with ``WORKBOOK_PROFILE=cloud``
-    (credentials then come from AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or ``az login``
-    with AZURE_USE_AZURE_CLI=true, which delta-rs reads from the environment)."""
-    if config.profile() == "cloud":
-        return {"account_name": config.azure_account_name()}
-    return {
-        "account_name": config.AZURITE_ACCOUNT_NAME,
-        "account_key": config.AZURITE_ACCOUNT_KEY,
-        "azure_storage_endpoint": config.azurite_blob_endpoint(),
-        "allow_http": "true",
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.sessions")
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy (and compile the DynamoDB log store)")
+    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy, compile the DynamoDB "
+                   "log store, and build the JVMs' class-data archive")
     sub.add_parser("conf", help="print the Spark settings of a session on every store (keys masked)")
     args = parser.parse_args(argv)
     try:
@@ -510,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
             if config.profile() == "local":
                 print(f"DynamoDB log store compiled: {config.shown(log_store_jar())}")
+            archive = spark_start.build_class_archive()
+            if archive is not None:
+                print(f"Class-data archive for Spark's JVMs: {config.shown(archive)} ({archive.stat().st_size // 2**20} MiB)")
         else:
             for key, value in spark_conf(*SPARK_STORES).items():
                 secret = "secret" in key or key.endswith(".key") or ".key." in key

@@ -3,12 +3,23 @@
 ``s3_client()``, ``dynamodb_client()`` and ``blob_service()`` talk to the emulators (or, with
 ``WORKBOOK_PROFILE=cloud``, to real AWS / Azure through the default credential chains).
 ``ensure_bucket``, ``ensure_container`` and ``ensure_lock_table`` create what a notebook writes
-to, idempotently; ``delete_prefix`` empties a table's folder so a notebook can run again.
+to, idempotently.
+
+A table's files, wherever it lives, through one dispatch on its URI's scheme (:func:`table_store`)::
+
+    storage.list_table("s3://delta-root/05/t")    # every file under the table, relative to it
+    storage.table_store(uri).read("_delta_log/00000000000000000001.json")
+    storage.table_store(uri).versions("_delta_log/")  # every S3 object version (versioned buckets)
+    storage.remove_table(uri)                     # empty it, so a notebook can run again
+
+Local paths and ``file://``, ``s3://`` / ``s3a://``, ``az://`` and ``abfs[s]://`` are understood.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 from helpers import config
 
@@ -96,23 +107,6 @@ def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
             f"`aws s3api put-bucket-versioning --bucket {bucket} --versioning-configuration Status=Enabled`"
         )
     return bucket
-
-
-def delete_prefix(prefix: str, bucket: str | None = None) -> int:
-    """Delete every object (and every version of it) under ``prefix``; return how many were removed."""
-    bucket = bucket or config.names().s3_bucket
-    client = s3_client()
-    removed = 0
-    prefix = prefix.strip("/") + "/"
-    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        batch = [
-            {"Key": v["Key"], "VersionId": v["VersionId"]}
-            for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
-        ]
-        if batch:
-            client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
-            removed += len(batch)
-    return removed
 
 
 LOCK_TABLE_KEYS = (("tablePath", "HASH"), ("fileName", "RANGE"))
@@ -245,37 +239,156 @@ def ensure_container(container: str | None = None) -> str:
     return container
 
 
-def delete_blobs(prefix: str, container: str | None = None) -> int:
-    """Delete every blob under ``prefix``; return how many were removed."""
-    container = container or config.names().azure_container
-    client = blob_service().get_container_client(container)
-    names = [b.name for b in client.list_blobs(name_starts_with=prefix.strip("/") + "/")]
-    for name in sorted(names, key=len, reverse=True):
-        client.delete_blob(name)
-    return len(names)
+# ---------------------------------------------------------------------------------------------
+# A table's files, whatever store holds them
+# ---------------------------------------------------------------------------------------------
 
 
-def remove_table(location: str) -> int:
-    """Delete everything under a table location so a notebook can create it afresh (on S3 also its
-    DynamoDB log-store items); return how many files, objects and items were removed. Takes a
-    local path, ``s3://`` / ``s3a://``, ``az://`` or ``abfs[s]://container@account.dfs.core.windows.net/...``."""
-    import shutil
-    from pathlib import Path
-    from urllib.parse import urlparse
+@dataclass(frozen=True)
+class ObjectVersion:
+    key: str
+    """Relative to the table's folder."""
+    version_id: str
+    last_modified: object
+    is_latest: bool
+    body: bytes
 
+
+class TableStore:
+    """The files of one table's folder in one store. :func:`table_store` picks the subclass."""
+
+    kind = "?"
+
+    def list(self) -> list[str]:
+        """Every file under the table's folder, as sorted paths relative to it ([] if there is none)."""
+        raise NotImplementedError
+
+    def read(self, relative: str) -> bytes:
+        raise NotImplementedError
+
+    def versions(self, relative_prefix: str) -> list[ObjectVersion] | None:
+        """Every stored version of the objects under the prefix, oldest first per key; None when
+        the store keeps no versions."""
+        return None
+
+    def remove(self) -> int:
+        """Delete everything under the table's folder; return how many files (object versions) went."""
+        raise NotImplementedError
+
+
+class LocalStore(TableStore):
+    kind = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def list(self) -> list[str]:
+        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+
+    def read(self, relative: str) -> bytes:
+        return (self.root / relative).read_bytes()
+
+    def remove(self) -> int:
+        import shutil
+
+        count = len(self.list()) if self.root.exists() else 0
+        shutil.rmtree(self.root, ignore_errors=True)
+        return count
+
+
+class S3Store(TableStore):
+    kind = "s3"
+
+    def __init__(self, bucket: str, prefix: str) -> None:
+        self.bucket, self.prefix = bucket, prefix.strip("/") + "/"
+        self.client = s3_client()
+
+    def list(self) -> list[str]:
+        keys = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+            keys += [item["Key"][len(self.prefix):] for item in page.get("Contents", [])]
+        return sorted(keys)
+
+    def read(self, relative: str) -> bytes:
+        return self.client.get_object(Bucket=self.bucket, Key=self.prefix + relative)["Body"].read()
+
+    def versioned(self) -> bool:
+        return self.client.get_bucket_versioning(Bucket=self.bucket).get("Status") == "Enabled"
+
+    def _listed_versions(self, relative_prefix: str = "") -> tuple[list[dict], list[dict]]:
+        versions, markers = [], []
+        pages = self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=self.prefix + relative_prefix)
+        for page in pages:
+            versions += page.get("Versions", [])
+            markers += page.get("DeleteMarkers", [])
+        return versions, markers
+
+    def versions(self, relative_prefix: str) -> list[ObjectVersion] | None:
+        if not self.versioned():
+            return None
+        result = []
+        # S3 lists the versions of a key newest first; reverse to get them in the order they were written
+        for item in reversed(self._listed_versions(relative_prefix)[0]):
+            body = self.client.get_object(Bucket=self.bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
+            result.append(ObjectVersion(item["Key"][len(self.prefix):], item["VersionId"], item["LastModified"], item["IsLatest"], body))
+        return result
+
+    def remove(self) -> int:
+        """Every object and every version of it (delete markers too), then the table's DynamoDB
+        log-store items under both schemes (delta-rs and Spark name the same table differently)."""
+        versions, markers = self._listed_versions()
+        doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in versions + markers]
+        for start in range(0, len(doomed), 1000):  # DeleteObjects takes at most 1,000 keys
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": doomed[start:start + 1000], "Quiet": True})
+        path = "/" + self.prefix.rstrip("/")
+        return len(doomed) + sum(delete_lock_entries(f"{scheme}://{self.bucket}{path}", under=True) for scheme in ("s3", "s3a"))
+
+
+class AzureStore(TableStore):
+    kind = "azure"
+
+    def __init__(self, container: str, prefix: str) -> None:
+        self.prefix = prefix.strip("/") + "/"
+        self.client = blob_service().get_container_client(container)
+
+    def list(self) -> list[str]:
+        return sorted(b.name[len(self.prefix):] for b in self.client.list_blobs(name_starts_with=self.prefix))
+
+    def read(self, relative: str) -> bytes:
+        return self.client.download_blob(self.prefix + relative).readall()
+
+    def remove(self) -> int:
+        names = [self.prefix + name for name in self.list()]
+        for name in sorted(names, key=len, reverse=True):
+            self.client.delete_blob(name)
+        return len(names)
+
+
+def table_store(location: str | os.PathLike) -> TableStore:
+    """The store holding a table: a local path or ``file://``, ``s3://`` / ``s3a://``, ``az://``, or
+    ``abfs[s]://container@account.dfs.core.windows.net/...``. The one place that reads a URI's scheme."""
+    from urllib.parse import unquote, urlparse
+
+    location = str(location)
     parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
-        path = Path(parsed.path if parsed.scheme else location)
-        count = sum(1 for p in path.rglob("*") if p.is_file()) if path.exists() else 0
-        shutil.rmtree(path, ignore_errors=True)
-        return count
+        return LocalStore(Path(unquote(parsed.path) if parsed.scheme else location))
     if parsed.scheme in ("s3", "s3a"):
-        removed = delete_prefix(parsed.path, bucket=parsed.netloc)
-        for scheme in ("s3", "s3a"):  # delta-rs and Spark name the same table differently
-            removed += delete_lock_entries(f"{scheme}://{parsed.netloc}{parsed.path}", under=True)
-        return removed
-    if parsed.scheme == "az":
-        return delete_blobs(parsed.path, container=parsed.netloc)
+        return S3Store(parsed.netloc, parsed.path)
+    if parsed.scheme in ("az", "azure"):
+        return AzureStore(parsed.netloc, parsed.path)
     if parsed.scheme in ("abfs", "abfss"):
-        return delete_blobs(parsed.path, container=parsed.netloc.split("@")[0])
-    raise StorageError(f"Cannot remove {location!r}: unknown scheme {parsed.scheme!r} (local path, s3://, az:// or abfs://).")
+        return AzureStore(parsed.netloc.split("@")[0], parsed.path)
+    raise StorageError(f"Unknown scheme {parsed.scheme!r} in {location!r}: the workbook knows local paths, file://, "
+                       "s3://, s3a://, az:// and abfs[s]://.")
+
+
+def list_table(location: str | os.PathLike) -> list[str]:
+    """Every file under a table's folder, sorted, relative to it (``_delta_log/...``, ``part-....parquet``)."""
+    return table_store(location).list()
+
+
+def remove_table(location: str | os.PathLike) -> int:
+    """Delete everything under a table location so a notebook can create it afresh (on S3 also every
+    object version and its DynamoDB log-store items); return how many files, versions and items went."""
+    return table_store(location).remove()

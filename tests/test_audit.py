@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import audit, eras, runner, sessions
-from helpers import writer as w
+from helpers import audit, eras, runner, tables
+from helpers import writers as w
 
 N = 4
 
 
 def test_unsafe_rename_in_the_seeds_era_loses_rows_silently(stores, table_name):
     """deltalake 0.22.3, AWS_S3_ALLOW_UNSAFE_RENAME: everyone reports success, one commit survives."""
-    uri, options = sessions.s3_uri(table_name), sessions.s3_storage_options(unsafe_rename=True)
+    uri, options = tables.s3_uri(table_name), tables.s3_storage_options(unsafe_rename=True)
     runner.create_table(uri, options)
     run = runner.run_writers(uri, options, n=N, era=eras.SEEDS, progress=False)
     assert run.same_snapshot and run.committed == N, run.summary()
@@ -35,7 +35,7 @@ def test_unsafe_rename_in_the_seeds_era_loses_rows_silently(stores, table_name):
 
 def test_conditional_put_today_keeps_one_version_per_commit(stores, table_name):
     """deltalake 1.6.6 on S3 (If-None-Match): all commit with retries, nothing overwritten."""
-    uri, options = sessions.s3_uri(table_name), sessions.s3_storage_options()
+    uri, options = tables.s3_uri(table_name), tables.s3_storage_options()
     runner.create_table(uri, options)
     run = runner.run_writers(uri, options, n=N, progress=False)
     checked = audit.audit(run)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 
 import pytest
 
-from helpers import audit, eras, runner, sessions
-from helpers import writer as w
+from helpers import audit, eras, landing, runner, tables
+from helpers import writers as w
 
 N = 4
 
@@ -54,13 +56,6 @@ def test_create_table_refuses_an_existing_table(tmp_path):
         runner.create_table(str(tmp_path / "t"))
 
 
-def test_batches_beyond_the_shipped_files_are_generated(tmp_path):
-    path = runner.landing_file(12, generated_dir=tmp_path)
-    assert path.parent == tmp_path
-    assert w.read_landing_file(path).column("id").to_pylist() == list(range(1201, 1211))
-    assert runner.landing_file(3).parent == runner.LANDING_DIR
-
-
 def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_path):
     crash = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('terminate called'); sys.exit(134)"],
                              stderr=open(tmp_path / "w1.err", "wb"))
@@ -73,12 +68,45 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
 
 
 def test_timeout_kills_stragglers_and_marks_them_failed(tmp_path):
+    """Deterministic by construction: the writers wait for go for as long as the runner lives, and
+    the runner never opens the barrier when its timeout passes first. However slowly the writers
+    start, none writes, and the runner kills every one of them."""
     uri = str(tmp_path / "t")
     runner.create_table(uri)
     run = runner.run_writers(uri, n=2, timeout_s=0.3, progress=False)
+    assert run.t_released is None, "the barrier opened although not every writer was ready"
     assert run.timed_out == ["w1", "w2"]
     assert list(run.results["error_class"]) == ["Timeout", "Timeout"]
     assert run.failed == 2
+    assert runner.table_state(uri).version == 0
+
+
+def test_a_writer_at_the_barrier_gives_up_when_its_runner_is_gone(tmp_path):
+    """No clock: the writer waits for go while its runner lives, and stops once the runner is gone."""
+    uri = str(tmp_path / "t")
+    runner.create_table(uri)
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # plays the runner
+    spec = w.WriterSpec(writer_id="w1", era=eras.CURRENT, table_uri=uri, landing_file=str(landing.landing_file(1)),
+                        result_path=str(tmp_path / "r.json"), batch=1, barrier_dir=str(tmp_path / "barrier"),
+                        runner_pid=stand_in.pid)
+    (tmp_path / "barrier").mkdir()
+    writer = eras.start_in_era(eras.CURRENT, ["-m", w.MODULE, spec.to_json()])
+    try:
+        while not w.ready_file(tmp_path / "barrier", "w1").exists():
+            assert writer.poll() is None, "the writer exited before reaching the barrier"
+            time.sleep(0.01)
+        assert writer.poll() is None, "the writer left the barrier while its runner lived"
+        stand_in.kill()
+        stand_in.wait()
+        assert writer.wait(timeout=300) == 1
+    finally:
+        for process in (stand_in, writer):
+            if process.poll() is None:
+                process.kill()
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert (result["outcome"], result["stage"], result["error_class"]) == (w.FAILED, "barrier", "BarrierTimeout")
+    assert f"runner (pid {stand_in.pid}) is gone" in result["error_message"]
+    assert runner.table_state(uri).version == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,8 +116,8 @@ def test_timeout_kills_stragglers_and_marks_them_failed(tmp_path):
 
 def _table(store: str, name: str) -> tuple[str, dict]:
     if store == "local":
-        return str(sessions.local_table_path(name)), {}
-    return sessions.azure_uri(name), sessions.azure_storage_options()
+        return str(tables.local_table_path(name)), {}
+    return tables.azure_uri(name), tables.azure_storage_options()
 
 
 @pytest.mark.parametrize("store", ["local", "azure"])
@@ -153,10 +181,10 @@ def test_timeline_has_a_lane_per_writer(tmp_path):
 
 
 def test_create_table_in_era_reports_a_refusal_and_a_success(stores, table_name):
-    uri = sessions.s3_uri(table_name)
-    refused = runner.create_table_in_era(uri, sessions.s3_storage_options(), era=eras.SEEDS)
+    uri = tables.s3_uri(table_name)
+    refused = runner.create_table_in_era(uri, tables.s3_storage_options(), era=eras.SEEDS)
     assert (refused["deltalake"], refused["created"], refused["error"]) == ("0.22.3", False, "DeltaProtocolError")
     assert "LockClient" in refused["message"]
-    made = runner.create_table_in_era(uri, sessions.s3_storage_options(unsafe_rename=True), era=eras.SEEDS, first_batch=1)
+    made = runner.create_table_in_era(uri, tables.s3_storage_options(unsafe_rename=True), era=eras.SEEDS, first_batch=1)
     assert made["created"] and made["appended"] and made["version"] == 1
-    assert runner.table_state(uri, sessions.s3_storage_options()).rows == 10
+    assert runner.table_state(uri, tables.s3_storage_options()).rows == 10

@@ -1,4 +1,4 @@
-"""helpers.sessions: Spark settings and delta-rs storage_options for every store and era switch."""
+"""helpers.sessions: the Spark settings of every store, and a real local session."""
 
 import pytest
 
@@ -27,7 +27,6 @@ def test_abfs_reaches_azurite_through_the_blob_endpoint():
     conf = sessions.spark_conf("azure")
     assert conf["spark.hadoop.fs.azure.abfs.endpoint"] == f"{config.azurite_host()}:{config.azurite_port()}"
     assert conf["spark.hadoop.fs.azure.fns.account.service.type"] == "BLOB"
-    assert sessions.abfs_uri("/t/") == "abfs://delta@devstoreaccount1.dfs.core.windows.net/t"
 
 
 def test_master_comes_from_the_environment(monkeypatch):
@@ -62,35 +61,12 @@ def test_dynamodb_commits_use_the_workbooks_log_store_locally_and_deltas_in_the_
     assert f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}" in cloud["spark.jars.packages"]
 
 
-def test_storage_options_carry_the_era_switches_explicitly():
-    plain = sessions.s3_storage_options()
-    assert plain["AWS_ENDPOINT_URL"] == config.moto_endpoint()
-    assert "AWS_S3_ALLOW_UNSAFE_RENAME" not in plain and "AWS_S3_LOCKING_PROVIDER" not in plain
-    assert sessions.s3_storage_options(unsafe_rename=True)["AWS_S3_ALLOW_UNSAFE_RENAME"] == "true"
-    locked = sessions.s3_storage_options(locking_provider="dynamodb")
-    assert locked["DELTA_DYNAMO_TABLE_NAME"] == config.names().dynamodb_lock_table
-    assert locked["AWS_ENDPOINT_URL_DYNAMODB"] == config.moto_endpoint()
-    with pytest.raises(sessions.SessionError, match="locking_provider"):
-        sessions.s3_storage_options(locking_provider="zookeeper")
-
-
-def test_cloud_profile_uses_no_emulator_endpoint_or_key(monkeypatch):
+def test_cloud_profile_spark_conf_uses_no_emulator_endpoint_or_key(monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
     monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "realaccount")
-    options = sessions.s3_storage_options(locking_provider="dynamodb")
-    assert not any("ENDPOINT" in k or "SECRET" in k for k in options)
-    assert sessions.azure_storage_options() == {"account_name": "realaccount"}
     conf = sessions.spark_conf("s3", "azure")
     assert "spark.hadoop.fs.s3a.endpoint" not in conf and "spark.hadoop.fs.azure.abfs.endpoint" not in conf
-    assert sessions.abfs_uri("t").startswith("abfss://delta@realaccount.dfs.core.windows.net/")
-
-
-def test_uris():
-    assert sessions.s3_uri("a/b") == "s3://delta-root/a/b"
-    assert sessions.s3_uri("a", scheme="s3a") == "s3a://delta-root/a"
-    assert sessions.azure_uri("a") == "az://delta/a"
-    with pytest.raises(sessions.SessionError):
-        sessions.s3_uri("a", scheme="gs")
+    assert not any("secret" in k for k in conf)
 
 
 @pytest.mark.spark

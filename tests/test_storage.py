@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from helpers import config, services, storage
+from helpers import config, delta_log, landing, services, storage, tables
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,6 +45,34 @@ def test_remove_table_clears_objects_and_lock_items():
     assert storage.lock_entries(uri) == []
 
 
-def test_remove_table_refuses_an_unknown_scheme():
-    with pytest.raises(storage.StorageError, match="unknown scheme 'gs'"):
-        storage.remove_table("gs://bucket/table")
+@pytest.mark.parametrize("call", [storage.remove_table, storage.list_table, storage.table_store])
+def test_an_unknown_scheme_is_refused_by_name(call):
+    with pytest.raises(storage.StorageError, match="Unknown scheme 'gs'.*s3a://"):
+        call("gs://bucket/table")
+
+
+def test_one_lister_reads_a_table_in_every_store(tmp_path):
+    """The same table written to each store lists the same files, through every URI form."""
+    from deltalake import write_deltalake
+
+    name = f"test-storage-list-{uuid.uuid4().hex[:8]}"
+    storage.ensure_container()
+    local = tmp_path / name
+    targets = {
+        str(local): {},
+        tables.s3_uri(name): tables.s3_storage_options(),
+        tables.azure_uri(name): tables.azure_storage_options(),
+    }
+    for uri, options in targets.items():
+        write_deltalake(uri, landing.batch(1), storage_options=options or None)
+    expected = storage.list_table(local)
+    assert expected[0] == delta_log.commit_file(0) and len(expected) == 2 and expected[1].endswith(".parquet")
+    same_table = [local.as_uri(), tables.s3_uri(name), tables.s3_uri(name, scheme="s3a"), tables.azure_uri(name),
+                  tables.abfs_uri(name)]
+    for uri in same_table:
+        listed = storage.list_table(uri)
+        assert [f.split("-", 1)[0] for f in listed] == [f.split("-", 1)[0] for f in expected], uri
+        assert storage.table_store(uri).read(delta_log.commit_file(0)).startswith(b"{"), uri
+    for uri in targets:
+        assert storage.remove_table(uri) >= 2
+        assert storage.list_table(uri) == []

@@ -3,12 +3,12 @@ clear errors for what Daft cannot do. Nothing is mocked."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from helpers import audit, eras, runner, sessions
-from helpers import writer as w
+from helpers import audit, eras, landing, runner, tables
+from helpers import writers as w
+from helpers.writers import daft_engine
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +56,18 @@ def test_what_daft_cannot_do_is_refused_by_name(changes, message):
 
 
 def test_the_workbook_s3_options_translate_to_daft_parameters():
-    plain = w.WriterSpec.from_dict(_spec(storage_options=sessions.s3_storage_options()))
-    assert w.DaftEngine.write_arguments(plain) == {"dynamo_table_name": None, "allow_unsafe_rename": False}
-    unsafe = w.WriterSpec.from_dict(_spec(storage_options=sessions.s3_storage_options(unsafe_rename=True)))
-    assert w.DaftEngine.write_arguments(unsafe) == {"dynamo_table_name": None, "allow_unsafe_rename": True}
-    locked = w.WriterSpec.from_dict(_spec(storage_options=sessions.s3_storage_options(locking_provider="dynamodb")))
-    assert w.DaftEngine.write_arguments(locked)["dynamo_table_name"] == "delta_log"
+    plain = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options()))
+    assert daft_engine.DaftEngine.write_arguments(plain) == {"dynamo_table_name": None, "allow_unsafe_rename": False}
+    unsafe = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options(unsafe_rename=True)))
+    assert daft_engine.DaftEngine.write_arguments(unsafe) == {"dynamo_table_name": None, "allow_unsafe_rename": True}
+    locked = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options(locking_provider="dynamodb")))
+    assert daft_engine.DaftEngine.write_arguments(locked)["dynamo_table_name"] == "delta_log"
 
 
 def test_io_config_carries_the_emulator_settings_to_delta_rs():
-    options = sessions.s3_storage_options()
+    options = tables.s3_storage_options()
     spec = w.WriterSpec.from_dict(_spec(storage_options=options))
-    derived = w.DaftEngine.delta_storage_options(spec)  # what Daft hands delta-rs, from the IOConfig
+    derived = daft_engine.DaftEngine.delta_storage_options(spec)  # what Daft hands delta-rs, from the IOConfig
     assert derived["endpoint_url"] == options["AWS_ENDPOINT_URL"]
     assert derived["access_key_id"] == options["AWS_ACCESS_KEY_ID"]
     assert derived["secret_access_key"] == options["AWS_SECRET_ACCESS_KEY"]
@@ -82,10 +82,10 @@ def test_io_config_carries_the_emulator_settings_to_delta_rs():
 
 
 def test_a_single_daft_writer_commits_on_s3(s3, table_name, tmp_path):
-    uri = sessions.s3_uri(f"tests/{table_name}")
-    options = sessions.s3_storage_options()
+    uri = tables.s3_uri(f"tests/{table_name}")
+    options = tables.s3_storage_options()
     runner.create_table(uri, options)
-    spec = _spec(table_uri=uri, storage_options=options, landing_file=str(runner.landing_file(2)), batch=2,
+    spec = _spec(table_uri=uri, storage_options=options, landing_file=str(landing.landing_file(2)), batch=2,
                  result_path=str(tmp_path / "r.json"))
     code, result = _run_writer(spec)
     assert result is not None, f"no result (exit {code})"
@@ -107,8 +107,8 @@ def _frame(result: dict):
 
 
 def test_daft_writer_names_a_missing_table(s3, table_name, tmp_path):
-    uri = sessions.s3_uri(f"tests/{table_name}")
-    spec = _spec(table_uri=uri, storage_options=sessions.s3_storage_options(), landing_file=str(runner.landing_file(1)),
+    uri = tables.s3_uri(f"tests/{table_name}")
+    spec = _spec(table_uri=uri, storage_options=tables.s3_storage_options(), landing_file=str(landing.landing_file(1)),
                  result_path=str(tmp_path / "r.json"))
     code, result = _run_writer(spec)
     assert code == 1 and result["outcome"] == w.FAILED
@@ -117,7 +117,7 @@ def test_daft_writer_names_a_missing_table(s3, table_name, tmp_path):
 
 
 def test_daft_in_an_era_without_daft_is_a_clear_failure(tmp_path):
-    spec = _spec(era=eras.SEEDS, table_uri=str(tmp_path / "t"), landing_file=str(runner.landing_file(1)),
+    spec = _spec(era=eras.SEEDS, table_uri=str(tmp_path / "t"), landing_file=str(landing.landing_file(1)),
                  result_path=str(tmp_path / "r.json"))
     code, result = _run_writer(spec, era=eras.SEEDS)
     assert code == 1 and result["outcome"] == w.FAILED and result["stage"] == "landing"
@@ -127,8 +127,8 @@ def test_daft_in_an_era_without_daft_is_a_clear_failure(tmp_path):
 
 
 def test_runner_with_daft_and_a_held_snapshot_fails_every_writer_clearly(s3, table_name):
-    uri = sessions.s3_uri(f"tests/{table_name}")
-    options = sessions.s3_storage_options()
+    uri = tables.s3_uri(f"tests/{table_name}")
+    options = tables.s3_storage_options()
     runner.create_table(uri, options)
     run = runner.run_writers(uri, options, n=2, engine="daft", hold_snapshot=True, progress=False)
     assert run.outcomes == {"committed": 0, "failed": 2}

@@ -10,8 +10,9 @@ import uuid
 
 import pytest
 
-from helpers import audit, eras, runner, sessions, storage
-from helpers import writer as w
+from helpers import audit, delta_log, eras, landing, runner, sessions, storage, tables
+from helpers import writers as w
+from helpers.writers import spark_engine
 
 WRITER_TIMEOUT_S = 400
 
@@ -29,7 +30,7 @@ def s3():
 def empty_table(s3) -> str:
     """A new empty table (landing schema, version 0); returns its name."""
     name = f"test-spark-writer-{uuid.uuid4().hex[:8]}"
-    runner.create_table(sessions.s3_uri(name), sessions.s3_storage_options())
+    runner.create_table(tables.s3_uri(name), tables.s3_storage_options())
     return name
 
 
@@ -71,25 +72,25 @@ def test_what_spark_cannot_do_is_refused_by_name(changes, message):
 
 
 def test_the_workbook_s3_options_are_accepted_and_spark_keys_reach_the_session():
-    options = dict(sessions.s3_storage_options(), **{"spark.hadoop.fs.s3a.create.conditional.enabled": "false"})
+    options = dict(tables.s3_storage_options(), **{"spark.hadoop.fs.s3a.create.conditional.enabled": "false"})
     spec = w.WriterSpec.from_dict(_spec(storage_options=options, max_commit_retries=2))
-    conf = w.SparkEngine.session_conf(spec)
+    conf = spark_engine.SparkEngine.session_conf(spec)
     assert conf["spark.master"] == "local[1]"
     assert conf["spark.hadoop.fs.s3a.create.conditional.enabled"] == "false"
     assert conf["spark.databricks.delta.maxCommitAttempts"] == "3"  # retries + the first attempt
     assert not any(key.startswith("AWS_") for key in conf)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == options["AWS_ENDPOINT_URL"]
-    assert w.SparkEngine.stores(spec) == ("s3",)
-    default = w.SparkEngine.session_conf(w.WriterSpec.from_dict(_spec()))
+    assert spark_engine.SparkEngine.stores(spec) == ("s3",)
+    default = spark_engine.SparkEngine.session_conf(w.WriterSpec.from_dict(_spec()))
     assert "spark.databricks.delta.maxCommitAttempts" not in default  # Delta's own default
 
 
 def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
-    options = dict(sessions.s3_storage_options(locking_provider="dynamodb"), AWS_ENDPOINT_URL="http://127.0.0.1:1",
+    options = dict(tables.s3_storage_options(locking_provider="dynamodb"), AWS_ENDPOINT_URL="http://127.0.0.1:1",
                    DELTA_DYNAMO_TABLE_NAME="other_locks")
     spec = w.WriterSpec.from_dict(_spec(storage_options=options))
-    assert w.SparkEngine.stores(spec) == ("s3", "dynamodb")
-    conf = w.SparkEngine.session_conf(spec)
+    assert spark_engine.SparkEngine.stores(spec) == ("s3", "dynamodb")
+    conf = spark_engine.SparkEngine.session_conf(spec)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:1"  # S3 only: DynamoDB keeps its own
     assert conf[f"{sessions.DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName"] == "other_locks"
     assert conf[sessions.DYNAMODB_ENDPOINT_KEY] == options["AWS_ENDPOINT_URL_DYNAMODB"]
@@ -97,14 +98,14 @@ def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
 
 def test_user_metadata_carries_the_workbook_tags():
     spec = w.WriterSpec.from_dict(_spec(writer_id="w7", batch=7))
-    assert w.commit_tags({"userMetadata": w.SparkEngine.user_metadata(spec)}) == {w.WRITER_TAG: "w7", w.BATCH_TAG: "7"}
+    assert w.commit_tags({"userMetadata": spark_engine.SparkEngine.user_metadata(spec)}) == {w.WRITER_TAG: "w7", w.BATCH_TAG: "7"}
     assert w.commit_tags({"userMetadata": "a note from someone"}) == {}
     assert w.commit_tags({"userMetadata": None}) == {}
     assert w.commit_tags({w.WRITER_TAG: "w2", w.BATCH_TAG: "2", "operation": "WRITE"}) == {w.WRITER_TAG: "w2", w.BATCH_TAG: "2"}
 
 
 def test_a_non_s3a_uri_leaves_a_failed_result_without_starting_spark(tmp_path):
-    spec = _spec(table_uri="s3://delta-root/t", landing_file=str(runner.landing_file(1)), batch=1,
+    spec = _spec(table_uri="s3://delta-root/t", landing_file=str(landing.landing_file(1)), batch=1,
                  result_path=str(tmp_path / "w1.json"))
     code, result = _run_writer(spec)
     assert code == 2
@@ -118,8 +119,8 @@ def test_a_non_s3a_uri_leaves_a_failed_result_without_starting_spark(tmp_path):
 
 
 def test_one_spark_writer_appends_and_reports_its_version(empty_table, tmp_path):
-    uri = sessions.s3_uri(empty_table, scheme="s3a")
-    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(3)), batch=3, result_path=str(tmp_path / "w1.json"))
+    uri = tables.s3_uri(empty_table, scheme="s3a")
+    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(3)), batch=3, result_path=str(tmp_path / "w1.json"))
     code, result = _run_writer(spec)
     assert result is not None, "the writer left no result"
     assert (code, result["outcome"], result["stage"]) == (0, w.COMMITTED, "done"), result.get("error_message")
@@ -130,18 +131,18 @@ def test_one_spark_writer_appends_and_reports_its_version(empty_table, tmp_path)
     assert result["t_landing_loaded"] <= result["t_snapshot_loaded"] <= result["t_barrier_released"] <= result["t_write_finished"]
 
     # storage agrees: the rows are there, in one commit that Spark wrote with this writer's tags
-    found = audit.audit_table(sessions.s3_uri(empty_table), sessions.s3_storage_options())
+    found = audit.audit_table(tables.s3_uri(empty_table), tables.s3_storage_options())
     assert found.rows_actual == 10 and found.commit_versions == [0, 1] and found.orphans == 0
     commit = found.commits.set_index("version").loc[1]
     assert commit["engine"].startswith("Apache-Spark/") and "Delta-Lake/" in commit["engine"]
-    body = audit._store_for(uri).read("_delta_log/00000000000000000001.json").decode()
+    body = storage.table_store(uri).read(delta_log.commit_file(1)).decode()
     info = next(json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line)
     assert w.commit_tags(info) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "3"}
 
 
 def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
-    uri = sessions.s3_uri(f"test-spark-no-table-{uuid.uuid4().hex[:8]}", scheme="s3a")
-    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"))
+    uri = tables.s3_uri(f"test-spark-no-table-{uuid.uuid4().hex[:8]}", scheme="s3a")
+    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"))
     code, result = _run_writer(spec)
     assert code == 1
     assert result["outcome"] == w.FAILED and result["stage"] == "snapshot"
@@ -150,14 +151,14 @@ def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
 
 
 def test_spark_and_delta_rs_1_5_take_turns_through_the_dynamodb_log_store(empty_table, tmp_path):
-    uri = sessions.s3_uri(empty_table, scheme="s3a")
-    options = sessions.s3_storage_options(locking_provider="dynamodb")
-    spec = _spec(table_uri=uri, landing_file=str(runner.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"),
+    uri = tables.s3_uri(empty_table, scheme="s3a")
+    options = tables.s3_storage_options(locking_provider="dynamodb")
+    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"),
                  storage_options=options)
     code, result = _run_writer(spec)
     assert (code, result["outcome"], result["reported_version"]) == (0, w.COMMITTED, 1), result.get("error_message")
     rs = dict(spec, writer_id="w2", era=eras.DYNAMODB_INTEROP, engine="deltalake", batch=2, hold_snapshot=True,
-              landing_file=str(runner.landing_file(2)), result_path=str(tmp_path / "w2.json"))
+              landing_file=str(landing.landing_file(2)), result_path=str(tmp_path / "w2.json"))
     done, second = runner.run_single_writer(rs, timeout_s=WRITER_TIMEOUT_S)
     assert second is not None and second["outcome"] == w.COMMITTED and second["reported_version"] == 2, done.stderr[-800:]
 
@@ -166,4 +167,4 @@ def test_spark_and_delta_rs_1_5_take_turns_through_the_dynamodb_log_store(empty_
     assert all(i["complete"] == "true" and i["tablePath"] == uri for i in items)  # one key: they see each other
     assert items[0]["tempPath"].startswith(".tmp/00000000000000000001.json.")  # Delta Spark's staging name
     assert items[1]["tempPath"].startswith("_commit_")  # delta-rs's
-    assert audit.audit_table(sessions.s3_uri(empty_table), sessions.s3_storage_options()).rows_actual == 20
+    assert audit.audit_table(tables.s3_uri(empty_table), tables.s3_storage_options()).rows_actual == 20

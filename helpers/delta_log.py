@@ -1,0 +1,35 @@
+"""How a Delta table names its commits: ``_delta_log/<version, 20 digits>.json``.
+
+The one home of that pattern; the auditor, the commit gate, the writers and the notebooks ask
+here. Standard library only (it runs in every writer era)::
+
+    delta_log.commit_file(3)                                  # '_delta_log/00000000000000000003.json'
+    delta_log.commit_version("_delta_log/00000000000000000003.json")   # 3
+    delta_log.commit_version("bucket/t/_delta_log/00000000000000000003.json")  # 3 (any prefix)
+    delta_log.commit_version("_delta_log/00000000000000000003.checkpoint.parquet")  # None
+"""
+
+from __future__ import annotations
+
+import re
+
+LOG_DIR = "_delta_log/"
+VERSION_DIGITS = 20
+COMMIT_FILE = re.compile(rf"(?:^|/){LOG_DIR}(\d{{{VERSION_DIGITS}}})\.json$")
+"""A commit file's path, relative to the table or with any prefix before ``_delta_log/``."""
+
+
+def commit_file_name(version: int) -> str:
+    """The commit file's own name: ``00000000000000000003.json``."""
+    return f"{version:0{VERSION_DIGITS}d}.json"
+
+
+def commit_file(version: int) -> str:
+    """The commit file's path relative to the table: ``_delta_log/00000000000000000003.json``."""
+    return LOG_DIR + commit_file_name(version)
+
+
+def commit_version(path: str) -> int | None:
+    """The version of a commit file's path (relative, or with any prefix); None for any other file."""
+    match = COMMIT_FILE.search(path)
+    return int(match.group(1)) if match else None

@@ -1,0 +1,88 @@
+"""The delta-rs engine: appends with the deltalake Python package of the running era."""
+
+from __future__ import annotations
+
+from helpers.writers.protocol import Engine, TableNotFoundError, WriterSpec, one_line, writer_tags
+
+
+def open_delta_table(table_uri: str, storage_options: dict[str, str]):
+    """A deltalake ``DeltaTable``; a missing table raises TableNotFoundError naming the URI."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError as NotFound
+
+    try:
+        return DeltaTable(table_uri, storage_options=dict(storage_options))
+    except NotFound as error:
+        raise TableNotFoundError(
+            f"No Delta table at {table_uri} ({one_line(str(error), 300)}); create it before starting writers."
+        ) from None
+
+
+class DeltalakeEngine(Engine):
+    """Appends with the deltalake (delta-rs) Python package of the running environment.
+
+    Era differences handled here:
+
+    * ``write_deltalake(<DeltaTable>, ...)`` in deltalake < 1.0 refreshes the table
+      (``update_incremental``) before and after writing; 1.x writes against the object's snapshot
+      and leaves it at the version it committed. With ``hold_snapshot`` the pre-write refresh is
+      suppressed, so both eras commit against the snapshot loaded before the barrier.
+    * ``max_commit_retries``: in 1.x it counts retries after the first attempt (0 = one attempt);
+      in 0.22.3 the same parameter counts attempts (0 = the commit is never even tried, and fails
+      with "Failed to commit transaction: 0" on an idle table). The spec always means retries, so
+      0.22.3 is passed ``max_commit_retries + 1``.
+    * retries in 0.22.3 try ``snapshot + 1``, ``snapshot + 2``, ... one version per attempt; 1.x
+      lists the log first and jumps to the latest version + 1 (and records ``num_retries`` in
+      its commitInfo ``operationMetrics``).
+    * ``reported_version``: 1.x, ``table.version()`` after the write is the writer's own commit;
+      0.22.3, the library does not say which version it wrote, so the writer reports the latest
+      version its table sees right after the write (what the seeds' program printed).
+    """
+
+    name = "deltalake"
+
+    def __init__(self) -> None:
+        import deltalake
+
+        self.version = deltalake.__version__
+        self.major = int(self.version.split(".")[0])
+
+    def load(self, spec: WriterSpec):
+        """Open the table (:func:`open_delta_table`)."""
+        return open_delta_table(spec.table_uri, spec.storage_options)
+
+    @staticmethod
+    def snapshot_version(table) -> int:
+        return int(table.version())
+
+    def library_max_commit_retries(self, retries: int | None) -> int | None:
+        """The value to pass as ``max_commit_retries`` so that it means retries in every era."""
+        if retries is None or self.major >= 1:
+            return retries
+        return retries + 1
+
+    def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
+        """Append ``data`` to ``table``; return (reported_version, how it was observed)."""
+        from deltalake import CommitProperties, write_deltalake
+
+        properties = CommitProperties(
+            max_commit_retries=self.library_max_commit_retries(spec.max_commit_retries),
+            custom_metadata=writer_tags(spec),
+        )
+        if not spec.hold_snapshot:
+            table.update_incremental()
+        if self.major >= 1:
+            write_deltalake(table, data, mode="append", commit_properties=properties)
+            return int(table.version()), "table.version() after write (the commit this writer made)"
+        if spec.hold_snapshot:
+            table.update_incremental = lambda: None  # keep the snapshot loaded before the barrier
+        try:
+            write_deltalake(table, data, mode="append", commit_properties=properties)
+        finally:
+            table.__dict__.pop("update_incremental", None)
+        table.update_incremental()
+        return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+
+
+ENGINE = DeltalakeEngine

@@ -1,0 +1,25 @@
+"""helpers.delta_log: the one home of the commit-file name pattern."""
+
+import pytest
+
+from helpers import delta_log
+
+
+def test_commit_files_are_named_by_version_in_twenty_digits():
+    assert delta_log.commit_file_name(3) == "00000000000000000003.json"
+    assert delta_log.commit_file(12) == "_delta_log/00000000000000000012.json"
+
+
+@pytest.mark.parametrize("path, version", [
+    ("_delta_log/00000000000000000003.json", 3),
+    ("delta-root/t/_delta_log/00000000000000000042.json", 42),
+    ("/delta-root/t/_delta_log/00000000000000000000.json", 0),
+    ("_delta_log/00000000000000000003.checkpoint.parquet", None),
+    ("_delta_log/.tmp/00000000000000000003.json.5f0c", None),
+    ("_delta_log/_commit_1f2e.json.tmp", None),
+    ("t/_delta_log_x/00000000000000000003.json", None),
+    ("_delta_log/0003.json", None),
+    ("part-00000-1f2e.snappy.parquet", None),
+])
+def test_commit_version_reads_only_commit_files(path, version):
+    assert delta_log.commit_version(path) == version

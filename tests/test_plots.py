@@ -1,0 +1,90 @@
+"""helpers.plots: the timeline of a run, drawn from crafted results (no writer, no store)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import matplotlib
+import pandas as pd
+import pytest
+
+from helpers import audit, plots, runner
+
+matplotlib.use("Agg")
+
+GO = 1_000.0
+
+
+def _row(writer_id: str, outcome: str, *, version=None, error=None, reached_barrier=True, write_ms=20.0) -> dict:
+    row = {"writer_id": writer_id, "outcome": outcome, "reported_version": version, "error_class": error,
+           "t_launched": GO - 3.0, "t_start": GO - 2.8, "t_imported": GO - 2.0, "t_landing_loaded": GO - 1.9,
+           "t_snapshot_loaded": GO - 1.0, "t_barrier_released": GO, "t_write_finished": GO + write_ms / 1000,
+           "t_exited": GO + write_ms / 1000 + 0.01}
+    if not reached_barrier:
+        row.update(t_snapshot_loaded=None, t_barrier_released=None, t_write_finished=None, t_exited=GO - 1.5)
+    return row
+
+
+def _run(rows: list[dict], **extra):
+    frame = pd.DataFrame(rows).reindex(columns=runner.RESULT_COLUMNS)
+    frame["reported_version"] = frame["reported_version"].astype("Int64")  # as the runner's frame has it
+    return SimpleNamespace(results=frame, t_released=GO, n=len(rows), era="deltalake-0.22.3", max_commit_retries=0, **extra)
+
+
+def _texts(figure) -> list[str]:
+    return [t.get_text() for axis in figure.axes for t in axis.texts]
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
+def test_one_lane_per_writer_in_writer_order():
+    figure = plots.timeline(_run([_row("w1", "committed", version=1), _row("w2", "failed", error="CommitFailedError"),
+                                  _row("w3", "failed", error="CommitFailedError")]))
+    left, right = figure.axes
+    assert [t.get_text() for t in left.get_yticklabels()] == ["w3", "w2", "w1"]  # w1 on top
+    assert _texts(figure) == ["reported v1", "failed: CommitFailedError", "failed: CommitFailedError"]
+    assert figure._suptitle.get_text() == "3 writers, deltalake-0.22.3, max_commit_retries=0"
+
+
+def test_the_audit_turns_reported_success_into_rows_lost_and_adds_attempts():
+    rows = [_row("w1", "committed", version=2), _row("w2", "committed", version=2), _row("w3", "failed", error="Boom")]
+    verdicts = pd.DataFrame([
+        {"writer_id": "w1", "verdict": audit.OK_COMMITTED, "commit_in_log": 2, "attempts": 3},
+        {"writer_id": "w2", "verdict": audit.SILENT_LOSS, "commit_in_log": None, "attempts": None},
+        {"writer_id": "w3", "verdict": audit.PHANTOM, "commit_in_log": 3, "attempts": 1},
+    ])
+    figure = plots.timeline(_run(rows), audit=SimpleNamespace(writers=verdicts), title="audited")
+    assert _texts(figure) == ["committed v2, 3 attempts", "reported v2, rows lost", "reported Boom, rows present"]
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert {"reported success, rows lost", "reported failure, rows present", "committed"} <= set(legend)
+    assert "failed" not in legend  # only fates that happened are explained
+    assert figure._suptitle.get_text() == "audited"
+
+
+def test_a_commit_the_log_puts_elsewhere_shows_both_versions():
+    verdicts = pd.DataFrame([{"writer_id": "w1", "verdict": audit.OK_COMMITTED, "commit_in_log": 3, "attempts": 1}])
+    figure = plots.timeline(_run([_row("w1", "committed", version=1)]), audit=SimpleNamespace(writers=verdicts))
+    assert _texts(figure) == ["committed v3, 1 attempt (reported v1)"]
+
+
+def test_a_writer_that_never_reached_the_barrier_is_marked_before_go():
+    figure = plots.timeline(_run([_row("w1", "committed", version=1),
+                                  _row("w2", "failed", error="TableNotFoundError", reached_barrier=False)]))
+    left, right = figure.axes
+    assert [t.get_text() for t in left.texts] == ["failed: TableNotFoundError"]
+    assert left.texts[0].xy[0] < 0  # drawn in the seconds before go
+    assert [t.get_text() for t in right.texts] == ["reported v1"]
+    assert right.texts[0].xy[0] == pytest.approx(20.0)  # milliseconds after go
+
+
+def test_draws_into_given_axes():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    assert plots.timeline(_run([_row("w1", "committed", version=1)]), ax=axes) is fig
