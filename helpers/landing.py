@@ -106,7 +106,7 @@ def landing_file(batch: int, *, generated_dir: str | os.PathLike | None = None) 
         return shipped
     folder = Path(generated_dir) if generated_dir else GENERATED_DIR
     path = folder / landing_file_name(batch)
-    return path if path.is_file() else write_landing_file(batch, folder)
+    return path if path.exists() else write_landing_file(batch, folder)
 
 
 def landing_schema():
@@ -124,7 +124,7 @@ def read_landing_file(path: str | os.PathLike):
 
     path = Path(path)
     schema = landing_schema()
-    if not path.is_file():
+    if not path.exists():  # a file, or anything that reads like one (a named pipe)
         raise FileNotFoundError(f"Landing file {path} does not exist.")
     try:
         if path.suffix in (".jsonl", ".json"):

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Sequence
 
 from helpers import config, eras, landing, tables, writers
+from helpers import progress as progress_display
 
 RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
@@ -311,29 +312,28 @@ def _poll_exits(procs: list[_Writer]) -> int:
     return sum(w.t_exited is not None for w in procs)
 
 
-def _wait_for_barrier(procs: list[_Writer], barrier: Path, deadline: float, bar) -> bool:
+def _wait_for_barrier(procs: list[_Writer], barrier: Path, deadline: float, shown: progress_display.RunProgress) -> bool:
     """Wait until every writer is ready, gone (failed before the barrier) or exited; return True
     then, or False if the deadline came first."""
     while time.monotonic() < deadline:
         _poll_exits(procs)
         arrived = [w for w in procs if writers.ready_file(barrier, w.writer_id).exists()]
         absent = [w for w in procs if w not in arrived and (writers.gone_file(barrier, w.writer_id).exists() or w.t_exited is not None)]
-        status = f"{len(arrived)} at the barrier, {len(absent)} gone"
-        if status != getattr(bar, "postfix", None):
-            bar.set_postfix_str(status)  # only on change: a text-mode bar prints a line per refresh
+        shown.status(f"{len(arrived)} at the barrier, {len(absent)} gone")
         if len(arrived) + len(absent) == len(procs):
             return True
         time.sleep(POLL_S)
     return False
 
 
-def _wait_for_exits(procs: list[_Writer], deadline: float, bar) -> None:
+def _wait_for_exits(procs: list[_Writer], deadline: float, shown: progress_display.RunProgress) -> None:
     done = 0
     while time.monotonic() < deadline:
         exited = _poll_exits(procs)
         if exited > done:
-            bar.update(exited - done)
             done = exited
+            shown.done(done)
+            shown.status(f"released; {done} of {len(procs)} done")
         if done == len(procs):
             return
         time.sleep(POLL_S)
@@ -429,8 +429,6 @@ def run_writers(
     Returns a :class:`RunResult`. Raises :class:`helpers.eras.EraError` for an unknown or missing
     era, and RunnerError for bad arguments or a table that does not exist or cannot be read.
     """
-    from tqdm.auto import tqdm
-
     if mix is not None:
         kinds = [tuple(kind) for kind in mix]
         if not kinds or any(len(kind) != 2 for kind in kinds):
@@ -451,19 +449,18 @@ def run_writers(
     procs = _prepare_writers(run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot)
     deadline = time.monotonic() + timeout_s
     released = None
-    bar = tqdm(total=n, desc=f"{n} writers, {era}", unit="writer", disable=not progress, leave=True)
+    shown = progress_display.RunProgress(describe_writers(kinds), n, enabled=progress)
     try:
         _launch(procs)
         t_launched = min(w.t_launched for w in procs)
-        if _wait_for_barrier(procs, run_dir / "barrier", deadline, bar):
+        if _wait_for_barrier(procs, run_dir / "barrier", deadline, shown):
             released = writers.open_barrier(run_dir / "barrier")
-            bar.set_postfix_str("released")
-            _wait_for_exits(procs, deadline, bar)
+            shown.status("released")
+            _wait_for_exits(procs, deadline, shown)
         else:
-            bar.set_postfix_str(f"not all ready within {timeout_s:g} s: barrier kept shut")
+            shown.status(f"not all ready within {timeout_s:g} s: barrier kept shut")
     finally:
         timed_out = _kill_stragglers(procs)
-        bar.close()
     frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in procs])
     result = RunResult(
         table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,
@@ -472,4 +469,23 @@ def run_writers(
         t_released=released, t_finished=time.time(), timed_out=timed_out,
     )
     (run_dir / "summary.txt").write_text(result.summary() + "\n")
+    shown.finish(f"{n - len(timed_out)}/{n} done, {result.committed} committed, {result.failed} failed"
+                 + (f" ({len(timed_out)} killed at the {timeout_s:g} s timeout)" if timed_out else ""))
     return result
+
+
+def describe_writers(kinds: Sequence[tuple[str, str]]) -> str:
+    """``8 deltalake 0.22.3 writers``, ``4 Spark drivers``, ``2 Spark drivers + 2 deltalake 1.5.1 writers``."""
+    groups: dict[tuple[str, str], int] = {}
+    for kind in kinds:
+        groups[kind] = groups.get(kind, 0) + 1
+    parts = []
+    for (engine, era), count in groups.items():
+        plural = "s" if count != 1 else ""
+        if engine == "spark":
+            parts.append(f"{count} Spark driver{plural}")
+        elif engine == "daft":
+            parts.append(f"{count} Daft writer{plural}")
+        else:
+            parts.append(f"{count} deltalake {eras.era(era).deltalake_version} writer{plural}")
+    return " + ".join(parts)

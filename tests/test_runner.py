@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -68,13 +69,18 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
 
 
 def test_timeout_kills_stragglers_and_marks_them_failed(tmp_path):
-    """Deterministic by construction: the writers wait for go for as long as the runner lives, and
-    the runner never opens the barrier when its timeout passes first. However slowly the writers
-    start, none writes, and the runner kills every one of them."""
+    """Deterministic by construction, however fast or slow the machine: each writer's landing file
+    is a named pipe nobody writes to, so no writer can ever reach the barrier; the runner's
+    timeout is the only way out, and it must keep the barrier shut and kill both."""
     uri = str(tmp_path / "t")
     runner.create_table(uri)
-    run = runner.run_writers(uri, n=2, timeout_s=0.3, progress=False)
-    assert run.t_released is None, "the barrier opened although not every writer was ready"
+    run_dir = tmp_path / "run"
+    (run_dir / "landing").mkdir(parents=True)
+    batches = [901, 902]
+    for batch in batches:
+        os.mkfifo(run_dir / "landing" / landing.landing_file_name(batch))
+    run = runner.run_writers(uri, n=2, batches=batches, timeout_s=1, progress=False, run_dir=run_dir)
+    assert run.t_released is None, "the barrier opened although no writer was ready"
     assert run.timed_out == ["w1", "w2"]
     assert list(run.results["error_class"]) == ["Timeout", "Timeout"]
     assert run.failed == 2
