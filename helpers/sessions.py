@@ -312,7 +312,8 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
     if active is not None:
         running = active.sparkContext.getConf()
         missing = set()
-        asked_for = (("spark.jars.packages", running.get("spark.workbook.jars.packages", None) or running.get("spark.jars.packages", "")),
+        # launch_conf may have replaced the packages by their jars; it keeps what was asked for
+        asked_for = (("spark.jars.packages", running.get(spark_start.ASKED_PACKAGES, None) or running.get("spark.jars.packages", "")),
                      ("spark.jars", running.get("spark.jars", "")))
         for key, have in asked_for:
             missing |= set(filter(None, conf.get(key, "").split(","))) - set(filter(None, have.split(",")))
@@ -338,9 +339,7 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
             session = builder.getOrCreate()
     except Exception as error:  # py4j / JVM start failures arrive as bare exceptions
         raise SessionError(_explain_start_failure(error, log_file)) from error
-    if "spark.jars.packages" in launch:  # Ivy resolved them this time: remember what it found
-        spark_start.remember_resolved_jars(launch["spark.jars.packages"], launch.get("spark.jars.excludes", ""),
-                                           session.sparkContext.getConf().get("spark.jars", ""), conf.get("spark.jars", ""))
+    spark_start.remember_resolved_jars(launch, conf, session.sparkContext.getConf().get("spark.jars", ""))
     session.sparkContext.setLogLevel(os.environ.get("WORKBOOK_SPARK_LOG_LEVEL", "ERROR"))
     session.conf.set("workbook.startSeconds", f"{time.monotonic() - started:.1f}")
     return session

@@ -33,6 +33,8 @@ from pathlib import Path
 from helpers import config
 
 RESOLVED_DIR = config.CACHE_DIR / "ivy" / "resolved"
+ASKED_PACKAGES = "spark.workbook.jars.packages"
+"""The session setting that keeps the packages a session asked for, when its jars replaced them."""
 ARCHIVE_DIR = config.CACHE_DIR / "spark-cds"
 
 
@@ -57,14 +59,19 @@ def resolved_jars(packages: str, excludes: str) -> list[str] | None:
     return jars if jars and all(Path(jar.removeprefix("file:")).is_file() for jar in jars) else None
 
 
-def remember_resolved_jars(packages: str, excludes: str, running_jars: str, own_jars: str) -> None:
-    """Record what Ivy resolved: the running session's ``spark.jars`` less the ones asked for by path."""
-    own = set(filter(None, own_jars.split(",")))
+def remember_resolved_jars(launch: dict[str, str], conf: dict[str, str], running_jars: str) -> None:
+    """After a session started with ``launch`` (from :func:`launch_conf`): if Ivy resolved its
+    packages this time, record the jars it found, i.e. the running ``spark.jars`` less the ones
+    ``conf`` asked for by path."""
+    packages = launch.get("spark.jars.packages", "")
+    if not packages:
+        return
+    own = set(filter(None, conf.get("spark.jars", "").split(",")))
     own |= {Path(jar).resolve().as_uri() for jar in own}
     jars = [jar for jar in filter(None, running_jars.split(",")) if jar not in own]
-    if not packages or not jars:
+    if not jars:
         return
-    target = _resolved_file(packages, excludes)
+    target = _resolved_file(packages, launch.get("spark.jars.excludes", ""))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     tmp.write_text("\n".join(jars) + "\n")
@@ -73,9 +80,9 @@ def remember_resolved_jars(packages: str, excludes: str, running_jars: str, own_
 
 def launch_conf(conf: dict[str, str]) -> dict[str, str]:
     """The settings a session is started with: ``conf`` with its packages replaced by the jars
-    resolved for them before (when known). ``spark.workbook.jars.packages`` keeps what was asked."""
+    resolved for them before (when known). :data:`ASKED_PACKAGES` keeps what was asked."""
     packages, excludes = conf.get("spark.jars.packages", ""), conf.get("spark.jars.excludes", "")
-    launch = dict(conf, **{"spark.workbook.jars.packages": packages})
+    launch = dict(conf, **{ASKED_PACKAGES: packages})
     jars = resolved_jars(packages, excludes)
     if packages and jars is not None:
         launch.pop("spark.jars.packages")

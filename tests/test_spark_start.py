@@ -1,0 +1,50 @@
+"""helpers.spark_start: the jars Ivy resolved are remembered, and the class-data archive is optional."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import spark_start
+
+CONF = {"spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0", "spark.jars.excludes": "x:y",
+        "spark.jars": "/opt/own.jar", "spark.app.name": "t"}
+
+
+@pytest.fixture
+def resolved_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(spark_start, "RESOLVED_DIR", tmp_path / "resolved")
+    return tmp_path
+
+
+def test_the_first_start_asks_ivy_and_later_ones_pass_the_jars_it_found(resolved_dir):
+    first = spark_start.launch_conf(CONF)
+    assert first["spark.jars.packages"] == CONF["spark.jars.packages"] and first[spark_start.ASKED_PACKAGES] == CONF["spark.jars.packages"]
+    jars = [resolved_dir / "delta.jar", resolved_dir / "storage.jar"]
+    for jar in jars:
+        jar.write_bytes(b"jar")
+    running = ",".join([jar.as_uri() for jar in jars] + ["file:///opt/own.jar"])
+    spark_start.remember_resolved_jars(first, CONF, running)
+    later = spark_start.launch_conf(CONF)
+    assert "spark.jars.packages" not in later and "spark.jars.excludes" not in later
+    assert later["spark.jars"].split(",") == [jar.as_uri() for jar in jars] + ["/opt/own.jar"]
+    assert later[spark_start.ASKED_PACKAGES] == CONF["spark.jars.packages"]
+    jars[1].unlink()  # a jar gone from the Ivy cache: back to Ivy
+    assert spark_start.launch_conf(CONF)["spark.jars.packages"] == CONF["spark.jars.packages"]
+
+
+def test_a_session_that_skipped_ivy_records_nothing(resolved_dir):
+    launch = {k: v for k, v in CONF.items() if k != "spark.jars.packages"}
+    spark_start.remember_resolved_jars(launch, CONF, "file:///opt/other.jar")
+    assert not (resolved_dir / "resolved").exists()
+
+
+def test_the_class_archive_can_be_turned_off(monkeypatch, tmp_path):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"cds")
+    monkeypatch.setattr(spark_start, "class_archive", lambda: archive)
+    assert spark_start.class_archive_options() == [f"-XX:SharedArchiveFile={archive}"]
+    monkeypatch.setenv("WORKBOOK_SPARK_CDS", "0")
+    assert spark_start.class_archive_options() == []
+    monkeypatch.delenv("WORKBOOK_SPARK_CDS")
+    archive.unlink()
+    assert spark_start.class_archive_options() == []
