@@ -16,7 +16,11 @@ a paused JVM would, without touching any writer or the store:
 It decides nothing: which PUT the store accepts, and what it answers, is the emulator's business.
 The gate also logs every HEAD and PUT of a commit file (key, client, status, whether the PUT
 was conditional, with ``If-None-Match``, or a copy, how long it was held): the evidence for "who
-checked, who wrote, and what the store answered".
+checked, who wrote, and what the store answered". Options routed with ``dynamodb=True`` send the
+DynamoDB log store's requests through the gate too, and it logs each write to a lock item
+(``PutItem`` / ``UpdateItem`` / ``DeleteItem``: the item's ``tablePath``, ``fileName`` and
+``tempPath``, whether it was conditional, and what DynamoDB answered): every claim of a commit
+version, including the refused ones, which leave no item behind (:meth:`CommitGate.lock_requests`).
 
 Usage::
 
@@ -30,6 +34,7 @@ Usage::
 from __future__ import annotations
 
 import http.client
+import json
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -66,6 +71,76 @@ class CommitRequest:
     """Why its group was let go: ``together`` (all had arrived), ``max_wait_s`` (the first had
     waited that long) or ``open`` (the gate was disarmed); None if not held."""
     status: int | None = None
+
+
+@dataclass
+class LockRequest:
+    """One write to a DynamoDB lock item, as the gate saw it."""
+
+    operation: str
+    """``PutItem`` (a claim of a commit version), ``UpdateItem`` (marking it complete) or ``DeleteItem``."""
+    lock_table: str
+    table_path: str
+    file_name: str
+    temp_path: str | None
+    conditional: bool
+    client: str
+    status: int | None = None
+    error: str | None = None
+    """DynamoDB's error type when it refused (e.g. ``ConditionalCheckFailedException``)."""
+
+    @property
+    def version(self) -> int | None:
+        return delta_log.commit_version(delta_log.LOG_DIR + self.file_name)
+
+
+LOCK_OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem")
+
+
+def parse_lock_request(target: str, body: bytes | None, client: str) -> LockRequest | None:
+    """The lock-item write a DynamoDB request makes (``X-Amz-Target`` and JSON body), or None for
+    any other request (reads, table management, a body that is not a lock item)."""
+    operation = target.rsplit(".", 1)[-1]
+    if not target.startswith("DynamoDB_") or operation not in LOCK_OPERATIONS or not body:
+        return None
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    item = request.get("Item") if operation == "PutItem" else request.get("Key")
+    if not isinstance(item, dict) or "tablePath" not in item or "fileName" not in item:
+        return None
+
+    def text(attribute: dict | None) -> str | None:
+        return attribute.get("S") if isinstance(attribute, dict) else None
+
+    return LockRequest(
+        operation=operation, lock_table=str(request.get("TableName", "")),
+        table_path=text(item["tablePath"]) or "", file_name=text(item["fileName"]) or "",
+        temp_path=text(item.get("tempPath")),
+        conditional=bool(request.get("ConditionExpression") or request.get("Expected")), client=client,
+    )
+
+
+def claims_per_writer(lock_requests, writer_at_version: dict[int, str]):
+    """Each writer's claims of a commit version, from :meth:`CommitGate.lock_requests`.
+
+    A log store's writer claims version after version with the same temporary commit file
+    (``tempPath``) until DynamoDB accepts one; the accepted claim's version is a commit in the log,
+    whose tag names the writer (``writer_at_version``, read from the commit files). Returns a
+    DataFrame indexed by writer id: ``claims`` (PutItems sent), ``refused``, ``first_claimed`` and
+    ``won`` (versions); claims whose temporary file never won are under writer id ``None``."""
+    import pandas as pd
+
+    puts = lock_requests[lock_requests["operation"] == "PutItem"]
+    accepted = puts[puts["status"] == 200]
+    writer_of_temp = {temp: writer_at_version.get(int(version)) for temp, version in zip(accepted["temp_path"], accepted["version"])}
+    claims = puts.assign(writer_id=puts["temp_path"].map(writer_of_temp).astype(object), refused=puts["status"] != 200)
+    claims["writer_id"] = claims["writer_id"].where(claims["writer_id"].notna(), "None")
+    frame = claims.groupby("writer_id").agg(claims=("version", "size"), refused=("refused", "sum"),
+                                             first_claimed=("version", "min"), won=("version", "max"))
+    frame["refused"] = frame["refused"].astype(int)
+    return frame if len(frame) else pd.DataFrame(columns=["claims", "refused", "first_claimed", "won"])
 
 
 @dataclass
@@ -112,6 +187,7 @@ class CommitGate:
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
         self._requests: list[CommitRequest] = []
+        self._lock_requests: list[LockRequest] = []
         self._together = 0
         self._max_wait_s = 0.0
         self._order = "arrival"
@@ -131,12 +207,19 @@ class CommitGate:
     def endpoint(self) -> str:
         return f"http://{config.LOCALHOST}:{self._server.server_address[1]}"
 
-    def route(self, storage_options: dict[str, str]) -> dict[str, str]:
+    def route(self, storage_options: dict[str, str], *, dynamodb: bool = False) -> dict[str, str]:
         """The same storage options with the S3 endpoint (``AWS_ENDPOINT_URL``) pointed at the gate.
-        DynamoDB keeps its own endpoint if the options name one."""
+        DynamoDB keeps its own endpoint, unless ``dynamodb=True``: then its requests go through the
+        gate as well, which logs the lock-item writes (:meth:`lock_requests`) and holds nothing."""
         if "AWS_ENDPOINT_URL" not in storage_options:
             raise GateError("These storage options name no AWS_ENDPOINT_URL; build them with helpers.tables.s3_storage_options().")
-        return {**storage_options, "AWS_ENDPOINT_URL": self.endpoint}
+        routed = {**storage_options, "AWS_ENDPOINT_URL": self.endpoint}
+        if dynamodb:
+            if "AWS_ENDPOINT_URL_DYNAMODB" not in storage_options:
+                raise GateError("These storage options name no AWS_ENDPOINT_URL_DYNAMODB: build them with "
+                                "helpers.tables.s3_storage_options(locking_provider='dynamodb') to route the lock through the gate.")
+            routed["AWS_ENDPOINT_URL_DYNAMODB"] = self.endpoint
+        return routed
 
     def hold(self, together: int, *, max_wait_s: float = 2.0, order: str = "arrival", version: int | None = None) -> None:
         """Arm the gate: hold each commit-file PUT until ``together`` PUTs of its key wait, or
@@ -170,6 +253,26 @@ class CommitGate:
     def clear_log(self) -> None:
         with self._lock:
             self._requests.clear()
+            self._lock_requests.clear()
+
+    def lock_requests(self, table_uri: str | None = None):
+        """The lock-item writes seen so far (of one table, if given, whichever trailing slash or
+        ``s3``/``s3a`` scheme the log store wrote) as a pandas DataFrame in arrival order: operation,
+        version, file_name, temp_path, conditional, status, error, client, lock_table, table_path."""
+        import pandas as pd
+
+        def key(path: str) -> str:
+            return urlparse(path).netloc + "/" + urlparse(path).path.strip("/")
+
+        with self._lock:
+            chosen = [r for r in self._lock_requests if table_uri is None or key(r.table_path) == key(table_uri)]
+        rows = [{"operation": r.operation, "version": r.version, **{k: v for k, v in asdict(r).items() if k != "operation"}}
+                for r in chosen]
+        columns = ["operation", "version", "file_name", "temp_path", "conditional", "status", "error", "client", "lock_table", "table_path"]
+        frame = pd.DataFrame(rows, columns=columns)
+        for column in ("version", "status"):
+            frame[column] = frame[column].astype("Int64")
+        return frame
 
     def commit_requests(self, table_uri: str | None = None):
         """The commit-file requests seen so far (of one ``s3://`` / ``s3a://`` table, if given) as a
@@ -307,6 +410,8 @@ class CommitGate:
                 path_only = unquote(urlparse(self.path).path)
                 version = delta_log.commit_version(path_only)
                 request = slot = None
+                lock_request = parse_lock_request(self.headers.get("X-Amz-Target", ""), body,
+                                                  _client_of(self.headers.get("User-Agent", "")))
                 if version is not None and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
                     request = CommitRequest(
                         t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
@@ -327,6 +432,15 @@ class CommitGate:
                         slot.done.set()
                 if request is not None:
                     request.status = status
+                if lock_request is not None:
+                    lock_request.status = status
+                    if status >= 400:
+                        try:
+                            lock_request.error = str(json.loads(data).get("__type", "")).rsplit("#", 1)[-1] or None
+                        except ValueError:
+                            lock_request.error = None
+                    with gate._lock:
+                        gate._lock_requests.append(lock_request)
                 self.send_response_only(status, reason)
                 length = None
                 for name, value in response_headers:

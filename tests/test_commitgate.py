@@ -129,3 +129,70 @@ def test_the_cloud_profile_has_no_gate(monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
     with pytest.raises(commitgate.GateError, match="local S3 emulator"):
         commitgate.CommitGate()
+
+
+def test_lock_item_writes_are_parsed_and_other_requests_ignored():
+    claim = b'{"TableName": "delta_log", "Item": {"tablePath": {"S": "s3://b/t"}, "fileName": {"S": "00000000000000000002.json"}, ' \
+            b'"tempPath": {"S": "_commit_1.json.tmp"}, "complete": {"S": "false"}}, "ConditionExpression": "attribute_not_exists(fileName)"}'
+    parsed = commitgate.parse_lock_request("DynamoDB_20120810.PutItem", claim, "delta-rs")
+    assert (parsed.operation, parsed.version, parsed.temp_path, parsed.conditional) == ("PutItem", 2, "_commit_1.json.tmp", True)
+    update = b'{"TableName": "delta_log", "Key": {"tablePath": {"S": "s3://b/t"}, "fileName": {"S": "00000000000000000002.json"}}}'
+    assert commitgate.parse_lock_request("DynamoDB_20120810.UpdateItem", update, "x").temp_path is None
+    assert commitgate.parse_lock_request("DynamoDB_20120810.Query", claim, "x") is None  # a read
+    assert commitgate.parse_lock_request("DynamoDB_20120810.PutItem", b'{"Item": {"key": {"S": "t"}}}', "x") is None  # not a log-store item
+    assert commitgate.parse_lock_request("DynamoDB_20120810.PutItem", b"not json", "x") is None
+    assert commitgate.parse_lock_request("", claim, "x") is None  # an S3 request
+
+
+def test_routing_the_lock_needs_a_dynamodb_endpoint(gate):
+    with pytest.raises(commitgate.GateError, match="AWS_ENDPOINT_URL_DYNAMODB"):
+        gate.route(tables.s3_storage_options(), dynamodb=True)
+    locked = tables.s3_storage_options(locking_provider="dynamodb")
+    assert gate.route(locked)["AWS_ENDPOINT_URL_DYNAMODB"] == locked["AWS_ENDPOINT_URL_DYNAMODB"]  # by default DynamoDB stays direct
+    assert gate.route(locked, dynamodb=True)["AWS_ENDPOINT_URL_DYNAMODB"] == gate.endpoint
+
+
+def test_the_gate_logs_claims_of_a_lock_item_and_the_refusals(gate):
+    import boto3
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=gate.endpoint, aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
+                            aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY, region_name=config.names().aws_region)
+    table_path = f"s3://{config.names().s3_bucket}/gate-lock-{threading.get_ident()}-{time.time_ns()}"
+    item = {"tablePath": {"S": table_path}, "fileName": {"S": "00000000000000000001.json"}, "tempPath": {"S": "_commit_a.json.tmp"}}
+    table = config.names().dynamodb_lock_table
+    dynamodb.put_item(TableName=table, Item=item, ConditionExpression="attribute_not_exists(fileName)")
+    with pytest.raises(ClientError):
+        dynamodb.put_item(TableName=table, Item={**item, "tempPath": {"S": "_commit_b.json.tmp"}},
+                          ConditionExpression="attribute_not_exists(fileName)")
+    log = gate.lock_requests(table_path + "/")  # the same table, whichever trailing slash
+    assert log[["operation", "version", "temp_path", "status"]].values.tolist() == [
+        ["PutItem", 1, "_commit_a.json.tmp", 200], ["PutItem", 1, "_commit_b.json.tmp", 400]]
+    assert log["error"].tolist()[1] == "ConditionalCheckFailedException"
+    storage.delete_lock_entries(table_path)
+
+
+def _claims(rows):
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=["operation", "version", "temp_path", "status"])
+    frame["version"] = frame["version"].astype("Int64")
+    return frame
+
+
+def test_claims_are_attributed_to_writers_through_their_temporary_file():
+    log = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400), ("UpdateItem", 2, None, 200),
+                   ("PutItem", 3, "b.tmp", 200)])
+    frame = commitgate.claims_per_writer(log, {2: "w1", 3: "w2"})
+    assert frame.loc["w1"].tolist() == [1, 0, 2, 2] and frame.loc["w2"].tolist() == [2, 1, 2, 3]
+
+
+def test_the_claims_check_fails_when_the_lock_saw_fewer_attempts_than_the_log_implies():
+    from helpers import checks
+
+    implied = {"w1": 1, "w2": 2}  # commit version - snapshot version, as the auditor infers them
+    missing_refusal = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 3, "b.tmp", 200)])  # w2's refused claim never reached the store
+    seen = commitgate.claims_per_writer(missing_refusal, {2: "w1", 3: "w2"})["claims"].to_dict()
+    with pytest.raises(checks.CheckFailed, match=r"expected \{'w1': 1, 'w2': 2\}, found \{'w1': 1, 'w2': 1\}"):
+        checks.equal("each writer's claims at the lock", seen, implied)
+    lost_winner = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400)])  # b never won: attributed to nobody
+    assert "None" in commitgate.claims_per_writer(lost_winner, {2: "w1"}).index
