@@ -417,3 +417,44 @@ def lock_items(table_uri: str):
 def audit(run) -> Audit:
     """Audit the table of a :class:`helpers.runner.RunResult` against what its writers reported."""
     return audit_table(run.table_uri, run.storage_options, results=run.results, version_before=run.version_before)
+
+
+# ---------------------------------------------------------------------------------------------
+# A writer's claim about its own commit, checked against the log
+# ---------------------------------------------------------------------------------------------
+
+
+def claim_problems(commit: Commit | None, writer_id: str, version: int, files: list[str]) -> list[str]:
+    """What is wrong with a writer's claim "my commit is ``version`` and it adds ``files``", given
+    the commit the log holds at that version (None: no such commit file). [] when the claim holds:
+    the commit carries the writer's ``workbook.writer`` tag and adds exactly those data files
+    (compared by file name, as Daft returns them)."""
+    if commit is None:
+        return [f"{writer_id}: no commit file at version {version}"]
+    problems = []
+    if commit.writer_id != writer_id:
+        problems.append(f"{writer_id}: the commit at version {version} carries the tag of {commit.writer_id!r}")
+    added = sorted(os.path.basename(path) for path in commit.added)
+    claimed = sorted(os.path.basename(name) for name in files)
+    if not claimed:
+        problems.append(f"{writer_id}: claims no data file for version {version}")
+    if added != claimed:
+        problems.append(f"{writer_id}: the commit at version {version} adds {added}, the writer was returned {claimed}")
+    return problems
+
+
+def own_commit_problems(table_uri: str | os.PathLike, claims: dict[str, tuple[int, list[str]]]) -> list[str]:
+    """Check each writer's claim ``{writer_id: (reported_version, files it was returned)}`` against
+    the commit files read straight from the store (:func:`claim_problems`); [] when every claim
+    holds. Raises AuditError for an unknown URI scheme."""
+    try:
+        store = storage.table_store(str(table_uri))
+    except storage.StorageError as error:
+        raise AuditError(f"Cannot audit {table_uri}: {error}") from None
+    present = set(store.list())
+    problems = []
+    for writer_id, (version, files) in sorted(claims.items()):
+        name = delta_log.commit_file(int(version))
+        commit = parse_commit(int(version), store.read(name)) if name in present else None
+        problems += claim_problems(commit, writer_id, int(version), list(files))
+    return problems

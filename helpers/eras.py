@@ -7,6 +7,11 @@ workbook keeps one isolated environment per era and runs writer processes in it 
 
 ``make install`` creates the writer environments under ``.envs/<name>/`` from
 ``requirements/writer-<name>.txt``; the current era is the notebook kernel's own environment.
+
+Two registers: :data:`ERAS` is the timeline of S3 commit behaviours (seeds' era, DynamoDB
+interop, today) that notebooks iterate, e.g. notebook 08's table of eras; :data:`LOCK_SHAPE_ERAS`
+holds an era kept for one comparison only, the seeds' own lock table (``key``-shaped, deltalake
+0.14.0, notebook 06). :func:`era` resolves a name from both (:data:`ALL_ERAS`).
 """
 
 from __future__ import annotations
@@ -62,9 +67,27 @@ ERAS: dict[str, Era] = {
     )
 }
 
+LOCK_SHAPE_ERAS: dict[str, Era] = {
+    era.name: era
+    for era in (
+        Era(
+            "deltalake-0.14.0",
+            "0.14.0",
+            "The seeds' lock table shape (last release before 0.15.0 replaced it): S3 commits rename under "
+            "the dynamodb_lock crate's lease, one item keyed by `key` (DYNAMO_LOCK_PARTITION_KEY_VALUE) per lock.",
+        ),
+    )
+}
+"""Eras installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
+apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
+
+ALL_ERAS: dict[str, Era] = {**ERAS, **LOCK_SHAPE_ERAS}
+"""Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
+
 CURRENT = "deltalake-1.6.6"
 SEEDS = "deltalake-0.22.3"
 DYNAMODB_INTEROP = "deltalake-1.5.1"
+OLD_LOCK = "deltalake-0.14.0"
 
 
 class EraError(RuntimeError):
@@ -74,9 +97,9 @@ class EraError(RuntimeError):
 def era(name: str) -> Era:
     """The era called ``name`` (e.g. ``"deltalake-0.22.3"``); raises EraError naming the known ones."""
     try:
-        return ERAS[name]
+        return ALL_ERAS[name]
     except KeyError:
-        raise EraError(f"Unknown era {name!r}; the workbook has {', '.join(ERAS)}.") from None
+        raise EraError(f"Unknown era {name!r}; the workbook has {', '.join(ALL_ERAS)}.") from None
 
 
 def python_for(name: str) -> Path:
@@ -112,7 +135,7 @@ def installed_deltalake_version(name: str) -> str:
 
 
 def main() -> int:
-    for chosen in ERAS.values():
+    for chosen in ALL_ERAS.values():
         where = ".venv (the kernel)" if chosen.in_kernel else f".envs/{chosen.name}"
         try:
             version = installed_deltalake_version(chosen.name)

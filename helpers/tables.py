@@ -24,7 +24,18 @@ from pathlib import Path
 from helpers import config
 
 LOCKING_PROVIDERS = (None, "dynamodb")
-KERNEL_IGNORES = ("AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME")
+LOCK_CLIENTS = ("log-store", "dynamodb_lock")
+"""Which DynamoDB lock ``locking_provider="dynamodb"`` configures: ``log-store`` (deltalake 0.15.0
+to 1.6.0, Delta Spark's protocol: table ``delta_log`` keyed by ``tablePath`` + ``fileName``) or
+``dynamodb_lock`` (deltalake 0.14.0 and earlier, the seeds' lease: one item keyed by ``key``)."""
+OLD_LOCK_TABLE = "delta_rs_lock_table"
+"""The ``dynamodb_lock`` crate's default table name (deltalake <= 0.14.0)."""
+OLD_LOCK_REFRESH_MILLIS = 100
+"""How often a 0.14.0 writer asks again for a held lock (``DYNAMO_LOCK_REFRESH_PERIOD_MILLIS``; the
+crate waits longer by default). It sets the pace of a queue of waiting writers, not a deadline: a
+waiting writer gives up only when one holder keeps the lock past its whole lease."""
+KERNEL_IGNORES = ("AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME",
+                  "DYNAMO_LOCK_PARTITION_KEY_VALUE", "DYNAMO_LOCK_REFRESH_PERIOD_MILLIS")
 """Lock options of earlier eras that the kernel's deltalake (1.6) no longer has (it logs a warning for them)."""
 
 
@@ -62,6 +73,9 @@ def s3_storage_options(
     unsafe_rename: bool = False,
     locking_provider: str | None = None,
     conditional_put: str | None = None,
+    lock_client: str = "log-store",
+    lock_table: str | None = None,
+    lock_partition_key: str | None = None,
 ) -> dict[str, str]:
     """``storage_options`` for delta-rs on S3 (the emulator, or real S3 with ``WORKBOOK_PROFILE=cloud``).
 
@@ -72,9 +86,28 @@ def s3_storage_options(
     * ``locking_provider="dynamodb"`` sets ``AWS_S3_LOCKING_PROVIDER`` and the lock table
       (deltalake < 1.6.1; later releases ignore it and log that they do).
     * ``conditional_put`` passes ``conditional_put`` through (e.g. ``"disabled"``; deltalake >= 1.0).
+    * ``lock_client`` (with ``locking_provider="dynamodb"``): ``"log-store"`` sets
+      ``DELTA_DYNAMO_TABLE_NAME`` (deltalake 0.15.0 to 1.6.0); ``"dynamodb_lock"`` sets the seeds'
+      ``DYNAMO_LOCK_TABLE_NAME`` and ``DYNAMO_LOCK_PARTITION_KEY_VALUE`` (deltalake <= 0.14.0),
+      which needs ``lock_partition_key``: the lock's name, the same for every writer of a table.
+    * ``lock_table``: the DynamoDB table to name (default: ``delta_log`` from the config for the
+      log store, ``delta_rs_lock_table`` for ``dynamodb_lock``).
+
+    Raises TableError for an unknown provider or lock client, or a lock option without its provider.
     """
     if locking_provider not in LOCKING_PROVIDERS:
         raise TableError(f"locking_provider must be one of {LOCKING_PROVIDERS}, not {locking_provider!r}")
+    if lock_client not in LOCK_CLIENTS:
+        raise TableError(f"lock_client must be one of {LOCK_CLIENTS}, not {lock_client!r}")
+    if locking_provider is None and (lock_table or lock_partition_key or lock_client != "log-store"):
+        raise TableError("lock_client, lock_table and lock_partition_key need locking_provider='dynamodb'.")
+    if lock_client == "dynamodb_lock" and locking_provider and not lock_partition_key:
+        raise TableError(
+            "lock_client='dynamodb_lock' needs lock_partition_key (DYNAMO_LOCK_PARTITION_KEY_VALUE): without it "
+            "every table shares the crate's default lock 'delta-rs'. Use one value per Delta table."
+        )
+    if lock_client == "log-store" and lock_partition_key:
+        raise TableError("lock_partition_key belongs to lock_client='dynamodb_lock'; the log store keys its items by tablePath.")
     names = config.names()
     options = {"AWS_REGION": names.aws_region}
     if config.profile() == "local":
@@ -90,7 +123,12 @@ def s3_storage_options(
         options["AWS_S3_ALLOW_UNSAFE_RENAME"] = "true"
     if locking_provider == "dynamodb":
         options["AWS_S3_LOCKING_PROVIDER"] = "dynamodb"
-        options["DELTA_DYNAMO_TABLE_NAME"] = names.dynamodb_lock_table
+        if lock_client == "log-store":
+            options["DELTA_DYNAMO_TABLE_NAME"] = lock_table or names.dynamodb_lock_table
+        else:  # the crate reaches DynamoDB at AWS_ENDPOINT_URL; the line below is for later eras
+            options["DYNAMO_LOCK_TABLE_NAME"] = lock_table or OLD_LOCK_TABLE
+            options["DYNAMO_LOCK_PARTITION_KEY_VALUE"] = lock_partition_key
+            options["DYNAMO_LOCK_REFRESH_PERIOD_MILLIS"] = str(OLD_LOCK_REFRESH_MILLIS)
         if config.profile() == "local":
             options["AWS_ENDPOINT_URL_DYNAMODB"] = config.moto_endpoint()
     if conditional_put is not None:

@@ -88,3 +88,28 @@ def test_parse_commit_reads_tags_rows_and_retries():
     commit = audit.parse_commit(5, body)
     assert (commit.version, commit.writer_id, commit.batch, commit.num_retries) == (5, "w3", 7, 2)
     assert commit.added == ["part-1.parquet"] and commit.rows_added == 10
+
+
+def _commit(version: int, writer_id: str | None, added: list[str]) -> audit.Commit:
+    return audit.Commit(version=version, operation="WRITE", engine="delta-rs.1.6.6", writer_id=writer_id, batch=2,
+                        timestamp_ms=None, num_retries=0, added=added, rows_added=10)
+
+
+def test_a_claim_that_matches_its_commit_has_no_problem():
+    commit = _commit(3, "w2", ["3-abc-0.parquet"])
+    assert audit.claim_problems(commit, "w2", 3, ["3-abc-0.parquet"]) == []
+
+
+@pytest.mark.parametrize(
+    "commit, files, found",
+    [
+        (_commit(3, "w1", ["3-abc-0.parquet"]), ["3-abc-0.parquet"], "carries the tag of 'w1'"),  # another writer's commit
+        (_commit(3, "w2", ["3-abc-0.parquet", "3-def-0.parquet"]), ["3-abc-0.parquet"], "adds ['3-abc-0.parquet', '3-def-0.parquet']"),
+        (_commit(3, "w2", ["3-xyz-0.parquet"]), ["3-abc-0.parquet"], "the writer was returned ['3-abc-0.parquet']"),
+        (_commit(3, "w2", []), [], "claims no data file"),
+        (None, ["3-abc-0.parquet"], "no commit file at version 3"),
+    ],
+)
+def test_a_claim_that_does_not_match_its_commit_is_named(commit, files, found):
+    problems = audit.claim_problems(commit, "w2", 3, files)
+    assert problems and any(found in p for p in problems), problems

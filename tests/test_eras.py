@@ -8,7 +8,7 @@ from helpers import config, environment, eras
 
 
 def test_each_era_pins_its_deltalake_in_its_lock_file():
-    for era in eras.ERAS.values():
+    for era in eras.ALL_ERAS.values():
         assert era.requirements.is_file(), f"{era.requirements} is missing: run `make lock`"
         assert environment.pinned_version("deltalake", era.requirements) == era.deltalake_version
 
@@ -16,12 +16,20 @@ def test_each_era_pins_its_deltalake_in_its_lock_file():
 def test_makefile_installs_exactly_the_writer_eras():
     makefile = (config.ROOT / "Makefile").read_text()
     declared = re.search(r"^WRITER_ERAS := (.*)$", makefile, re.M).group(1).split()
-    assert declared == [e.name for e in eras.ERAS.values() if not e.in_kernel]
+    assert declared == [e.name for e in eras.ALL_ERAS.values() if not e.in_kernel]
 
 
-@pytest.mark.parametrize("name", list(eras.ERAS))
+@pytest.mark.parametrize("name", list(eras.ALL_ERAS))
 def test_each_era_imports_its_own_deltalake(name):
-    assert eras.installed_deltalake_version(name) == eras.ERAS[name].deltalake_version
+    assert eras.installed_deltalake_version(name) == eras.ALL_ERAS[name].deltalake_version
+
+
+def test_the_timeline_of_eras_keeps_its_three_and_the_lock_shape_era_stands_apart():
+    assert list(eras.ERAS) == ["deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.6"]
+    assert list(eras.LOCK_SHAPE_ERAS) == [eras.OLD_LOCK] == ["deltalake-0.14.0"]
+    assert eras.era(eras.OLD_LOCK).deltalake_version == "0.14.0"
+    assert eras.era(eras.OLD_LOCK).requirements.name == "writer-deltalake-0.14.0.txt"
+    assert eras.ALL_ERAS == {**eras.ERAS, **eras.LOCK_SHAPE_ERAS}
 
 
 def test_eras_are_isolated_from_the_kernel():
@@ -30,7 +38,7 @@ def test_eras_are_isolated_from_the_kernel():
 
 
 def test_unknown_era_lists_the_known_ones():
-    with pytest.raises(eras.EraError, match="deltalake-0.22.3") as error:
+    with pytest.raises(eras.EraError, match="deltalake-0.22.3.*deltalake-0.14.0") as error:
         eras.era("deltalake-0.6.0")
     assert "Unknown era 'deltalake-0.6.0'" in str(error.value)
 

@@ -86,7 +86,7 @@ def test_a_single_daft_writer_commits_on_s3(s3, table_name, tmp_path):
     options = tables.s3_storage_options()
     runner.create_table(uri, options)
     spec = _spec(table_uri=uri, storage_options=options, landing_file=str(landing.landing_file(2)), batch=2,
-                 result_path=str(tmp_path / "r.json"))
+                 result_path=str(tmp_path / "results" / "w1.json"))  # as the runner lays out a run folder
     code, result = _run_writer(spec)
     assert result is not None, f"no result (exit {code})"
     assert result["outcome"] == w.COMMITTED, result["error_message"]
@@ -98,6 +98,10 @@ def test_a_single_daft_writer_commits_on_s3(s3, table_name, tmp_path):
     assert checked.rows_lost == 0 and checked.rows_actual == 10
     assert list(checked.commits["writer_id"]) == [None, "w1"], "the commit carries the writer's tag"
     assert [f.split("-")[0] for f in checked.data_files] == ["1"], "Daft names its file after the version it aimed at"
+    returned = daft_engine.returned_files(tmp_path)
+    assert list(returned) == ["w1"] and [f.split("-")[0] for f in returned["w1"]] == ["1"]
+    assert audit.own_commit_problems(uri, {"w1": (result["reported_version"], returned["w1"])}) == []
+    assert audit.own_commit_problems(uri, {"w1": (0, returned["w1"])}), "version 0 is not this writer's commit"
 
 
 def _frame(result: dict):
@@ -117,13 +121,46 @@ def test_daft_writer_names_a_missing_table(s3, table_name, tmp_path):
 
 
 def test_daft_in_an_era_without_daft_is_a_clear_failure(tmp_path):
-    spec = _spec(era=eras.SEEDS, table_uri=str(tmp_path / "t"), landing_file=str(landing.landing_file(1)),
+    spec = _spec(era=eras.DYNAMODB_INTEROP, table_uri=str(tmp_path / "t"), landing_file=str(landing.landing_file(1)),
                  result_path=str(tmp_path / "r.json"))
-    code, result = _run_writer(spec, era=eras.SEEDS)
+    code, result = _run_writer(spec, era=eras.DYNAMODB_INTEROP)
     assert code == 1 and result["outcome"] == w.FAILED and result["stage"] == "landing"
     assert result["error_class"] == "EngineUnavailable"
     assert "Daft is not installed" in result["error_message"] and eras.CURRENT in result["error_message"]
-    assert "deltalake 0.22.3" in result["error_message"]
+    assert "deltalake 1.5.1" in result["error_message"] and eras.SEEDS in result["error_message"]
+
+
+def test_daft_of_the_seeds_era_cannot_append_to_an_existing_s3_table(s3, table_name, tmp_path):
+    """Daft 0.7.9 adds its fallback key after it opened the table: the commit never sees it."""
+    uri = tables.s3_uri(f"tests/{table_name}")
+    options = tables.s3_storage_options()
+    runner.create_table(uri, options)
+    spec = _spec(era=eras.SEEDS, table_uri=uri, storage_options=options, landing_file=str(landing.landing_file(2)),
+                 batch=2, result_path=str(tmp_path / "results" / "w1.json"))
+    code, result = _run_writer(spec, era=eras.SEEDS)
+    assert result["outcome"] == w.FAILED and result["stage"] == "write", result
+    assert result["error_class"] == "DeltaProtocolError" and "requires a LockClient" in result["error_message"]
+    checked = audit.audit_table(uri, options)
+    assert checked.commit_versions == [0] and checked.orphans == 1, "Daft wrote its data file, no commit references it"
+    assert daft_engine.returned_files(tmp_path) == {"w1": []}, "Daft raised: it returned no file"
+    assert any("Defaulting to unsafe writes" in warning for warning in daft_engine.daft_warnings(tmp_path)["w1"])
+
+
+def test_daft_first_write_in_the_seeds_era_falls_back_to_unsafe_rename(s3, table_name, tmp_path):
+    """On a table that does not exist yet, Daft 0.7.9 creates it with AWS_S3_ALLOW_UNSAFE_RENAME=true,
+    which deltalake 0.22.3 alone refuses to do without a lock client."""
+    import json
+
+    uri = tables.s3_uri(f"tests/{table_name}")
+    options = tables.s3_storage_options()
+    done = eras.run_in_era(eras.SEEDS, ["-m", "helpers.writers.daft_engine", "--first-write", uri, json.dumps(options),
+                                        str(landing.landing_file(3)), "w1"], timeout=240)
+    report = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+    assert (report["daft"], report["deltalake"], report["outcome"]) == ("0.7.9", "0.22.3", "committed"), report
+    assert any("Defaulting to unsafe writes" in warning for warning in report["warnings"])
+    assert audit.own_commit_problems(uri, {"w1": (0, report["files"])}) == []
+    refused = runner.create_table_in_era(tables.s3_uri(f"tests/{table_name}-plain"), options, era=eras.SEEDS)
+    assert refused["error"] == "DeltaProtocolError" and "LockClient" in refused["message"]
 
 
 def test_runner_with_daft_and_a_held_snapshot_fails_every_writer_clearly(s3, table_name):

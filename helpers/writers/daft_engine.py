@@ -37,7 +37,16 @@ class DaftEngine(Engine):
       commit retries always apply; the spec's ``max_commit_retries`` must be null.
     * ``reported_version``: Daft returns the files it added, not a version. The writer finds its
       own commit in the log afterwards by the ``workbook.writer``/``workbook.batch`` tags it passed
-      as ``custom_metadata``: the version this writer's commit really got.
+      as ``custom_metadata``: the version this writer's commit really got. The files Daft returned
+      (its public result) are kept beside the writer's result (:func:`returned_files` reads them),
+      so an auditor can check that the commit at the reported version adds exactly those files
+      (:func:`helpers.audit.own_commit_problems`).
+    * **The seeds' era.** Daft 0.7.9, the last release whose ``deltalake`` extra admits deltalake
+      0.22.3, is installed beside it. Its ``write_deltalake`` opens the table *first* and only then
+      adds ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` (no ``dynamo_table_name``) or the DynamoDB keys to its
+      options: an existing table was opened without them, so the commit fails with deltalake's
+      "Atomic rename requires a LockClient" whatever the parameters (measured). The fallback reaches
+      delta-rs only when Daft creates the table: :func:`first_write`.
     * **Warm-up.** The first ``write_deltalake`` in a process spends seconds compiling and
       importing Daft's write path (pyiceberg included); the engine pays that before the barrier by
       appending the same rows to a throwaway local table, so the race after go is about the commit.
@@ -63,8 +72,9 @@ class DaftEngine(Engine):
             except ImportError:
                 has = "no deltalake"
             raise EngineUnavailable(
-                f"Daft is not installed in {where}, which has {has}. Daft 0.7.26 requires deltalake>=1.6,<1.7, "
-                "so only the kernel's era (deltalake-1.6.6) has it: run Daft writers with era='deltalake-1.6.6'."
+                f"Daft is not installed in {where}, which has {has}. Daft 0.7.26 requires deltalake>=1.6,<1.7 "
+                "(the kernel's era, deltalake-1.6.6) and Daft 0.7.9 is installed beside deltalake 0.22.3 "
+                "(deltalake-0.22.3): run Daft writers in one of those eras."
             ) from None
         try:
             import pyiceberg  # noqa: F401
@@ -176,13 +186,21 @@ class DaftEngine(Engine):
 
     def append(self, table, data, spec: WriterSpec) -> tuple[int | None, str]:
         """Append with Daft; return (the version of this writer's commit as the log shows it, how it was found)."""
+        import warnings
+
         frame = self.daft.from_arrow(data)
-        written = frame.write_deltalake(
-            spec.table_uri, mode="append", io_config=self.io_config(spec),
-            custom_metadata=writer_tags(spec),
-            **self.write_arguments(spec),
-        ).to_pydict()
-        files = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
+        files: list[str] = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                written = frame.write_deltalake(
+                    spec.table_uri, mode="append", io_config=self.io_config(spec),
+                    custom_metadata=writer_tags(spec),
+                    **self.write_arguments(spec),
+                ).to_pydict()
+                files = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
+            finally:
+                keep_write_record(spec, files, _daft_warnings(caught))
         read_from = sorted({int(name.split("-", 1)[0]) - 1 for name in files if name.split("-", 1)[0].isdigit()})
         basis = f"; Daft read v{read_from[0]} when it wrote (its data file is named {read_from[0] + 1}-...)" if len(read_from) == 1 else ""
         version = self.find_commit(spec, after=self._snapshot_version)
@@ -210,6 +228,93 @@ class DaftEngine(Engine):
         return None
 
 
+WRITE_RECORD_SUFFIX = ".daft-write.json"
+
+
+def write_record_path(result_path: str | os.PathLike, writer_id: str) -> Path:
+    """Where a Daft writer keeps what Daft's write returned and warned: beside its result JSON."""
+    return Path(result_path).with_name(f"{writer_id}{WRITE_RECORD_SUFFIX}")
+
+
+def keep_write_record(spec: WriterSpec, files: list[str], warned: list[str]) -> None:
+    """Record the data files Daft's ``write_deltalake`` returned (operation ``ADD``; [] if it raised)
+    and the warnings Daft gave, for this writer."""
+    path = write_record_path(spec.result_path, spec.writer_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"files": files, "warnings": warned}))
+
+
+def _write_records(run) -> dict[str, dict]:
+    folder = Path(getattr(run, "run_dir", run)) / "results"
+    return {path.name[: -len(WRITE_RECORD_SUFFIX)]: json.loads(path.read_text())
+            for path in sorted(folder.glob(f"*{WRITE_RECORD_SUFFIX}"))}
+
+
+def returned_files(run) -> dict[str, list[str]]:
+    """The data files Daft's write returned to each writer of a run (a :class:`helpers.runner.RunResult`
+    or its run folder), by writer id; writers that never called Daft's write are absent."""
+    return {writer: record["files"] for writer, record in _write_records(run).items()}
+
+
+def daft_warnings(run) -> dict[str, list[str]]:
+    """The warnings Daft's ``write_deltalake`` gave each writer of a run, by writer id."""
+    return {writer: record["warnings"] for writer, record in _write_records(run).items()}
+
+
+def _daft_warnings(caught) -> list[str]:
+    return sorted({f"{w.category.__name__}: {w.message}" for w in caught if "daft" in (w.filename or "")})
+
+
+def io_config_for(table_uri: str, storage_options: dict[str, str]):
+    """The ``daft.io.IOConfig`` Daft is given for a table and the workbook's storage options."""
+    spec = WriterSpec(writer_id="first", era="-", table_uri=table_uri, landing_file="-", result_path="-",
+                      storage_options=dict(storage_options), engine="daft", hold_snapshot=False)
+    return DaftEngine.io_config(spec)
+
+
+def first_write(table_uri: str, storage_options: dict[str, str], landing_file: str, writer_id: str) -> dict:
+    """Append a landing file with Daft's public ``write_deltalake`` to a table that does not exist
+    yet, so Daft creates it; no ``dynamo_table_name``, no ``allow_unsafe_rename``. Returns what
+    happened (never raises for a storage error): ``{"writer_id", "daft", "deltalake", "outcome",
+    "files", "warnings", "error", "message"}``; ``files`` are the data files Daft returned,
+    ``warnings`` what Daft warned. The commit carries the writer's ``workbook.writer`` tag."""
+    import warnings
+
+    import daft
+    import deltalake
+
+    from helpers import landing
+
+    report = {"writer_id": writer_id, "daft": daft.__version__, "deltalake": deltalake.__version__, "outcome": "failed",
+              "files": [], "warnings": [], "error": None, "message": None}
+    data = landing.read_landing_file(landing_file)
+    tags = {WRITER_TAG: writer_id, "workbook.batch": str(landing.batch_of_id(data.column("id")[0].as_py()))}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            written = daft.from_arrow(data).write_deltalake(
+                table_uri, mode="append", io_config=io_config_for(table_uri, storage_options), custom_metadata=tags,
+            ).to_pydict()
+            report["files"] = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
+            report["outcome"] = "committed"
+        except Exception as error:  # the report is the record
+            from helpers.writers.protocol import one_line
+
+            report["error"], report["message"] = type(error).__name__, one_line(str(error), 600)
+    report["warnings"] = _daft_warnings(caught)
+    return report
+
+
+def main(argv: list[str]) -> int:
+    """``python -m helpers.writers.daft_engine --first-write URI OPTIONS_JSON LANDING_FILE WRITER_ID``:
+    :func:`first_write` in this environment's Daft, its report printed as one JSON line."""
+    if len(argv) != 5 or argv[0] != "--first-write":
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    print(json.dumps(first_write(argv[1], json.loads(argv[2]), argv[3], argv[4])))
+    return 0
+
+
 def _true(value: str) -> bool:
     return value.strip().lower() == "true"
 
@@ -226,3 +331,9 @@ DAFT_S3_CONFIG_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
 
 
 ENGINE = DaftEngine
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(code)  # skip interpreter teardown, where deltalake sometimes aborts

@@ -37,6 +37,10 @@ class DeltalakeEngine(Engine):
     * ``reported_version``: 1.x, ``table.version()`` after the write is the writer's own commit;
       0.22.3, the library does not say which version it wrote, so the writer reports the latest
       version its table sees right after the write (what the seeds' program printed).
+    * deltalake 0.14.0 (the seeds' lock table shape) has no ``CommitProperties``: no retry setting
+      (its commit retries a conflict up to 15 times, fixed) and no custom commitInfo, so its
+      commits carry no writer tags (the auditor then tells writers apart by their rows only). A
+      spec with ``max_commit_retries`` set is refused there with :class:`UnsupportedSetting`.
     """
 
     name = "deltalake"
@@ -46,6 +50,7 @@ class DeltalakeEngine(Engine):
 
         self.version = deltalake.__version__
         self.major = int(self.version.split(".")[0])
+        self.has_commit_properties = hasattr(deltalake, "CommitProperties")
 
     def load(self, spec: WriterSpec):
         """Open the table (:func:`open_delta_table`)."""
@@ -57,13 +62,17 @@ class DeltalakeEngine(Engine):
 
     def library_max_commit_retries(self, retries: int | None) -> int | None:
         """The value to pass as ``max_commit_retries`` so that it means retries in every era."""
-        if retries is None or self.major >= 1:
+        if retries is None or self.major >= 1 or not self.has_commit_properties:
             return retries
         return retries + 1
 
     def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
         """Append ``data`` to ``table``; return (reported_version, how it was observed)."""
-        from deltalake import CommitProperties, write_deltalake
+        from deltalake import write_deltalake
+
+        if not self.has_commit_properties:
+            return self._append_without_commit_properties(table, data, spec)
+        from deltalake import CommitProperties
 
         properties = CommitProperties(
             max_commit_retries=self.library_max_commit_retries(spec.max_commit_retries),
@@ -82,6 +91,30 @@ class DeltalakeEngine(Engine):
             table.__dict__.pop("update_incremental", None)
         table.update_incremental()
         return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+    def _append_without_commit_properties(self, table, data, spec: WriterSpec) -> tuple[int, str]:
+        """deltalake < 0.15 (no ``CommitProperties``): the library's own retries, no tags."""
+        from deltalake import write_deltalake
+
+        if spec.max_commit_retries is not None:
+            raise UnsupportedSetting(
+                f"deltalake {self.version} has no max_commit_retries setting (its commit retries a conflict "
+                "up to 15 times); leave max_commit_retries=None for this era."
+            )
+        if not spec.hold_snapshot:
+            table.update_incremental()
+        else:
+            table.update_incremental = lambda: None  # keep the snapshot loaded before the barrier
+        try:
+            write_deltalake(table, data, mode="append")
+        finally:
+            table.__dict__.pop("update_incremental", None)
+        table.update_incremental()
+        return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+
+class UnsupportedSetting(ValueError):
+    """The spec asks for a setting this era's deltalake does not have; the message says which."""
 
 
 
