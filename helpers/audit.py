@@ -1,6 +1,7 @@
 """The auditor: what the storage holds, set against what the writers said.
 
-(A little over 400 lines: the Audit record with its summary and its tables is most of it.)
+(Over 400 lines: the Audit record with its summary and its tables is most of it, and the claim
+checks that hold a writer's report against the commit at its reported version sit beside it.)
 
 Writers report; the auditor never believes them. It reads
 

@@ -1,6 +1,9 @@
 """The commit gate: a pass-through proxy in front of the S3 emulator that can hold back the PUTs
 of Delta commit files, so that a race a fast loopback network makes rare happens on every run.
 
+(Over 400 lines: the proxy itself, plus its two logs, of commit-file requests and of DynamoDB
+lock-item writes, read at the one place that sees every request.)
+
 Two writers lose a commit when both check that ``_delta_log/N.json`` is free before either has
 written it. On loopback the window between the check and the write is a few milliseconds, so
 whether two Spark drivers collide is luck. The gate widens that window the way a slow network or

@@ -2,7 +2,7 @@
 
 * :mod:`helpers.writers.protocol`: the spec, the result, the barrier, the commit tags, the Engine shape;
 * one module per engine: :mod:`~helpers.writers.deltalake_engine` (delta-rs, every era),
-  :mod:`~helpers.writers.daft_engine` and :mod:`~helpers.writers.spark_engine` (the kernel's era);
+  :mod:`~helpers.writers.daft_engine` (the kernel's and the seeds' eras) and :mod:`~helpers.writers.spark_engine` (the kernel's);
 * ``python -m helpers.writers``: the process itself (:mod:`helpers.writers.__main__`).
 
 The protocol's names are re-exported here: ``writers.WriterSpec``, ``writers.COMMITTED``, ...

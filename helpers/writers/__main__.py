@@ -23,7 +23,7 @@ process then ends with ``os._exit``: deltalake sometimes aborts at interpreter e
 called without an active exception"), so the exit code (0 committed, 1 failed, 2 unusable spec)
 is a hint and the result file is the record. A writer that leaves no result file has crashed.
 
-The engines (``deltalake`` in every era; ``daft`` and ``spark`` in the kernel's era only) are the
+The engines (``deltalake`` in every era; ``daft`` in the kernel's and the seeds' eras; ``spark`` in the kernel's only) are the
 modules :data:`helpers.writers.protocol.ENGINE_MODULES` names.
 """
 
