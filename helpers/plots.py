@@ -148,3 +148,50 @@ def timeline(run, *, title: str | None = None, audit=None, ax=None):
     fig.suptitle(title or f"{run.n} writers, {run.era}, max_commit_retries={retries}", fontsize=12)
     fig.subplots_adjust(bottom=0.1 + 0.9 / (n + 3), top=1 - 0.5 / (n + 2))
     return fig
+
+
+OPERATION_MARKERS = {"WRITE": ".", "OPTIMIZE": "D", "MERGE": "s", "VACUUM START": "v", "VACUUM END": "v"}
+
+
+def files_per_version(histories: dict, *, listed: dict | None = None, title: str | None = None):
+    """Live data files and bytes at each version of one or more tables; return the Figure.
+
+    ``histories`` maps a label (e.g. ``"delta-rs"``) to a :func:`helpers.table_files.history`
+    frame (``version``, ``operation``, ``live_files``, ``live_bytes``). Top panel: live files per
+    version, a step line per table, every commit that is not a plain append marked and named
+    (OPTIMIZE, MERGE, VACUUM, ...). Bottom panel: live bytes in KiB. ``listed`` optionally maps the
+    same labels to ``[(version, parquet_files_in_the_folder), ...]`` measured by listing the store
+    while the story ran, in that order: drawn dashed in the top panel, it shows the files a version no longer
+    reads staying in the bucket until VACUUM. Nothing is shown or saved here.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for number, (label, frame) in enumerate(histories.items()):
+        colour = colours[number % len(colours)]
+        versions, files, kib = list(frame["version"]), list(frame["live_files"]), [b / 1024 for b in frame["live_bytes"]]
+        width = max(3.5 - 1.5 * number, 1.2)  # the first table drawn widest, so twins with one history stay visible
+        top.step(versions, files, where="post", color=colour, linewidth=width, label=f"{label}: live files (log)")
+        bottom.step(versions, kib, where="post", color=colour, linewidth=width, label=f"{label}: live KiB (log)")
+        for version, operation, count in zip(versions, frame["operation"], files):
+            if operation in ("WRITE", "CREATE TABLE", None):
+                continue
+            top.plot([version], [count], marker=OPERATION_MARKERS.get(operation, "o"), color=colour, markersize=8, linestyle="none")
+            top.annotate(operation, (version, count), xytext=(-4 + 8 * number, 8), textcoords="offset points", fontsize=8,
+                         color=colour, rotation=90, ha="center", va="bottom")
+        if listed and label in listed and listed[label]:
+            points = list(listed[label])  # in the order listed: two listings of one version (VACUUM adds no commit in Spark) stay in order
+            top.plot([v for v, _ in points], [n for _, n in points], linestyle="--", marker="o", markersize=5, color=colour,
+                     alpha=0.6, label=f"{label}: Parquet files in the bucket (listed)")
+    top.set_ylabel("data files")
+    bottom.set_ylabel("KiB read by the version")
+    bottom.set_xlabel("table version")
+    top.set_ylim(bottom=0)
+    bottom.set_ylim(bottom=0)
+    for axis in (top, bottom):
+        axis.grid(alpha=0.3)
+        axis.spines[["top", "right"]].set_visible(False)
+        axis.legend(fontsize=8, frameon=False, loc="upper left")
+    fig.suptitle(title or "Data files per table version", fontsize=12)
+    return fig

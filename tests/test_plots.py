@@ -88,3 +88,31 @@ def test_draws_into_given_axes():
 
     fig, axes = plt.subplots(1, 2)
     assert plots.timeline(_run([_row("w1", "committed", version=1)]), ax=axes) is fig
+
+
+def _history(versions_files_bytes, operations):
+    return pd.DataFrame({"version": [v for v, _, _ in versions_files_bytes], "operation": operations,
+                         "live_files": [f for _, f, _ in versions_files_bytes], "live_bytes": [b for _, _, b in versions_files_bytes]})
+
+
+def test_files_per_version_draws_each_table_and_names_the_maintenance_commits():
+    rs = _history([(0, 0, 0), (1, 1, 1024), (2, 2, 2048), (3, 1, 1536), (4, 1, 1536), (5, 1, 1536)],
+                  ["CREATE TABLE", "WRITE", "WRITE", "OPTIMIZE", "VACUUM START", "VACUUM END"])
+    spark = _history([(0, 0, 0), (1, 1, 1024), (2, 2, 2048), (3, 2, 2560)], ["CREATE TABLE", "WRITE", "WRITE", "MERGE"])
+    figure = plots.files_per_version({"delta-rs": rs, "Spark": spark}, listed={"delta-rs": [(2, 2), (3, 3), (5, 4), (5, 1)]},
+                                     title="story")
+    top, bottom = figure.axes
+    assert [t.get_text() for t in top.texts] == ["OPTIMIZE", "VACUUM START", "VACUUM END", "MERGE"]  # appends unnamed
+    legend = [t.get_text() for t in top.get_legend().get_texts()]
+    assert legend == ["delta-rs: live files (log)", "delta-rs: Parquet files in the bucket (listed)", "Spark: live files (log)"]
+    (listed_line,) = [line for line in top.get_lines() if line.get_linestyle() == "--"]
+    # in the order listed: two listings of one version (before and after a VACUUM that commits nothing) stay in order
+    assert list(listed_line.get_xdata()) == [2, 3, 5, 5] and list(listed_line.get_ydata()) == [2, 3, 4, 1]
+    assert max(bottom.get_lines()[0].get_ydata()) == 2.0  # bytes shown in KiB
+    assert figure._suptitle.get_text() == "story"
+
+
+def test_files_per_version_without_listing_has_a_default_title():
+    figure = plots.files_per_version({"t": _history([(0, 0, 0), (1, 1, 10)], ["CREATE TABLE", "WRITE"])})
+    assert figure._suptitle.get_text() == "Data files per table version"
+    assert [t.get_text() for t in figure.axes[0].texts] == []
