@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import os
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -69,21 +68,11 @@ class Commit:
 
 def parse_commit(version: int, body: bytes) -> Commit:
     """Read one commit file (newline-delimited JSON actions)."""
-    info, added, rows = {}, [], 0
-    rows_known = True
-    for line in body.decode("utf-8").splitlines():
-        if not line.strip():
-            continue
-        action = json.loads(line)
-        if "commitInfo" in action:
-            info = action["commitInfo"]
-        elif "add" in action:
-            added.append(unquote(action["add"]["path"]))
-            stats = json.loads(action["add"].get("stats") or "{}")
-            if "numRecords" in stats:
-                rows += int(stats["numRecords"])
-            else:
-                rows_known = False
+    info, adds, _ = delta_log.read_commit(body)
+    added = [unquote(add["path"]) for add in adds]
+    counts = [delta_log.add_stats(add).get("numRecords") for add in adds]
+    rows_known = None not in counts
+    rows = sum(int(count) for count in counts if count is not None)
     metrics = info.get("operationMetrics") or {}
     tags = writers.commit_tags(info)
     batch = tags.get(writers.BATCH_TAG)

@@ -33,3 +33,31 @@ def commit_version(path: str) -> int | None:
     """The version of a commit file's path (relative, or with any prefix); None for any other file."""
     match = COMMIT_FILE.search(path)
     return int(match.group(1)) if match else None
+
+
+def read_commit(body: bytes) -> tuple[dict, list[dict], list[dict]]:
+    """A commit file's actions (newline-delimited JSON): its ``commitInfo`` ({} if none), its
+    ``add`` actions and its ``remove`` actions, each as the JSON object the log holds."""
+    import json
+
+    info: dict = {}
+    added: list[dict] = []
+    removed: list[dict] = []
+    for line in body.decode("utf-8").splitlines():
+        if not line.strip():
+            continue
+        action = json.loads(line)
+        if "commitInfo" in action:
+            info = action["commitInfo"]
+        elif "add" in action:
+            added.append(action["add"])
+        elif "remove" in action:
+            removed.append(action["remove"])
+    return info, added, removed
+
+
+def add_stats(add: dict) -> dict:
+    """The statistics an ``add`` action carries (``numRecords``, ``minValues``, ...); {} if none."""
+    import json
+
+    return json.loads(add.get("stats") or "{}")

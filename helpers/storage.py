@@ -40,31 +40,33 @@ def _unreachable(what: str, endpoint: str, error: Exception) -> StorageError:
 # ---------------------------------------------------------------------------------------------
 
 
-def _aws_kwargs() -> dict[str, str]:
+def _aws_kwargs(endpoint_url: str | None = None) -> dict[str, str]:
     kwargs = {"region_name": config.names().aws_region}
     if config.profile() == "local":
         kwargs.update(
-            endpoint_url=config.moto_endpoint(),
+            endpoint_url=endpoint_url or config.moto_endpoint(),
             aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
             aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY,
         )
     return kwargs
 
 
-def s3_client():
-    """A boto3 S3 client for the emulator (or real S3 in the cloud profile)."""
+def s3_client(endpoint_url: str | None = None):
+    """A boto3 S3 client for the emulator (or real S3 in the cloud profile); ``endpoint_url``:
+    another door to the emulator, such as the commit gate's."""
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs())
+    return boto3.client("s3", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs(endpoint_url))
 
 
-def dynamodb_client():
-    """A boto3 DynamoDB client for the emulator (or real DynamoDB in the cloud profile)."""
+def dynamodb_client(endpoint_url: str | None = None):
+    """A boto3 DynamoDB client for the emulator (or real DynamoDB in the cloud profile); ``endpoint_url``
+    as for :func:`s3_client`."""
     import boto3
     from botocore.config import Config
 
-    return boto3.client("dynamodb", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs())
+    return boto3.client("dynamodb", config=Config(retries={"max_attempts": 2}, connect_timeout=5), **_aws_kwargs(endpoint_url))
 
 
 def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:

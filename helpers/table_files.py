@@ -16,7 +16,6 @@ were cleaned up after a checkpoint cannot be replayed this way (:class:`TableFil
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -64,22 +63,15 @@ class LogVersion:
 
 def parse_version(version: int, body: bytes) -> LogVersion:
     """Read one commit file (newline-delimited JSON actions) into a :class:`LogVersion`."""
-    info, added, removed = {}, [], []
-    for line in body.decode("utf-8").splitlines():
-        if not line.strip():
-            continue
-        action = json.loads(line)
-        if "commitInfo" in action:
-            info = action["commitInfo"]
-        elif "add" in action:
-            add = action["add"]
-            stats = json.loads(add.get("stats") or "{}")
-            rows = stats.get("numRecords")
-            added.append(DataFile(path=unquote(add["path"]), size=int(add.get("size") or 0),
-                                  rows=None if rows is None else int(rows), min_values=stats.get("minValues") or {},
-                                  max_values=stats.get("maxValues") or {}, version_added=version))
-        elif "remove" in action:
-            removed.append(unquote(action["remove"]["path"]))
+    info, adds, removes = delta_log.read_commit(body)
+    added = []
+    for add in adds:
+        stats = delta_log.add_stats(add)
+        rows = stats.get("numRecords")
+        added.append(DataFile(path=unquote(add["path"]), size=int(add.get("size") or 0),
+                              rows=None if rows is None else int(rows), min_values=stats.get("minValues") or {},
+                              max_values=stats.get("maxValues") or {}, version_added=version))
+    removed = [unquote(remove["path"]) for remove in removes]
     return LogVersion(version=version, operation=info.get("operation"),
                       engine=info.get("engineInfo") or info.get("clientVersion"), added=tuple(added), removed=tuple(removed))
 

@@ -19,17 +19,10 @@ def gate(stores):
         yield proxy
 
 
-def _s3_through(gate):
-    import boto3
-
-    return boto3.client("s3", endpoint_url=gate.endpoint, aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
-                        aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY, region_name=config.names().aws_region)
-
-
 def _race(gate, key: str, writers: list[tuple[str, bool]]) -> dict[str, object]:
     """PUT ``key`` from one thread per (name, conditional), each sent only once the gate holds the
     ones before it (no clock decides who arrives first); return name -> status."""
-    s3, answers = _s3_through(gate), {}
+    s3, answers = storage.s3_client(gate.endpoint), {}
 
     def put(name: str, conditional: bool) -> None:
         try:
@@ -88,7 +81,7 @@ def test_a_lone_put_waits_max_wait_s_and_other_versions_pass(gate, table_name):
 
 def test_opening_the_gate_releases_what_it_holds(gate, table_name):
     gate.hold(together=2, max_wait_s=3600)
-    s3 = _s3_through(gate)
+    s3 = storage.s3_client(gate.endpoint)
     answer = {}
     thread = threading.Thread(target=lambda: answer.update(
         status=s3.put_object(Bucket=config.names().s3_bucket, Key=f"{table_name}/{COMMIT}", Body=b"x")["ResponseMetadata"]["HTTPStatusCode"]))
@@ -153,10 +146,7 @@ def test_routing_the_lock_needs_a_dynamodb_endpoint(gate):
 
 
 def test_the_gate_logs_claims_of_a_lock_item_and_the_refusals(gate):
-    import boto3
-
-    dynamodb = boto3.client("dynamodb", endpoint_url=gate.endpoint, aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
-                            aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY, region_name=config.names().aws_region)
+    dynamodb = storage.dynamodb_client(gate.endpoint)
     table_path = f"s3://{config.names().s3_bucket}/gate-lock-{threading.get_ident()}-{time.time_ns()}"
     item = {"tablePath": {"S": table_path}, "fileName": {"S": "00000000000000000001.json"}, "tempPath": {"S": "_commit_a.json.tmp"}}
     table = config.names().dynamodb_lock_table

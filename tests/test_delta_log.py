@@ -23,3 +23,13 @@ def test_commit_files_are_named_by_version_in_twenty_digits():
 ])
 def test_commit_version_reads_only_commit_files(path, version):
     assert delta_log.commit_version(path) == version
+
+
+def test_a_commit_file_is_read_into_its_info_adds_and_removes():
+    body = (b'{"commitInfo": {"operation": "OPTIMIZE"}}\n\n'
+            b'{"add": {"path": "b.parquet", "stats": "{\\"numRecords\\": 20}"}}\n'
+            b'{"remove": {"path": "a.parquet"}}\n{"protocol": {"minReaderVersion": 1}}\n')
+    info, added, removed = delta_log.read_commit(body)
+    assert info == {"operation": "OPTIMIZE"}
+    assert [a["path"] for a in added] == ["b.parquet"] and [r["path"] for r in removed] == ["a.parquet"]
+    assert delta_log.add_stats(added[0]) == {"numRecords": 20} and delta_log.add_stats({"path": "c"}) == {}

@@ -20,13 +20,6 @@ def gate(stores):
         yield proxy
 
 
-def _s3_through(gate):
-    import boto3
-
-    return boto3.client("s3", endpoint_url=gate.endpoint, aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
-                        aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY, region_name=config.names().aws_region)
-
-
 def _put_commit_in_thread(s3, key: str) -> threading.Thread:
     thread = threading.Thread(target=s3.put_object, kwargs={"Bucket": config.names().s3_bucket, "Key": key, "Body": b"{}"})
     thread.start()
@@ -39,7 +32,7 @@ def _wait_until_held(gate, count: int) -> None:
 
 
 def test_commit_puts_wait_until_the_tables_data_files_are_written(gate, table_name):
-    s3, bucket = _s3_through(gate), config.names().s3_bucket
+    s3, bucket = storage.s3_client(gate.endpoint), config.names().s3_bucket
     gate.hold_until_data(tables.s3_uri(table_name, scheme="s3a"), data_files=2, max_wait_s=3600)
     commit = _put_commit_in_thread(s3, f"{table_name}/{delta_log.commit_file(1)}")
     _wait_until_held(gate, 1)
@@ -61,13 +54,13 @@ def test_commit_puts_wait_until_the_tables_data_files_are_written(gate, table_na
 
 def test_the_time_limit_is_a_safety_only_and_says_so(gate, table_name):
     gate.hold_until_data(tables.s3_uri(table_name), data_files=1, max_wait_s=0.2)
-    _s3_through(gate).put_object(Bucket=config.names().s3_bucket, Key=f"{table_name}/{delta_log.commit_file(1)}", Body=b"{}")
+    storage.s3_client(gate.endpoint).put_object(Bucket=config.names().s3_bucket, Key=f"{table_name}/{delta_log.commit_file(1)}", Body=b"{}")
     assert gate.data_first_log().iloc[-1]["released_by"] == driver_jobs.RELEASED_BY_MAX_WAIT
 
 
 def test_open_lets_a_held_commit_go(gate, table_name):
     gate.hold_until_data(tables.s3_uri(table_name), data_files=1, max_wait_s=3600)
-    commit = _put_commit_in_thread(_s3_through(gate), f"{table_name}/{delta_log.commit_file(1)}")
+    commit = _put_commit_in_thread(storage.s3_client(gate.endpoint), f"{table_name}/{delta_log.commit_file(1)}")
     _wait_until_held(gate, 1)
     gate.open()
     commit.join()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
