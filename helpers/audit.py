@@ -90,13 +90,7 @@ def parse_commit(version: int, body: bytes) -> Commit:
 
 
 def _commits(store: storage.TableStore, files: list[str]) -> list[Commit]:
-    versions = {name: delta_log.commit_version(name) for name in files}
-    commits = [parse_commit(version, store.read(name)) for name, version in versions.items() if version is not None]
-    return sorted(commits, key=lambda c: c.version)
-
-
-def _is_data_file(name: str) -> bool:
-    return not name.startswith(delta_log.LOG_DIR) and name.endswith(".parquet")
+    return [parse_commit(version, body) for version, body in delta_log.commit_files(store, files)]
 
 
 def _rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
@@ -367,7 +361,7 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     rows_actual, after = _rows_by_batch(table_uri, storage_options, None)
     rows_before, before = _rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
     referenced = {path for c in commits for path in c.added}
-    data_files = [f for f in files if _is_data_file(f)]
+    data_files = [f for f in files if delta_log.is_data_file(f)]
     object_versions, per_commit, distinct = _object_versions_frame(store.versions(delta_log.LOG_DIR))
 
     per_writer = None

@@ -61,3 +61,16 @@ def add_stats(add: dict) -> dict:
     import json
 
     return json.loads(add.get("stats") or "{}")
+
+
+def commit_files(store, names=None) -> list[tuple[int, bytes]]:
+    """Every commit file of a table as (version, bytes), oldest first. ``store`` is anything with
+    ``list()`` and ``read(relative_path)`` (a :class:`helpers.storage.TableStore`); ``names``: the
+    table's files if already listed."""
+    versions = {name: commit_version(name) for name in (store.list() if names is None else names)}
+    return sorted((version, store.read(name)) for name, version in versions.items() if version is not None)
+
+
+def is_data_file(path: str) -> bool:
+    """A Parquet data file of the table (relative path), not a checkpoint under ``_delta_log/``."""
+    return not path.startswith(LOG_DIR) and path.endswith(".parquet")

@@ -42,7 +42,6 @@ from urllib.parse import unquote, urlparse
 from helpers import commitgate, delta_log, landing, storage
 from helpers.writers.protocol import BATCH_TAG, COMMITTED, FAILED, WRITER_TAG, commit_tags, one_line
 
-DATA_FILE_SUFFIX = ".parquet"
 RELEASED_BY_DATA = "data files written"
 RELEASED_BY_MAX_WAIT = "max_wait_s"
 RELEASED_BY_OPEN = "open"
@@ -70,7 +69,7 @@ class DataFirstGate(commitgate.CommitGate):
     """A :class:`helpers.commitgate.CommitGate` that can also hold a table's commit PUTs until its
     data files are written. Everything else (routing, the commit log, ``hold``) is the gate's own.
 
-    It forwards every request itself (``CommitGate._forward``, the one place every request passes)
+    It wraps :meth:`CommitGate.forward`, the one place every request passes,
     and decides nothing the store decides: it only delays commit PUTs.
     """
 
@@ -150,11 +149,11 @@ class DataFirstGate(commitgate.CommitGate):
         relative = key[len(self._data_prefix):]
         if delta_log.commit_version(relative) is not None:
             return "commit"
-        if relative.endswith(DATA_FILE_SUFFIX) and not relative.startswith(delta_log.LOG_DIR):
+        if delta_log.is_data_file(relative):
             return "data"
         return None
 
-    def _forward(self, method: str, path: str, headers, body):
+    def forward(self, method: str, path: str, headers, body):
         with self._data_lock:
             kind = self._kind(method, path)
             if kind is None:
@@ -173,7 +172,7 @@ class DataFirstGate(commitgate.CommitGate):
         if event is not None:
             with self._data_lock:
                 event.data_files_before = self._data_written
-        answer = super()._forward(method, path, headers, body)
+        answer = super().forward(method, path, headers, body)
         if event is not None:
             with self._data_lock:
                 event.status = answer[0]
@@ -251,15 +250,8 @@ def commit_infos(table_uri: str):
 
     store = storage.table_store(table_uri)
     rows = []
-    for name in store.list():
-        version = delta_log.commit_version(name)
-        if version is None:
-            continue
-        info = {}
-        for line in store.read(name).decode("utf-8").splitlines():
-            if line.strip():
-                action = json.loads(line)
-                info = action.get("commitInfo", info)
+    for version, body in delta_log.commit_files(store):
+        info, _, _ = delta_log.read_commit(body)
         tags = commit_tags(info)
         rows.append({
             "version": version, "operation": info.get("operation"), "readVersion": info.get("readVersion"),

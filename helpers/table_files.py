@@ -80,8 +80,7 @@ def read_log(table_uri: str | os.PathLike) -> list[LogVersion]:
     """Every commit file of the table, oldest first. Raises TableFilesError if there is none, or if
     the commits do not start at version 0 or have gaps (they cannot be replayed then)."""
     store = storage.table_store(table_uri)
-    names = {name: delta_log.commit_version(name) for name in store.list()}
-    log = sorted((parse_version(v, store.read(name)) for name, v in names.items() if v is not None), key=lambda c: c.version)
+    log = [parse_version(version, body) for version, body in delta_log.commit_files(store)]
     if not log:
         raise TableFilesError(f"No commit files under {table_uri}/{delta_log.LOG_DIR}: is there a Delta table at that URI?")
     versions = [c.version for c in log]
@@ -177,10 +176,6 @@ def files_reading(files, column: str, value) -> list[str]:
     return [path for path, lo, hi in zip(files["path"], files[f"min_{column}"], files[f"max_{column}"]) if lo <= value <= hi]
 
 
-def _is_data_file(name: str) -> bool:
-    return not name.startswith(delta_log.LOG_DIR) and name.endswith(".parquet")
-
-
 def stored_files(table_uri: str | os.PathLike, log: list[LogVersion] | None = None):
     """Every Parquet file in the table's folder, listed from the store, with its ``state``:
     ``live`` (the latest version reads it), ``replaced`` (added by a commit, removed by a later
@@ -194,7 +189,7 @@ def stored_files(table_uri: str | os.PathLike, log: list[LogVersion] | None = No
         pass
     ever_added = {f.path for commit in log for f in commit.added}
     rows = [{"path": name, "state": LIVE if name in live else REPLACED if name in ever_added else ORPHAN}
-            for name in storage.list_table(table_uri) if _is_data_file(name)]
+            for name in storage.list_table(table_uri) if delta_log.is_data_file(name)]
     frame = pd.DataFrame(rows, columns=["path", "state"])
     frame["state"] = pd.Categorical(frame["state"], categories=list(FILE_STATES), ordered=True)
     return frame.sort_values(["state", "path"]).reset_index(drop=True)

@@ -22,6 +22,7 @@ import datetime as dt
 import html
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -244,10 +245,6 @@ def refresh(selection: Sequence[str] = ()) -> list[Execution]:
     return executions
 
 
-ASSERTING = ("assert", "checks.equal(", "checks.holds(")
-"""What a checks cell uses to prove a claim: ``assert`` or the helpers.checks functions."""
-
-
 def policy_problems(path: Path) -> list[str]:
     """What a committed notebook does wrong under the output policy (empty list: nothing)."""
     text = path.read_text(encoding="utf-8")
@@ -257,7 +254,7 @@ def policy_problems(path: Path) -> list[str]:
     tags = [t for c in cells for t in c.get("metadata", {}).get("tags", [])]
     if tags.count("parameters") != 1:
         problems.append("needs exactly one cell tagged 'parameters'")
-    if not any(c["cell_type"] == "code" and any(word in "".join(c["source"]) for word in ASSERTING) for c in cells):
+    if not any(c["cell_type"] == "code" and re.search(r"^\s*assert\b", "".join(c["source"]), re.M) for c in cells):
         problems.append("has no cell that asserts what it claims")
     code_cells = [c for c in cells if c["cell_type"] == "code"]
     if [c.get("execution_count") for c in code_cells] != list(range(1, len(code_cells) + 1)):

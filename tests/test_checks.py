@@ -32,3 +32,21 @@ def test_counted_spells_singular_and_plural():
 def test_say_prints_outside_jupyter(capsys):
     checks.say("**3 of 3** committed")
     assert capsys.readouterr().out == "**3 of 3** committed\n"
+
+
+def test_a_checklist_collects_every_failure_for_one_assert():
+    check = checks.Checklist()
+    assert check.equal("rows", 80, 80)
+    assert not check.equal("rows lost", 0, 70)
+    assert not check.holds("object versions", False, expected="8", found=1)
+    assert not check.passed
+    assert check.report() == "2 of 3 checks failed:\n- rows lost: expected 70, found 0\n- object versions: expected 8, found 1"
+    with pytest.raises(AssertionError, match="rows lost: expected 70, found 0"):
+        assert check.passed, check.report()
+
+
+def test_an_empty_checklist_does_not_pass():
+    check = checks.Checklist()
+    assert not check.passed and check.report() == "no check was made"
+    check.equal("x", 1, 1)
+    assert check.passed

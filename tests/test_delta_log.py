@@ -33,3 +33,19 @@ def test_a_commit_file_is_read_into_its_info_adds_and_removes():
     assert info == {"operation": "OPTIMIZE"}
     assert [a["path"] for a in added] == ["b.parquet"] and [r["path"] for r in removed] == ["a.parquet"]
     assert delta_log.add_stats(added[0]) == {"numRecords": 20} and delta_log.add_stats({"path": "c"}) == {}
+
+
+def test_commit_files_are_read_oldest_first_and_data_files_told_apart():
+    class Store:
+        files = {"_delta_log/00000000000000000001.json": b"one", "_delta_log/00000000000000000000.json": b"zero",
+                 "_delta_log/00000000000000000001.checkpoint.parquet": b"cp", "part-0.parquet": b"data"}
+
+        def list(self):
+            return list(self.files)
+
+        def read(self, name):
+            return self.files[name]
+
+    assert delta_log.commit_files(Store()) == [(0, b"zero"), (1, b"one")]
+    assert delta_log.commit_files(Store(), ["_delta_log/00000000000000000001.json"]) == [(1, b"one")]
+    assert [n for n in Store.files if delta_log.is_data_file(n)] == ["part-0.parquet"]

@@ -88,3 +88,13 @@ def test_papermill_runs_the_environment_check_with_parameters(monkeypatch, tmp_p
     index = (tmp_path / "executed" / "index.html").read_text()
     assert "00_environment_check" in index and "passed" in index
     assert run.output.with_suffix(".html").stat().st_size > 10_000
+
+
+def test_a_word_assert_in_a_string_is_not_a_check(tmp_path):
+    notebook = _notebook([("n = 1", ["parameters"]), ('print("each figure asserted")', [])])
+    path = tmp_path / "98_words.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert "has no cell that asserts what it claims" in workbook.policy_problems(path)
+    notebook["cells"][1]["source"] = "check = 1\nassert check == 1, 'expected 1'"
+    path.write_text(json.dumps(notebook))
+    assert "has no cell that asserts what it claims" not in workbook.policy_problems(path)
