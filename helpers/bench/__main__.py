@@ -1,0 +1,92 @@
+"""``python -m helpers.bench``: run the commit-throughput benchmark and print its table.
+
+    python -m helpers.bench                                  # every protocol, every writer count (make bench)
+    python -m helpers.bench --protocols azure,s3-conditional-put --writers 1,4 --appends 3 --name try
+
+Results go to ``build/bench/<name>/`` (runs.csv, commits.csv, probe.csv, meta.json and the plots);
+``make bench`` uses the name ``full``, which notebook 11 shows. The emulators must be running
+(``make bench`` starts and stops them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from helpers import eras, storage
+from helpers.bench import model, plots, run, stats
+
+
+def _numbers(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, not {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected writer counts >= 1, not {text!r}")
+    return values
+
+
+def _appends(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {text!r}")
+    return int(text)
+
+
+def _names(text: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in run.PROTOCOLS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown protocol(s) {', '.join(unknown)}; choose from {', '.join(run.PROTOCOLS)}")
+    return names
+
+
+def projection(results: run.Results):
+    """The cloud model's row for each metered run (empty if the runs were not metered)."""
+    import pandas as pd
+
+    rows = []
+    for row in results.runs.to_dict("records"):
+        if row.get("metered"):
+            proto = run.PROTOCOLS[row["protocol"]]
+            rows.append({"protocol": row["protocol"], "writers": row["writers"], **model.project(row, claim_style=proto.claim_style)})
+    return pd.DataFrame(rows)
+
+
+def save_plots(results: run.Results) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    projected = projection(results)
+    plots.curves(results.runs, meta=results.meta, projected=projected if len(projected) else None).savefig(results.folder / "curves.png", dpi=110)
+    if "s_outside_requests" in results.runs:
+        plots.breakdown(results.runs).savefig(results.folder / "breakdown.png", dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--protocols", type=_names, default=None, help=f"comma-separated, from {', '.join(run.PROTOCOLS)} (default: all)")
+    parser.add_argument("--writers", type=_numbers, default=None, help="writer counts to run (default: each protocol's own; 1 always runs)")
+    parser.add_argument("--appends", type=_appends, default=8, help="appends per writer (default 8)")
+    parser.add_argument("--name", default=None, help="results folder under build/bench/ (default: a timestamp)")
+    args = parser.parse_args(argv)
+    try:
+        results = run.benchmark(args.protocols, writer_counts=args.writers, appends=args.appends, name=args.name)
+    except (stats.BenchError, storage.StorageError, eras.EraError) as error:
+        print(f"bench: {error}", file=sys.stderr)
+        return 1
+    save_plots(results)
+    columns = ["protocol", "writers", "committed", "failed", "lost", "commits_per_s", "ratio_to_serial",
+               "latency_p50_s", "latency_p95_s", "latency_p99_s", "attempts_mean", "attempts_max", "setup_s_mean"]
+    with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
+        print(results.runs[[c for c in columns if c in results.runs]].round(3).to_string(index=False))
+    windows = results.runs["window_s"].sum()
+    print(f"\nMeasured windows: {windows:.0f} s of a {results.meta['wall_s']:.0f} s benchmark; the rest is setup "
+          f"(processes, imports, JVMs, data: {results.runs['setup_s_mean'].mean():.1f} s per writer on average), "
+          "table creation, the probe and the checks, none of it in the figures.")
+    print(f"Results: {results.folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

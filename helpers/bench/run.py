@@ -1,0 +1,393 @@
+"""Running the benchmark: one table per (protocol, writer count), N writers released together by
+the barrier, M appends each, then every figure taken from storage and the meter.
+
+::
+
+    from helpers.bench import run
+    results = run.benchmark(["s3-conditional-put", "azure"], writer_counts=(1, 4), appends=3)
+    results.runs        # one row per run (pandas DataFrame), results.commits one row per commit
+
+Each run: a fresh table (version 0, the landing schema), the writers started in the protocol's
+era (:mod:`helpers.bench.worker`), the barrier opened once every one of them is set up, and the
+run's figures computed once all have exited (:mod:`helpers.bench.stats`). Storage decides what
+happened: the commit files are read back, each acknowledged commit must be in exactly one of
+them, versions must run 0..n without a gap, and a safe protocol that lost a commit fails the
+benchmark. The writer count 1 is each protocol's serial limit, measured in the same call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from helpers import config, delta_log, eras, runner, storage, tables
+from helpers.bench import stats
+from helpers.bench.meter import KINDS, RequestMeter
+from helpers.progress import RunProgress
+from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, commit_tags, gone_file, open_barrier, ready_file
+
+RESULTS_DIR = config.BUILD_DIR / "bench"
+RUN_TIMEOUT_S = 3600.0
+"""A run that has not ended after an hour is hung (a writer stuck on a dead service): it is
+stopped and reported. Not a speed limit: the longest full run here takes minutes."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One way of committing to one table from many writers."""
+
+    name: str
+    label: str
+    era: str
+    engine: str
+    """``deltalake`` or ``spark`` (:data:`helpers.bench.worker.APPENDERS`)."""
+    backend: str
+    """``s3`` or ``azure``: which emulator, and which cloud the model projects to."""
+    claim_style: str
+    """How an attempt claims a version (:data:`helpers.bench.meter.CLAIM_STYLES`)."""
+    writer_counts: tuple[int, ...] = (1, 2, 4, 8, 16)
+    threads: bool = False
+    """Writers share one process (one Spark driver with a pool of writer threads)."""
+    safe: bool = True
+
+    def table_uri(self, name: str) -> str:
+        if self.backend == "azure":
+            return tables.azure_uri(name)
+        return tables.s3_uri(name, scheme="s3a" if self.engine == "spark" else "s3")
+
+    def storage_options(self) -> dict[str, str]:
+        if self.backend == "azure":
+            return tables.azure_storage_options()
+        options = tables.s3_storage_options(locking_provider="dynamodb" if self.claim_style == "dynamodb" else None)
+        if self.threads:
+            options["spark.master"] = "local[2]"  # the pool's jobs may use both cores, as the drivers together do
+        return options
+
+
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
+    Protocol("azure", "Azure Blob, copy-if-absent (deltalake 1.6.6, Azurite)", eras.CURRENT, "deltalake", "azure", "object"),
+    Protocol("s3-conditional-put", "S3 conditional put (deltalake 1.6.6)", eras.CURRENT, "deltalake", "s3", "object"),
+    Protocol("s3-dynamodb-lock", "S3 + DynamoDB lock (deltalake 1.5.1)", eras.DYNAMODB_INTEROP, "deltalake", "s3", "dynamodb"),
+    Protocol("spark-drivers", "Spark, DynamoDB log store, one driver per writer", eras.CURRENT, "spark", "s3", "dynamodb",
+             writer_counts=(1, 2, 4)),
+    Protocol("spark-threads", "Spark, DynamoDB log store, one driver, writer threads", eras.CURRENT, "spark", "s3", "dynamodb",
+             threads=True),
+)}
+
+
+def protocol(name: str) -> Protocol:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise stats.BenchError(f"Unknown protocol {name!r}; the benchmark has {', '.join(PROTOCOLS)}.") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# One run
+# ---------------------------------------------------------------------------------------------
+
+
+def batches_of(writers: int, appends: int) -> dict[str, list[int]]:
+    """Writer ``w<i>`` appends batches ``(i-1)*M+1 .. i*M``: every row says whose it is."""
+    return {f"w{i}": list(range((i - 1) * appends + 1, i * appends + 1)) for i in range(1, writers + 1)}
+
+
+@dataclass
+class _Process:
+    name: str
+    writers: list[str]
+    spec_path: Path
+    result_path: Path
+    log_path: Path
+    popen: subprocess.Popen | None = None
+
+
+def warm_up_uri(uri: str, process: str) -> str:
+    """The scratch table a process appends to once before the barrier (beside the run's table)."""
+    return f"{uri}-warm-up-{process}"
+
+
+def _start(proto: Protocol, uri: str, options: dict[str, str], writers: int, appends: int, run_dir: Path,
+           max_commit_retries: int | None) -> list[_Process]:
+    batches = batches_of(writers, appends)
+    groups = [list(batches)] if proto.threads else [[w] for w in batches]
+    processes = []
+    for i, group in enumerate(groups, 1):
+        name = f"p{i}"
+        proc = _Process(name, group, run_dir / f"{name}.json", run_dir / f"{name}.result.json", run_dir / f"{name}.log")
+        spec = {"process": name, "writers": group, "batches": {w: batches[w] for w in group}, "engine": proto.engine,
+                "era": proto.era, "table_uri": uri, "storage_options": options, "barrier_dir": str(run_dir),
+                "runner_pid": os.getpid(), "result_path": str(proc.result_path), "max_commit_retries": max_commit_retries,
+                "warm_up_uri": warm_up_uri(uri, name)}
+        proc.spec_path.write_text(json.dumps(spec, indent=1))
+        with open(proc.log_path, "wb") as log:
+            proc.popen = eras.start_in_era(proto.era, ["-m", "helpers.bench.worker", str(proc.spec_path)],
+                                           stdout=log, stderr=subprocess.STDOUT)
+        processes.append(proc)
+    return processes
+
+
+def _tail(path: Path, chars: int = 800) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return ""
+
+
+def _stop_all(processes: list[_Process]) -> None:
+    for proc in processes:
+        if proc.popen and proc.popen.poll() is None:
+            proc.popen.kill()
+            proc.popen.wait()
+
+
+def _wait_ready(processes: list[_Process], run_dir: Path, deadline: float, shown: RunProgress) -> None:
+    """Until every process is at the barrier; a process that failed or exited first ends the run (BenchError)."""
+    while True:
+        ready = sum(ready_file(run_dir, p.name).exists() for p in processes)
+        shown.status(f"setting up: {ready}/{len(processes)} processes at the barrier")
+        gone = [p for p in processes if gone_file(run_dir, p.name).exists() or p.popen.poll() is not None]
+        if gone:
+            _stop_all(processes)
+            p = gone[0]
+            detail = json.loads(p.result_path.read_text()).get("error") if p.result_path.exists() else _tail(p.log_path)
+            raise stats.BenchError(f"Writer process {p.name} failed before the barrier: {detail}")
+        if ready == len(processes):
+            return
+        if time.monotonic() > deadline:
+            _stop_all(processes)
+            raise stats.BenchError(f"The writers were not set up within {RUN_TIMEOUT_S:.0f} s; see the logs in {config.shown(run_dir)}.")
+        time.sleep(0.05)
+
+
+def _wait_done(processes: list[_Process], deadline: float, shown: RunProgress, meter: RequestMeter | None, total: int) -> None:
+    while any(p.popen.poll() is None for p in processes):
+        if meter is not None:
+            accepted = sum(c.accepted for c in meter.claims)
+            step = max(1, total // 10)
+            shown.done(accepted)
+            shown.status(f"{accepted // step * step}/{total} commits claimed")
+        if time.monotonic() > deadline:
+            _stop_all(processes)
+            raise stats.BenchError(f"The run did not end within {RUN_TIMEOUT_S:.0f} s; the writers were stopped.")
+        time.sleep(0.2)
+
+
+def log_of(uri: str) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
+    """From storage: ``{(writer, batch): [versions whose commit carries those tags]}`` and every version found."""
+    found: dict[tuple[str, int], list[int]] = {}
+    versions = []
+    for version, body in delta_log.commit_files(storage.table_store(uri)):
+        versions.append(version)
+        tags = commit_tags(delta_log.read_commit(body)[0])
+        if WRITER_TAG in tags and tags.get(BATCH_TAG, "").isdigit():
+            found.setdefault((tags[WRITER_TAG], int(tags[BATCH_TAG])), []).append(version)
+    return found, versions
+
+
+def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter: RequestMeter | None,
+             max_commit_retries: int | None = None, keep_table: bool = False) -> tuple[dict, list[dict]]:
+    """One run; returns (its row, its commit rows). Raises BenchError if it is unusable or a safe protocol lost a commit."""
+    if writers not in proto.writer_counts and writers != 1:
+        raise stats.BenchError(f"{proto.name} runs with {proto.writer_counts} writers, not {writers}.")
+    name = f"bench/{run_id}/{proto.name}-n{writers}"
+    uri = proto.table_uri(name)
+    base_options = proto.storage_options()
+    storage.remove_table(uri)
+    runner.create_table(uri.replace("s3a://", "s3://", 1), base_options)
+    options = base_options
+    if meter is not None:
+        options = meter.route_azure(base_options) if proto.backend == "azure" else meter.route(base_options, dynamodb=proto.claim_style == "dynamodb")
+    run_dir = RESULTS_DIR / "runs" / run_id / f"{proto.name}-n{writers}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in run_dir.iterdir():
+        stale.unlink()
+    total = writers * appends
+    shown = RunProgress(f"{proto.name} N={writers}", total)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    processes = _start(proto, uri, options, writers, appends, run_dir, max_commit_retries)
+    try:
+        _wait_ready(processes, run_dir, deadline, shown)
+        if meter is not None:
+            meter.reset()  # forget the set-up's requests (the warm-up appends): only the measured window counts
+        t_go = open_barrier(run_dir)
+        _wait_done(processes, deadline, shown, meter, total)
+    finally:
+        _stop_all(processes)
+        for p in processes:
+            storage.remove_table(warm_up_uri(uri, p.name))
+    results = []
+    for p in processes:
+        if not p.result_path.exists():
+            raise stats.BenchError(f"Writer process {p.name} left no result (it crashed): {_tail(p.log_path)}")
+        result = json.loads(p.result_path.read_text())
+        if result["error"]:
+            raise stats.BenchError(f"Writer process {p.name} failed: {result['error']}")
+        results.append(result)
+    commits = [c for r in results for c in r["commits"]]
+    found, versions = log_of(uri)
+    if versions != list(range(len(versions))):
+        raise stats.BenchError(f"{proto.name} N={writers}: the log's versions are not 0..n without a gap: {versions[:20]}")
+    attempts = meter.attempts() if meter is not None else {}
+    for c in commits:
+        c["attempts"] = attempts.get((c["writer"], c["batch"])) if meter is not None else None
+        c["in_log"] = len(found.get((c["writer"], c["batch"]), ()))
+    losses = stats.count_losses(commits, found)
+    stats.check_safe(proto.name, losses, proto.safe)
+    figures = stats.run_figures(commits, losses, t_go=t_go, setup_s=[r["setup_s"] for r in results])
+    row = {"run_id": run_id, "protocol": proto.name, "label": proto.label, "backend": proto.backend,
+           "writers": writers, "appends": appends, "processes": len(processes), "library": results[0]["library"],
+           **figures.as_dict(), "latency_mean_s": _mean([c["t_done"] - c["t_first_try"] for c in commits if c["outcome"] == "committed"]),
+           "versions": len(versions) - 1, "unacknowledged_in_log": losses.unacknowledged_in_log,
+           "metered": meter is not None}
+    if meter is not None:
+        seconds, counts = meter.seconds_by_kind(since=t_go), meter.count_by_kind(since=t_go)
+        per = max(figures.committed, 1)
+        for kind in KINDS:
+            row[f"s_{_slug(kind)}"] = seconds[kind] / per
+            row[f"n_{_slug(kind)}"] = counts[kind] / per
+        row["s_outside_requests"] = stats.outside_requests_per_commit(
+            [c["t_done"] - c["t_first_try"] for c in commits], sum(seconds.values()), figures.committed)
+        row["unattributed_claims"] = meter.unattributed_claims()
+    shown.finish(f"{figures.committed}/{figures.commits} committed, {losses.lost} lost, "
+                 f"{figures.commits_per_s:.1f} commits/s, p50 {figures.latency_p50_s * 1000:.0f} ms")
+    commit_rows = [{"run_id": run_id, "protocol": proto.name, "writers": writers, "writer": c["writer"], "batch": c["batch"],
+                    "outcome": c["outcome"], "error_class": c.get("error_class"), "latency_s": c["t_done"] - c["t_first_try"],
+                    "attempts": c["attempts"], "in_log": c["in_log"], "t_first_try_s": c["t_first_try"] - t_go,
+                    "t_done_s": c["t_done"] - t_go} for c in commits]
+    if not keep_table:
+        storage.remove_table(uri)
+    return row, commit_rows
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _slug(kind: str) -> str:
+    return kind.replace(" ", "_")
+
+
+# ---------------------------------------------------------------------------------------------
+# A whole benchmark
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """Tidy results: ``runs`` (one row per run), ``commits`` (one per commit), ``probe`` (per-request
+    latency of the emulators), ``meta`` (date, machine, versions), and the folder they were saved to."""
+
+    runs: object
+    commits: object
+    probe: object
+    meta: dict
+    folder: Path | None = None
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 0
+    return {"cpus": os.cpu_count(), "memory_gib": round(pages / 2**30, 1), "system": f"{platform.system()} {platform.machine()}",
+            "python": platform.python_version()}
+
+
+def benchmark(protocols: Sequence[str] | None = None, *, writer_counts: Sequence[int] | None = None, appends: int = 8,
+              name: str | None = None, probe_requests: int = 40, max_commit_retries: int | None = None) -> Results:
+    """Run every protocol at each of its writer counts (or only those in ``writer_counts``; 1 is
+    always included: the serial limit), save the tidy tables under ``build/bench/<name>/``."""
+    import pandas as pd
+
+    from helpers.bench import probe
+
+    chosen = [protocol(p) for p in (protocols or PROTOCOLS)]
+    if isinstance(appends, bool) or not isinstance(appends, int) or appends < 1:
+        raise stats.BenchError(f"appends must be a whole number >= 1, not {appends!r}.")
+    started = time.time()
+    run_id = name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    storage.ensure_bucket()
+    if any(p.claim_style == "dynamodb" for p in chosen):
+        storage.ensure_lock_table()
+    if any(p.backend == "azure" for p in chosen):
+        storage.ensure_container()
+    metered = config.profile() == "local"
+    rows, commit_rows = [], []
+    probe_rows = probe.measure(sorted({p.backend for p in chosen}), requests=probe_requests) if metered else []
+    for proto in chosen:
+        counts = sorted({1, *(n for n in proto.writer_counts if writer_counts is None or n in writer_counts)})
+        meter = None
+        if metered:
+            upstream = config.azurite_blob_endpoint().rsplit("/", 1)[0] if proto.backend == "azure" else None
+            meter = RequestMeter(upstream, claim_style=proto.claim_style)
+        try:
+            for n in counts:
+                row, commits = run_once(proto, n, appends, run_id=run_id, meter=meter, max_commit_retries=max_commit_retries)
+                rows.append(row)
+                commit_rows.extend(commits)
+        finally:
+            if meter is not None:
+                meter.close()
+    runs = pd.DataFrame(rows)
+    runs["ratio_to_serial"] = stats.ratios_to_serial(rows)
+    meta = {"run_id": run_id, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+            "versions": versions(chosen), "appends": appends, "protocols": [p.name for p in chosen],
+            "wall_s": time.time() - started, "profile": config.profile(), "metered": metered}
+    results = Results(runs, pd.DataFrame(commit_rows), pd.DataFrame(probe_rows), meta)
+    results.folder = save(results, RESULTS_DIR / run_id)
+    return results
+
+
+def versions(chosen: Sequence[Protocol]) -> dict[str, str]:
+    import deltalake
+    import pyspark
+
+    found = {"deltalake (kernel)": deltalake.__version__, "moto": config.MOTO_VERSION, "azurite": config.AZURITE_VERSION}
+    if any(p.era == eras.DYNAMODB_INTEROP for p in chosen):
+        found[f"deltalake ({eras.DYNAMODB_INTEROP})"] = eras.era(eras.DYNAMODB_INTEROP).deltalake_version
+    if any(p.engine == "spark" for p in chosen):
+        found.update({"pyspark": pyspark.__version__, "delta-spark": config.DELTA_JARS_VERSION})
+    return found
+
+
+def save(results: Results, folder: Path) -> Path:
+    """Write runs.csv, commits.csv, probe.csv and meta.json into ``folder``; return it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results.runs.to_csv(folder / "runs.csv", index=False)
+    results.commits.to_csv(folder / "commits.csv", index=False)
+    results.probe.to_csv(folder / "probe.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps(results.meta, indent=1))
+    return folder
+
+
+def load(folder: str | os.PathLike) -> Results:
+    """Results saved by :func:`benchmark` (raises BenchError naming the folder if it holds none)."""
+    import pandas as pd
+
+    folder = Path(folder)
+    if not (folder / "runs.csv").exists():
+        raise stats.BenchError(f"No benchmark results in {config.shown(folder)}; run `make bench` first.")
+    return Results(pd.read_csv(folder / "runs.csv"), pd.read_csv(folder / "commits.csv"),
+                   pd.read_csv(folder / "probe.csv") if (folder / "probe.csv").stat().st_size > 1 else pd.DataFrame(),
+                   json.loads((folder / "meta.json").read_text()), folder)
+
+
+def failures(commits) -> dict[tuple[str, int], str]:
+    """What the failed commits of each run failed with, from ``commits``: ``{(protocol, writers):
+    "CommitFailedError 40"}`` (runs without failures are left out). A library that gave up after
+    its retries says ``CommitFailedError``; anything else is a writer's own trouble, not the protocol's."""
+    failed = commits[commits["outcome"] != "committed"]
+    counted = failed.groupby(["protocol", "writers", "error_class"]).size()
+    summary: dict[tuple[str, int], str] = {}
+    for (name, writers, error), count in counted.items():
+        key = (name, int(writers))
+        summary[key] = f"{summary[key]}, " if key in summary else ""
+        summary[key] += f"{error} {count}"
+    return summary

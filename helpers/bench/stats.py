@@ -1,0 +1,156 @@
+"""The benchmark's arithmetic: percentiles, a run's figures, ratios to the serial limit, and
+lost commits counted from storage. Plain Python on plain records, so each rule is unit-tested
+on crafted inputs (``tests/test_bench_stats.py``).
+
+A *commit record* is what a writer saw of one append: ``writer``, ``batch``, ``outcome``
+(``committed`` / ``failed``), ``t_first_try``, ``t_done``. The *log* is what storage holds:
+``{(writer, batch): [versions]}`` read from the table's commit files, and the attempts each
+commit took, as the store recorded them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable, Mapping, Sequence
+
+COMMITTED = "committed"
+
+
+class BenchError(RuntimeError):
+    """A benchmark run is unusable or broke a rule (e.g. a safe protocol lost a commit)."""
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation between closest ranks (NumPy's
+    default): p50 of [1, 2, 3, 4] is 2.5. Raises ValueError on no values or q outside 0-100."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be between 0 and 100, not {q!r}")
+    ordered = sorted(float(v) for v in values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class Losses:
+    """Acknowledged commits checked against the log (storage)."""
+
+    acknowledged: int
+    """Commits a writer reported as committed."""
+    found: int
+    """Of those, how many the log holds (once or more)."""
+    lost: int
+    """Acknowledged, yet in no commit file of the table."""
+    duplicated: int
+    """Acknowledged and in more than one commit file (a retry that committed twice)."""
+    unacknowledged_in_log: int
+    """Reported as failed, yet the log holds it (the library gave up after its commit landed)."""
+    lost_keys: tuple = ()
+
+
+def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Sequence[int]]) -> Losses:
+    """Check every commit record against ``log`` ({(writer, batch): [versions holding it]})."""
+    acknowledged = found = duplicated = unacknowledged = 0
+    lost = []
+    for record in commits:
+        key = (str(record["writer"]), int(record["batch"]))
+        versions = log.get(key, ())
+        if record["outcome"] == COMMITTED:
+            acknowledged += 1
+            if versions:
+                found += 1
+                duplicated += len(versions) > 1
+            else:
+                lost.append(key)
+        elif versions:
+            unacknowledged += 1
+    return Losses(acknowledged, found, len(lost), duplicated, unacknowledged, tuple(sorted(lost)))
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One run (a protocol, N writers, M appends each), in the tidy results' columns."""
+
+    commits: int
+    committed: int
+    failed: int
+    lost: int
+    duplicated: int
+    window_s: float
+    commits_per_s: float
+    latency_p50_s: float
+    latency_p95_s: float
+    latency_p99_s: float
+    attempts_mean: float
+    attempts_max: int
+    setup_s_mean: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_figures(commits: Sequence[Mapping], losses: Losses, *, t_go: float, setup_s: Sequence[float]) -> RunFigures:
+    """A run's figures. The window runs from the barrier's opening (``t_go``) to the last commit's
+    end, so setup (process start, imports, data) stays out; throughput counts commits the log
+    holds (acknowledged and found), so a lost commit never counts as work done. Latency is from a
+    commit's first try to its success, over committed records; attempts come from each record's
+    ``attempts`` (what storage recorded), over committed records that have one."""
+    if not commits:
+        raise BenchError("A run without commit records has no figures; did every writer fail before the barrier?")
+    done = [r for r in commits if r["outcome"] == COMMITTED]
+    window = max(r["t_done"] for r in commits) - t_go
+    if window <= 0:
+        raise BenchError(f"The run's window is {window:.3f} s: the records end before the barrier opened.")
+    latencies = [r["t_done"] - r["t_first_try"] for r in done]
+    attempts = [int(r["attempts"]) for r in done if r.get("attempts") is not None]
+
+    def pct(q: float) -> float:
+        return percentile(latencies, q) if latencies else math.nan
+
+    return RunFigures(
+        commits=len(commits), committed=len(done), failed=len(commits) - len(done),
+        lost=losses.lost, duplicated=losses.duplicated,
+        window_s=window, commits_per_s=losses.found / window,
+        latency_p50_s=pct(50), latency_p95_s=pct(95), latency_p99_s=pct(99),
+        attempts_mean=sum(attempts) / len(attempts) if attempts else math.nan,
+        attempts_max=max(attempts) if attempts else 0,
+        setup_s_mean=sum(setup_s) / len(setup_s) if setup_s else math.nan,
+    )
+
+
+def ratios_to_serial(rows: Sequence[Mapping], *, value: str = "commits_per_s", serial_writers: int = 1) -> list[float]:
+    """For each row (a dict with ``protocol``, ``writers`` and ``value``), its value divided by
+    the same protocol's value at ``serial_writers`` (the serial limit measured in the same run).
+    Raises BenchError if a protocol has no serial row or a serial value of 0."""
+    serial = {r["protocol"]: r[value] for r in rows if r["writers"] == serial_writers}
+    out = []
+    for row in rows:
+        base = serial.get(row["protocol"])
+        if base is None:
+            raise BenchError(f"{row['protocol']} has no run with {serial_writers} writer: the serial limit must be measured in the same run.")
+        if not base > 0:
+            raise BenchError(f"{row['protocol']}'s serial limit is {base!r}: nothing to divide by.")
+        out.append(row[value] / base)
+    return out
+
+
+def check_safe(protocol: str, losses: Losses, safe: bool) -> None:
+    """A safe protocol that lost or duplicated an acknowledged commit fails the run (BenchError names them)."""
+    if safe and (losses.lost or losses.duplicated):
+        raise BenchError(
+            f"{protocol} is a safe protocol, yet storage holds {losses.found} of {losses.acknowledged} acknowledged commits "
+            f"({losses.lost} lost: {list(losses.lost_keys)[:5]}; {losses.duplicated} in more than one commit file)."
+        )
+
+
+def outside_requests_per_commit(latencies: Sequence[float], request_seconds: float, committed: int) -> float:
+    """Seconds per committed commit that the writers spent outside requests (their CPU, backoff,
+    waiting for a core): every commit's latency, failed ones included (their requests are in
+    ``request_seconds`` too), minus the requests' seconds, over the commits that landed."""
+    if committed < 1:
+        return math.nan
+    return (sum(latencies) - request_seconds) / committed
