@@ -118,9 +118,14 @@ AZURITE_ACCOUNT_KEY = (
 )
 
 
+def azurite_endpoint() -> str:
+    """The emulator itself: ``http://<host>:<port>``."""
+    return f"http://{azurite_host()}:{azurite_port()}"
+
+
 def azurite_blob_endpoint() -> str:
     """Path-style Blob endpoint of the emulator account, as Azure SDKs expect it."""
-    return f"http://{azurite_host()}:{azurite_port()}/{AZURITE_ACCOUNT_NAME}"
+    return f"{azurite_endpoint()}/{AZURITE_ACCOUNT_NAME}"
 
 
 # --------------------------------------------------------------------------------------------

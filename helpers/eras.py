@@ -30,6 +30,8 @@ class Era:
     deltalake_version: str
     summary: str
     in_kernel: bool = False
+    timeline: bool = True
+    """In :data:`ERAS`, the timeline of S3 behaviours; False: installed for one comparison only."""
 
     @property
     def requirements(self) -> Path:
@@ -43,7 +45,7 @@ class Era:
         return config.ENVS_DIR / self.name / "bin" / "python"
 
 
-ERAS: dict[str, Era] = {
+ALL_ERAS: dict[str, Era] = {
     era.name: era
     for era in (
         Era(
@@ -64,25 +66,23 @@ ERAS: dict[str, Era] = {
             "Today: conditional writes only; the DynamoDB log store is gone and its options are ignored.",
             in_kernel=True,
         ),
-    )
-}
-
-LOCK_SHAPE_ERAS: dict[str, Era] = {
-    era.name: era
-    for era in (
         Era(
             "deltalake-0.14.0",
             "0.14.0",
             "The seeds' lock table shape (last release before 0.15.0 replaced it): S3 commits rename under "
             "the dynamodb_lock crate's lease, one item keyed by `key` (DYNAMO_LOCK_PARTITION_KEY_VALUE) per lock.",
+            timeline=False,
         ),
     )
 }
+"""Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
+
+ERAS: dict[str, Era] = {name: era for name, era in ALL_ERAS.items() if era.timeline}
+"""The timeline of S3 commit behaviours that notebooks iterate (e.g. notebook 08's table of eras)."""
+
+LOCK_SHAPE_ERAS: dict[str, Era] = {name: era for name, era in ALL_ERAS.items() if not era.timeline}
 """Eras installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
 apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
-
-ALL_ERAS: dict[str, Era] = {**ERAS, **LOCK_SHAPE_ERAS}
-"""Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
 
 CURRENT = "deltalake-1.6.6"
 SEEDS = "deltalake-0.22.3"

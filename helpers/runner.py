@@ -40,13 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, eras, landing, tables, writers
+from helpers import config, eras, landing, processes, tables, writers
 from helpers import progress as progress_display
 
 RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
-POLL_S = 0.005
-STDERR_TAIL_CHARS = 1500
 
 RESULT_COLUMNS = [
     "writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class",
@@ -233,20 +231,17 @@ class RunResult:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Writer:
-    writer_id: str
+@dataclass(kw_only=True)
+class _Writer(processes.EraProcess):
+    """A writer process (its barrier name is its writer id)."""
+
     batch: int
     engine: str
-    era: str
-    spec_path: Path
     result_path: Path
-    stdout_path: Path
-    stderr_path: Path
-    process: "object" = None
-    t_launched: float = 0.0
-    t_exited: float | None = None
-    killed: bool = False
+
+    @property
+    def writer_id(self) -> str:
+        return self.name
 
 
 def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
@@ -289,74 +284,10 @@ def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, s
         )
         spec_path = run_dir / "specs" / f"{writer_id}.json"
         spec_path.write_text(spec.to_json())
-        procs.append(_Writer(writer_id, batch, engine, era, spec_path, Path(spec.result_path),
-                             run_dir / "logs" / f"{writer_id}.out", run_dir / "logs" / f"{writer_id}.err"))
+        procs.append(_Writer(name=writer_id, era=era, module=writers.MODULE, spec_path=spec_path, batch=batch, engine=engine,
+                             result_path=Path(spec.result_path), stdout_path=run_dir / "logs" / f"{writer_id}.out",
+                             stderr_path=run_dir / "logs" / f"{writer_id}.err"))
     return procs
-
-
-def _launch(procs: list[_Writer]) -> None:
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
-    for w in procs:
-        with open(w.stdout_path, "wb") as out, open(w.stderr_path, "wb") as err:
-            w.t_launched = time.time()
-            w.process = eras.start_in_era(w.era, ["-m", writers.MODULE, str(w.spec_path)], stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=err, env=env)
-
-
-def _poll_exits(procs: list[_Writer]) -> int:
-    """Note exit times; return how many writers have exited."""
-    for w in procs:
-        if w.t_exited is None and w.process.poll() is not None:
-            w.t_exited = time.time()
-    return sum(w.t_exited is not None for w in procs)
-
-
-def _wait_for_barrier(procs: list[_Writer], barrier: Path, deadline: float, shown: progress_display.RunProgress) -> bool:
-    """Wait until every writer is ready, gone (failed before the barrier) or exited; return True
-    then, or False if the deadline came first."""
-    while time.monotonic() < deadline:
-        _poll_exits(procs)
-        arrived = [w for w in procs if writers.ready_file(barrier, w.writer_id).exists()]
-        absent = [w for w in procs if w not in arrived and (writers.gone_file(barrier, w.writer_id).exists() or w.t_exited is not None)]
-        shown.status(f"{len(arrived)} at the barrier, {len(absent)} gone")
-        if len(arrived) + len(absent) == len(procs):
-            return True
-        time.sleep(POLL_S)
-    return False
-
-
-def _wait_for_exits(procs: list[_Writer], deadline: float, shown: progress_display.RunProgress) -> None:
-    done = 0
-    while time.monotonic() < deadline:
-        exited = _poll_exits(procs)
-        if exited > done:
-            done = exited
-            shown.done(done)
-            shown.status(f"released; {done} of {len(procs)} done")
-        if done == len(procs):
-            return
-        time.sleep(POLL_S)
-
-
-def _kill_stragglers(procs: list[_Writer]) -> list[str]:
-    killed = []
-    for w in procs:
-        if w.process is not None and w.process.poll() is None:
-            w.process.kill()
-            w.process.wait(timeout=10)
-            w.t_exited = time.time()
-            w.killed = True
-            killed.append(w.writer_id)
-    return killed
-
-
-def _stderr_tail(path: Path) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return writers.one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
 
 
 def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
@@ -371,7 +302,7 @@ def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
             error_class, message = "NoResult", f"exited with code {code} without writing a result (crashed?)"
         row = {"writer_id": w.writer_id, "era": w.era, "engine": w.engine, "table_uri": table_uri, "batch": w.batch, "outcome": writers.FAILED,
                "stage": "unknown", "error_class": error_class, "error_message": message}
-    row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=_stderr_tail(w.stderr_path))
+    row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=processes.stderr_tail(w.stderr_path))
     return row
 
 
@@ -451,16 +382,16 @@ def run_writers(
     released = None
     shown = progress_display.RunProgress(describe_writers(kinds), n, enabled=progress)
     try:
-        _launch(procs)
+        processes.launch(procs)
         t_launched = min(w.t_launched for w in procs)
-        if _wait_for_barrier(procs, run_dir / "barrier", deadline, shown):
+        if processes.wait_for_barrier(procs, run_dir / "barrier", deadline, shown):
             released = writers.open_barrier(run_dir / "barrier")
             shown.status("released")
-            _wait_for_exits(procs, deadline, shown)
+            processes.wait_for_exits(procs, deadline, shown)
         else:
             shown.status(f"not all ready within {timeout_s:g} s: barrier kept shut")
     finally:
-        timed_out = _kill_stragglers(procs)
+        timed_out = processes.kill_stragglers(procs)
     frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in procs])
     result = RunResult(
         table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,

@@ -199,15 +199,17 @@ def delete_lock_entries(table_uri: str, lock_table: str | None = None, *, under:
 # ---------------------------------------------------------------------------------------------
 
 
-def blob_service():
-    """An azure-storage-blob BlobServiceClient for Azurite (or a real account in the cloud profile)."""
+def blob_service(endpoint_url: str | None = None):
+    """An azure-storage-blob BlobServiceClient for Azurite (or a real account in the cloud profile).
+    ``endpoint_url``: another door to Azurite (e.g. the benchmark's request meter), as ``http://host:port``."""
     from azure.storage.blob import BlobServiceClient
 
     if config.profile() == "local":
+        blob_endpoint = f"{endpoint_url}/{config.AZURITE_ACCOUNT_NAME}" if endpoint_url else config.azurite_blob_endpoint()
         connection = (
             "DefaultEndpointsProtocol=http;"
             f"AccountName={config.AZURITE_ACCOUNT_NAME};AccountKey={config.AZURITE_ACCOUNT_KEY};"
-            f"BlobEndpoint={config.azurite_blob_endpoint()};"
+            f"BlobEndpoint={blob_endpoint};"
         )
         return BlobServiceClient.from_connection_string(connection)
     account = config.azure_account_name()

@@ -33,7 +33,7 @@ RUN_FIRST = (
     "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~200 s: 13 Spark drivers
     "tests/test_preflight.py",  # < 1 s: queued behind 09 by xdist, so keep it trivial
     "notebooks/10_small_files.ipynb",  # ~90 s: Spark maintenance on a twin table
-    "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes, two Spark drivers
+    "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
     "tests/test_driver_jobs.py",  # a Spark driver with two jobs through the gate
     "notebooks/00_environment_check.ipynb",

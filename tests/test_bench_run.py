@@ -1,11 +1,15 @@
-"""The benchmark's set-up and its answers to bad input (no emulator needed: each is refused first)."""
+"""The benchmark's set-up, its answers to bad input (refused before any emulator is asked), its
+verdicts on crafted rows, and one real run of Spark's writer threads."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from helpers.bench import __main__ as cli
 from helpers.bench import run, stats
+from helpers.bench.meter import RequestMeter, upstream
 
 
 def test_each_writer_appends_batches_of_its_own():
@@ -47,3 +51,31 @@ def test_the_command_line_says_what_is_wrong(argv, message, capsys):
 def test_loading_results_that_are_not_there_says_how_to_make_them(tmp_path):
     with pytest.raises(stats.BenchError, match="run `make bench` first"):
         run.load(tmp_path / "nothing")
+
+
+def test_one_spark_driver_with_writer_threads_commits_everything_once_and_its_claims_are_counted(stores):
+    """The Spark path end to end (notebook 11's small run leaves Spark out to spare a JVM per run):
+    two writer threads of one driver, two appends each, through the meter in front of moto."""
+    proto = run.PROTOCOLS["spark-threads"]
+    with RequestMeter(upstream(proto.backend), claim_style=proto.claim_style) as meter:
+        row, commits = run.run_once(proto, 2, 2, run_id=f"test-{uuid.uuid4().hex[:8]}", meter=meter)
+    assert (row["commits"], row["committed"], row["lost"], row["duplicated"], row["versions"]) == (4, 4, 0, 0, 4)
+    assert row["unattributed_claims"] == 0 and row["n_claim_accepted"] == 1.0
+    assert [c["attempts"] for c in commits] == [1, 1, 1, 1]  # threads of one driver queue, they never race
+    assert sorted((c["writer"], c["batch"]) for c in commits) == [("w1", 1), ("w1", 2), ("w2", 3), ("w2", 4)]
+
+
+def test_contended_verdicts_compare_each_protocol_with_its_own_serial_limit():
+    parts = {"log read": "s_log_read", "claim refused": "s_claim_refused"}
+
+    def row(protocol, writers, rate, log, refused):
+        return {"protocol": protocol, "writers": writers, "commits_per_s": rate, "attempts_mean": 1.0, "attempts_max": 1,
+                "latency_p95_s": 0.1, "s_log_read": log, "s_claim_refused": refused}
+
+    runs = [row("a", 1, 10.0, 0.05, 0.0), row("a", 8, 4.0, 0.9, 0.2), row("b", 1, 2.0, 0.1, 0.0), row("b", 4, 1.5, 0.1, 0.3)]
+    a, b = stats.contended_verdicts(runs, parts, writers=8, target=0.5)
+    assert (a["writers"], a["ratio"], a["meets"], a["grew_most"]) == (8, 0.4, False, "log read")
+    assert a["grew_by_s"] == pytest.approx(0.85) and a["alone_s"] == pytest.approx(0.05)
+    assert (b["writers"], b["ratio"], b["meets"], b["grew_most"]) == (4, 0.75, True, "claim refused")  # its largest count below 8
+    with pytest.raises(stats.BenchError, match="c has no run with 1 writer"):
+        stats.contended_verdicts([row("c", 4, 1.0, 0.1, 0.1)], parts)

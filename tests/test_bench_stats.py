@@ -194,7 +194,7 @@ def test_dynamodb_claims_are_attributed_through_their_temp_path_and_spark_tags(c
     ("GET", "/bucket?location", [], "other"),
 ])
 def test_requests_are_classified_by_what_they_touch(method, target, headers, expected):
-    assert meter.classify(method, target, headers, 200, "object", is_claim=False) == expected
+    assert meter.classify(method, target, headers, 200, is_claim=False) == expected
 
 
 # -- the cloud model ---------------------------------------------------------------------------------

@@ -61,8 +61,9 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
     crash = subprocess.Popen([sys.executable, "-c", "import sys; sys.stderr.write('terminate called'); sys.exit(134)"],
                              stderr=open(tmp_path / "w1.err", "wb"))
     crash.wait()
-    record = runner._Writer("w1", 1, "deltalake", eras.CURRENT, tmp_path / "s.json", tmp_path / "none.json",
-                            tmp_path / "w1.out", tmp_path / "w1.err", process=crash)
+    record = runner._Writer(name="w1", era=eras.CURRENT, module="helpers.writers", spec_path=tmp_path / "s.json", batch=1,
+                            engine="deltalake", result_path=tmp_path / "none.json", stdout_path=tmp_path / "w1.out",
+                            stderr_path=tmp_path / "w1.err", process=crash)
     row = runner._result_row(record, "t", 10)
     assert row["outcome"] == w.FAILED and row["error_class"] == "NoResult"
     assert row["exit_code"] == 134 and "terminate called" in row["stderr_tail"]

@@ -41,23 +41,11 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def projection(results: run.Results):
-    """The cloud model's row for each metered run (empty if the runs were not metered)."""
-    import pandas as pd
-
-    rows = []
-    for row in results.runs.to_dict("records"):
-        if row.get("metered"):
-            proto = run.PROTOCOLS[row["protocol"]]
-            rows.append({"protocol": row["protocol"], "writers": row["writers"], **model.project(row, claim_style=proto.claim_style)})
-    return pd.DataFrame(rows)
-
-
 def save_plots(results: run.Results) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    projected = projection(results)
+    projected = model.project_runs(results)
     plots.curves(results.runs, meta=results.meta, projected=projected if len(projected) else None).savefig(results.folder / "curves.png", dpi=110)
     if "s_outside_requests" in results.runs:
         plots.breakdown(results.runs).savefig(results.folder / "breakdown.png", dpi=110)

@@ -28,13 +28,29 @@ import time
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlparse
 
-from helpers import delta_log
+from helpers import audit, config, delta_log
 from helpers.commitgate import CommitGate, GateError, parse_lock_request
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, commit_tags
 
 CLAIM_STYLES = ("object", "dynamodb")
 KINDS = ("data write", "log read", "claim accepted", "claim refused", "commit finish", "other")
 COPY_SOURCE_HEADERS = ("x-amz-copy-source", "x-ms-copy-source")
+
+
+def upstream(backend: str) -> str:
+    """The emulator a meter for ``backend`` (``s3`` or ``azure``) stands in front of."""
+    return config.azurite_endpoint() if backend == "azure" else config.moto_endpoint()
+
+
+def column(prefix: str, kind: str) -> str:
+    """The results column of a request kind: ``column("s", "log read")`` is ``s_log_read`` (seconds
+    per commit), ``column("n", "log read")`` is ``n_log_read`` (requests per commit)."""
+    return f"{prefix}_{kind.replace(' ', '_')}"
+
+
+OUTSIDE_REQUESTS = "s_outside_requests"
+"""Seconds per commit a writer spent outside requests (:func:`helpers.bench.stats.outside_requests_per_commit`)."""
+BREAKDOWN_COLUMNS = {**{kind: column("s", kind) for kind in KINDS}, "outside requests": OUTSIDE_REQUESTS}
+"""Where a commit's time goes: part -> the results column holding its seconds per commit."""
 
 
 @dataclass(frozen=True)
@@ -92,16 +108,14 @@ def decoded(headers, body: bytes | None) -> bytes | None:
 
 
 def tags_of(body: bytes | None) -> tuple[str | None, int | None]:
-    """(writer, batch) from a commit's content (its commitInfo tags); (None, None) if it has none."""
+    """(writer, batch) from a commit's content (its commitInfo tags, read by the auditor); (None, None) if it has none."""
     if not body:
         return None, None
     try:
-        info, _, _ = delta_log.read_commit(body)
+        commit = audit.parse_commit(-1, body)
     except (ValueError, UnicodeDecodeError):
         return None, None
-    tags = commit_tags(info)
-    batch = tags.get(BATCH_TAG)
-    return tags.get(WRITER_TAG), int(batch) if batch and batch.isdigit() else None
+    return commit.writer_id, commit.batch
 
 
 def is_log_path(path: str, query: dict) -> bool:
@@ -110,7 +124,7 @@ def is_log_path(path: str, query: dict) -> bool:
     return delta_log.LOG_DIR in path or delta_log.LOG_DIR.rstrip("/") in prefix
 
 
-def classify(method: str, target: str, headers, status: int, claim_style: str, *, is_claim: bool) -> str:
+def classify(method: str, target: str, headers, status: int, *, is_claim: bool) -> str:
     """The kind (:data:`KINDS`) of one request; ``is_claim`` says whether the meter counted it as a claim."""
     if is_claim:
         return "claim accepted" if status < 300 else "claim refused"
@@ -168,7 +182,7 @@ class RequestMeter(CommitGate):
         answer = super().forward(method, path, headers, body)
         seconds = time.time() - started
         status = answer[0]
-        kind = classify(method, path, headers, status, self.claim_style, is_claim=claim is not None)
+        kind = classify(method, path, headers, status, is_claim=claim is not None)
         key = unquote(urlparse(path).path)
         with self._meter_lock:
             self.requests.append(Request(started, seconds, method, key, kind, status))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from helpers.bench.meter import KINDS
+from helpers.bench.meter import KINDS, OUTSIDE_REQUESTS, column
 
 CLOUD_REQUEST_S = {"s3": 0.063, "azure": 1 / 12.5, "dynamodb": 0.005}
 """Seconds per request: S3, the middle of 58-68 ms; Azure, one over the middle of 9-16 per second; DynamoDB, 'a few ms'."""
@@ -49,12 +49,25 @@ def project(run: Mapping, *, claim_style: str, cloud: Mapping[str, float] = CLOU
     the staged file's PUT, its copy and the item's update) is counted as S3 requests, the
     dearer service, which overstates the update's cost by a few milliseconds."""
     backend = run["backend"]
-    latency = max(float(run["s_outside_requests"]), 0.0)  # below 0 when a writer's requests overlapped (see assumption 3)
+    latency = max(float(run[OUTSIDE_REQUESTS]), 0.0)  # below 0 when a writer's requests overlapped (see assumption 3)
     for kind in KINDS:
-        latency += float(run[f"n_{kind.replace(' ', '_')}"]) * cloud[request_service(kind, backend, claim_style)]
+        latency += float(run[column("n", kind)]) * cloud[request_service(kind, backend, claim_style)]
     if not latency > 0:
         return {"projected_latency_s": math.nan, "projected_commits_per_s": math.nan}
     rate = int(run["writers"]) / latency
     if claim_style == "object":
         rate = min(rate, caps[backend])
     return {"projected_latency_s": latency, "projected_commits_per_s": rate}
+
+
+def project_runs(results):
+    """The projection of every metered run of a benchmark's results (:class:`helpers.bench.run.Results`):
+    a frame of ``protocol``, ``writers``, ``projected_latency_s``, ``projected_commits_per_s``."""
+    import pandas as pd
+
+    from helpers.bench.run import PROTOCOLS
+
+    rows = [{"protocol": row["protocol"], "writers": row["writers"],
+             **project(row, claim_style=PROTOCOLS[row["protocol"]].claim_style)}
+            for row in results.runs.to_dict("records") if row.get("metered")]
+    return pd.DataFrame(rows, columns=["protocol", "writers", "projected_latency_s", "projected_commits_per_s"])

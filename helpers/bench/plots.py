@@ -9,9 +9,7 @@ Each returns the matplotlib Figure; nothing is shown or saved here.
 
 from __future__ import annotations
 
-from helpers.bench.meter import KINDS
-
-BREAKDOWN_PARTS = (*[f"s_{k.replace(' ', '_')}" for k in KINDS], "s_outside_requests")
+from helpers.bench.meter import BREAKDOWN_COLUMNS
 
 
 def _label(meta: dict | None) -> str:
@@ -66,9 +64,9 @@ def breakdown(runs, *, writers=(1, 8), title: str = "Where a commit's time goes 
     labels = [f"{p}\nN={n}" for p, n in zip(chosen["protocol"], chosen["writers"])]
     fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(labels)), 4.5))
     bottom = [0.0] * len(chosen)
-    for part in BREAKDOWN_PARTS:
-        values = [max(v, 0.0) for v in chosen[part].fillna(0.0)]
-        ax.bar(labels, values, bottom=bottom, label=part[2:].replace("_", " "))
+    for part, column in BREAKDOWN_COLUMNS.items():
+        values = [max(v, 0.0) for v in chosen[column].fillna(0.0)]
+        ax.bar(labels, values, bottom=bottom, label=part)
         bottom = [b + v for b, v in zip(bottom, values)]
     ax.set_ylabel("seconds per commit")
     ax.set_title(title, fontsize=10)

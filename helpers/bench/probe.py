@@ -13,7 +13,7 @@ import uuid
 
 from helpers import config, storage
 from helpers.bench import stats
-from helpers.bench.meter import RequestMeter
+from helpers.bench.meter import RequestMeter, upstream
 
 WARM_UP = 3
 
@@ -53,12 +53,7 @@ def _s3_calls(endpoint: str | None) -> dict:
 
 
 def _azure_calls(endpoint: str | None) -> dict:
-    from azure.storage.blob import BlobServiceClient
-
-    service = storage.blob_service()
-    if endpoint is not None:
-        service = BlobServiceClient(f"{endpoint}/{config.AZURITE_ACCOUNT_NAME}", credential={
-            "account_name": config.AZURITE_ACCOUNT_NAME, "account_key": config.AZURITE_ACCOUNT_KEY})
+    service = storage.blob_service(endpoint)
     container = service.get_container_client(storage.ensure_container())
     prefix = f"bench-probe/{uuid.uuid4().hex}"
     source = container.get_blob_client(f"{prefix}/read.json")
@@ -83,8 +78,7 @@ def measure(backends, *, requests: int = 40) -> list[dict]:
         raise stats.BenchError(f"probe requests must be a whole number >= 1, not {requests!r}.")
     rows = []
     for backend in backends:
-        upstream = config.azurite_blob_endpoint().rsplit("/", 1)[0] if backend == "azure" else None
-        with RequestMeter(upstream) as meter:
+        with RequestMeter(upstream(backend)) as meter:
             for path, endpoint in (("direct", None), ("metered", meter.endpoint)):
                 calls, cleanup = (_azure_calls if backend == "azure" else _s3_calls)(endpoint)
                 try:

@@ -21,20 +21,21 @@ import json
 import math
 import os
 import platform
-import subprocess
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, delta_log, eras, runner, storage, tables
+from helpers import audit, config, delta_log, eras, processes, runner, storage, tables
+from helpers.bench import meter as meter_module
 from helpers.bench import stats
 from helpers.bench.meter import KINDS, RequestMeter
 from helpers.progress import RunProgress
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, commit_tags, gone_file, open_barrier, ready_file
+from helpers.writers.protocol import open_barrier
 
 RESULTS_DIR = config.BUILD_DIR / "bench"
+WORKER_MODULE = "helpers.bench.worker"
 RUN_TIMEOUT_S = 3600.0
 """A run that has not ended after an hour is hung (a writer stuck on a dead service): it is
 stopped and reported. Not a speed limit: the longest full run here takes minutes."""
@@ -100,14 +101,12 @@ def batches_of(writers: int, appends: int) -> dict[str, list[int]]:
     return {f"w{i}": list(range((i - 1) * appends + 1, i * appends + 1)) for i in range(1, writers + 1)}
 
 
-@dataclass
-class _Process:
-    name: str
+@dataclass(kw_only=True)
+class _Process(processes.EraProcess):
+    """A benchmark process: one writer, or a pool of writer threads."""
+
     writers: list[str]
-    spec_path: Path
     result_path: Path
-    log_path: Path
-    popen: subprocess.Popen | None = None
 
 
 def warm_up_uri(uri: str, process: str) -> str:
@@ -115,70 +114,40 @@ def warm_up_uri(uri: str, process: str) -> str:
     return f"{uri}-warm-up-{process}"
 
 
-def _start(proto: Protocol, uri: str, options: dict[str, str], writers: int, appends: int, run_dir: Path,
-           max_commit_retries: int | None) -> list[_Process]:
+def _prepare(proto: Protocol, uri: str, options: dict[str, str], writers: int, appends: int, run_dir: Path,
+             max_commit_retries: int | None) -> list[_Process]:
     batches = batches_of(writers, appends)
     groups = [list(batches)] if proto.threads else [[w] for w in batches]
-    processes = []
+    procs = []
     for i, group in enumerate(groups, 1):
         name = f"p{i}"
-        proc = _Process(name, group, run_dir / f"{name}.json", run_dir / f"{name}.result.json", run_dir / f"{name}.log")
+        proc = _Process(name=name, era=proto.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json", writers=group,
+                        result_path=run_dir / f"{name}.result.json", stdout_path=run_dir / f"{name}.out",
+                        stderr_path=run_dir / f"{name}.err")
         spec = {"process": name, "writers": group, "batches": {w: batches[w] for w in group}, "engine": proto.engine,
                 "era": proto.era, "table_uri": uri, "storage_options": options, "barrier_dir": str(run_dir),
                 "runner_pid": os.getpid(), "result_path": str(proc.result_path), "max_commit_retries": max_commit_retries,
                 "warm_up_uri": warm_up_uri(uri, name)}
         proc.spec_path.write_text(json.dumps(spec, indent=1))
-        with open(proc.log_path, "wb") as log:
-            proc.popen = eras.start_in_era(proto.era, ["-m", "helpers.bench.worker", str(proc.spec_path)],
-                                           stdout=log, stderr=subprocess.STDOUT)
-        processes.append(proc)
-    return processes
+        procs.append(proc)
+    return procs
 
 
-def _tail(path: Path, chars: int = 800) -> str:
+def _failure(proc: _Process, when: str) -> stats.BenchError:
+    """The error of a process that failed: its own report if it left one, else its stderr's tail."""
     try:
-        return path.read_text(errors="replace")[-chars:].strip()
-    except OSError:
-        return ""
+        detail = json.loads(proc.result_path.read_text()).get("error")
+    except (OSError, ValueError):
+        detail = f"no result (exit {proc.process.poll()}): {processes.stderr_tail(proc.stderr_path)}"
+    return stats.BenchError(f"Writer process {proc.name} failed {when}: {detail}")
 
 
-def _stop_all(processes: list[_Process]) -> None:
-    for proc in processes:
-        if proc.popen and proc.popen.poll() is None:
-            proc.popen.kill()
-            proc.popen.wait()
-
-
-def _wait_ready(processes: list[_Process], run_dir: Path, deadline: float, shown: RunProgress) -> None:
-    """Until every process is at the barrier; a process that failed or exited first ends the run (BenchError)."""
-    while True:
-        ready = sum(ready_file(run_dir, p.name).exists() for p in processes)
-        shown.status(f"setting up: {ready}/{len(processes)} processes at the barrier")
-        gone = [p for p in processes if gone_file(run_dir, p.name).exists() or p.popen.poll() is not None]
-        if gone:
-            _stop_all(processes)
-            p = gone[0]
-            detail = json.loads(p.result_path.read_text()).get("error") if p.result_path.exists() else _tail(p.log_path)
-            raise stats.BenchError(f"Writer process {p.name} failed before the barrier: {detail}")
-        if ready == len(processes):
-            return
-        if time.monotonic() > deadline:
-            _stop_all(processes)
-            raise stats.BenchError(f"The writers were not set up within {RUN_TIMEOUT_S:.0f} s; see the logs in {config.shown(run_dir)}.")
-        time.sleep(0.05)
-
-
-def _wait_done(processes: list[_Process], deadline: float, shown: RunProgress, meter: RequestMeter | None, total: int) -> None:
-    while any(p.popen.poll() is None for p in processes):
-        if meter is not None:
-            accepted = sum(c.accepted for c in meter.claims)
-            step = max(1, total // 10)
-            shown.done(accepted)
-            shown.status(f"{accepted // step * step}/{total} commits claimed")
-        if time.monotonic() > deadline:
-            _stop_all(processes)
-            raise stats.BenchError(f"The run did not end within {RUN_TIMEOUT_S:.0f} s; the writers were stopped.")
-        time.sleep(0.2)
+def _claimed(meter: RequestMeter | None, total: int):
+    """The progress line while a run writes: accepted claims, in steps of a tenth (or nothing to count)."""
+    if meter is None:
+        return None
+    step = max(1, total // 10)
+    return lambda: f"{sum(c.accepted for c in meter.claims) // step * step}/{total} commits claimed"
 
 
 def log_of(uri: str) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
@@ -187,9 +156,9 @@ def log_of(uri: str) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
     versions = []
     for version, body in delta_log.commit_files(storage.table_store(uri)):
         versions.append(version)
-        tags = commit_tags(delta_log.read_commit(body)[0])
-        if WRITER_TAG in tags and tags.get(BATCH_TAG, "").isdigit():
-            found.setdefault((tags[WRITER_TAG], int(tags[BATCH_TAG])), []).append(version)
+        commit = audit.parse_commit(version, body)
+        if commit.writer_id is not None and commit.batch is not None:
+            found.setdefault((commit.writer_id, commit.batch), []).append(version)
     return found, versions
 
 
@@ -213,24 +182,31 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     total = writers * appends
     shown = RunProgress(f"{proto.name} N={writers}", total)
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    processes = _start(proto, uri, options, writers, appends, run_dir, max_commit_retries)
+    procs = _prepare(proto, uri, options, writers, appends, run_dir, max_commit_retries)
     try:
-        _wait_ready(processes, run_dir, deadline, shown)
+        processes.launch(procs)
+        if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
+            raise stats.BenchError(f"The writers were not set up within {RUN_TIMEOUT_S:.0f} s; see the logs in {config.shown(run_dir)}.")
+        missing = processes.absent(procs, run_dir)
+        if missing:
+            raise _failure(missing[0], "before the barrier")
         if meter is not None:
             meter.reset()  # forget the set-up's requests (the warm-up appends): only the measured window counts
         t_go = open_barrier(run_dir)
-        _wait_done(processes, deadline, shown, meter, total)
+        processes.wait_for_exits(procs, deadline, shown, status=_claimed(meter, total))
+        if processes.kill_stragglers(procs):
+            raise stats.BenchError(f"The run did not end within {RUN_TIMEOUT_S:.0f} s; the writers were stopped.")
     finally:
-        _stop_all(processes)
-        for p in processes:
+        processes.kill_stragglers(procs)
+        for p in procs:
             storage.remove_table(warm_up_uri(uri, p.name))
     results = []
-    for p in processes:
+    for p in procs:
         if not p.result_path.exists():
-            raise stats.BenchError(f"Writer process {p.name} left no result (it crashed): {_tail(p.log_path)}")
+            raise _failure(p, "(it crashed)")
         result = json.loads(p.result_path.read_text())
         if result["error"]:
-            raise stats.BenchError(f"Writer process {p.name} failed: {result['error']}")
+            raise _failure(p, "while writing")
         results.append(result)
     commits = [c for r in results for c in r["commits"]]
     found, versions = log_of(uri)
@@ -244,7 +220,7 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     stats.check_safe(proto.name, losses, proto.safe)
     figures = stats.run_figures(commits, losses, t_go=t_go, setup_s=[r["setup_s"] for r in results])
     row = {"run_id": run_id, "protocol": proto.name, "label": proto.label, "backend": proto.backend,
-           "writers": writers, "appends": appends, "processes": len(processes), "library": results[0]["library"],
+           "writers": writers, "appends": appends, "processes": len(procs), "library": results[0]["library"],
            **figures.as_dict(), "latency_mean_s": _mean([c["t_done"] - c["t_first_try"] for c in commits if c["outcome"] == "committed"]),
            "versions": len(versions) - 1, "unacknowledged_in_log": losses.unacknowledged_in_log,
            "metered": meter is not None}
@@ -252,9 +228,9 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
         seconds, counts = meter.seconds_by_kind(since=t_go), meter.count_by_kind(since=t_go)
         per = max(figures.committed, 1)
         for kind in KINDS:
-            row[f"s_{_slug(kind)}"] = seconds[kind] / per
-            row[f"n_{_slug(kind)}"] = counts[kind] / per
-        row["s_outside_requests"] = stats.outside_requests_per_commit(
+            row[meter_module.column("s", kind)] = seconds[kind] / per
+            row[meter_module.column("n", kind)] = counts[kind] / per
+        row[meter_module.OUTSIDE_REQUESTS] = stats.outside_requests_per_commit(
             [c["t_done"] - c["t_first_try"] for c in commits], sum(seconds.values()), figures.committed)
         row["unattributed_claims"] = meter.unattributed_claims()
     shown.finish(f"{figures.committed}/{figures.commits} committed, {losses.lost} lost, "
@@ -270,10 +246,6 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else math.nan
-
-
-def _slug(kind: str) -> str:
-    return kind.replace(" ", "_")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,8 +297,7 @@ def benchmark(protocols: Sequence[str] | None = None, *, writer_counts: Sequence
         counts = sorted({1, *(n for n in proto.writer_counts if writer_counts is None or n in writer_counts)})
         meter = None
         if metered:
-            upstream = config.azurite_blob_endpoint().rsplit("/", 1)[0] if proto.backend == "azure" else None
-            meter = RequestMeter(upstream, claim_style=proto.claim_style)
+            meter = RequestMeter(meter_module.upstream(proto.backend), claim_style=proto.claim_style)
         try:
             for n in counts:
                 row, commits = run_once(proto, n, appends, run_id=run_id, meter=meter, max_commit_retries=max_commit_retries)

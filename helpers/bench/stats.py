@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping, Sequence
 
-COMMITTED = "committed"
+from helpers.writers.protocol import COMMITTED
 
 
 class BenchError(RuntimeError):
@@ -154,3 +154,25 @@ def outside_requests_per_commit(latencies: Sequence[float], request_seconds: flo
     if committed < 1:
         return math.nan
     return (sum(latencies) - request_seconds) / committed
+
+
+def contended_verdicts(runs: Sequence[Mapping], parts: Mapping[str, str], *, writers: int = 8, target: float = 0.5) -> list[dict]:
+    """For each protocol (rows of ``runs.csv`` as dicts): its run at ``writers`` (or its largest
+    count below that) against its serial limit: the ratio, whether it reaches ``target``, and
+    which part of a commit's time (``parts``: name -> column of seconds per commit) grew most."""
+    by_protocol: dict[str, dict[int, Mapping]] = {}
+    for row in runs:
+        by_protocol.setdefault(row["protocol"], {})[int(row["writers"])] = row
+    verdicts = []
+    for name, at in by_protocol.items():
+        if 1 not in at:
+            raise BenchError(f"{name} has no run with 1 writer: the serial limit must be measured in the same run.")
+        n = writers if writers in at else max(k for k in at if k <= writers)
+        row, serial = at[n], at[1]
+        growth = {part: row[col] - serial[col] for part, col in parts.items()}
+        grew = max(growth, key=growth.get)
+        verdicts.append({"protocol": name, "writers": n, "commits_per_s": row["commits_per_s"], "serial_commits_per_s": serial["commits_per_s"],
+                         "ratio": row["commits_per_s"] / serial["commits_per_s"], "meets": row["commits_per_s"] >= target * serial["commits_per_s"],
+                         "attempts_mean": row["attempts_mean"], "attempts_max": row["attempts_max"], "latency_p95_s": row["latency_p95_s"],
+                         "grew_most": grew, "grew_by_s": growth[grew], "alone_s": serial[parts[grew]]})
+    return verdicts

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from helpers import landing
 from helpers.writers.protocol import (BATCH_TAG, COMMITTED, FAILED, T_PROCESS_START, WRITER_TAG, WriterSpec, engine_class,
-                                      gone_file, one_line, wait_at_barrier)
+                                      gone_file, one_line, wait_at_barrier, write_json_atomically)
 
 
 def batch_table(batch: int):
@@ -50,13 +50,13 @@ class DeltalakeAppender:
     """delta-rs: refresh the writer's ``DeltaTable`` (incrementally), then ``write_deltalake``."""
 
     def __init__(self, spec: dict) -> None:
-        from deltalake import DeltaTable
-
         import deltalake
+
+        from helpers.writers.deltalake_engine import open_delta_table
 
         self.version = f"deltalake {deltalake.__version__}"
         self.spec = spec
-        self.tables = {w: DeltaTable(spec["table_uri"], storage_options=dict(spec["storage_options"])) for w in spec["writers"]}
+        self.tables = {w: open_delta_table(spec["table_uri"], spec["storage_options"]) for w in spec["writers"]}
 
     def warm_up(self, uri: str, data) -> None:
         from deltalake import write_deltalake
@@ -148,10 +148,7 @@ def main(argv: list[str]) -> int:
         return 2
     spec = json.loads(Path(argv[0]).read_text())
     result = run(spec)
-    path = Path(spec["result_path"])
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, path)
+    write_json_atomically(result, spec["result_path"])
     return 0 if result["error"] is None else 1
 
 

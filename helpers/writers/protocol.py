@@ -258,10 +258,15 @@ class WriterResult:
 
 def write_result(result: WriterResult, path: str | os.PathLike) -> None:
     """Write the result JSON atomically: readers see the whole file or none."""
+    write_json_atomically(asdict(result), path)
+
+
+def write_json_atomically(data: Any, path: str | os.PathLike) -> None:
+    """Write ``data`` as JSON through a temporary file and a rename: readers see the whole file or none."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(asdict(result), indent=1))
+    tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, path)
 
 

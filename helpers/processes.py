@@ -1,0 +1,117 @@
+"""The processes of a run: started in an era's Python, met at a barrier, waited for, and killed if
+they outstay the run. Shared by the writer runner (:mod:`helpers.runner`, one append per process)
+and the benchmark (:mod:`helpers.bench.run`, many appends per process).
+
+Each process is started as ``<era python> -m <module> <spec file>`` from the workbook's folder,
+with the era's environment alone on its path, and announces itself in the barrier folder under
+its ``name``: ``ready-<name>`` once it waits for ``go``, ``gone-<name>`` if it failed before
+(:mod:`helpers.writers.protocol`). Whoever runs them decides when to open the barrier and how
+long a run may last; nothing here keeps a clock of its own beyond the deadline it is given.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import eras
+from helpers import progress as progress_display
+from helpers.writers.protocol import gone_file, one_line, ready_file
+
+POLL_S = 0.005
+STDERR_TAIL_CHARS = 1500
+
+
+@dataclass
+class EraProcess:
+    """One process of a run, and what became of it."""
+
+    name: str
+    """Its name at the barrier (``ready-<name>``)."""
+    era: str
+    module: str
+    spec_path: Path
+    stdout_path: Path
+    stderr_path: Path
+    process: subprocess.Popen | None = None
+    t_launched: float = 0.0
+    t_exited: float | None = None
+    killed: bool = False
+
+
+def launch(procs: list[EraProcess]) -> None:
+    """Start every process, each with its stdout and stderr in its own files."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
+    for p in procs:
+        with open(p.stdout_path, "wb") as out, open(p.stderr_path, "wb") as err:
+            p.t_launched = time.time()
+            p.process = eras.start_in_era(p.era, ["-m", p.module, str(p.spec_path)], stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=err, env=env)
+
+
+def poll_exits(procs: list[EraProcess]) -> int:
+    """Note exit times; return how many processes have exited."""
+    for p in procs:
+        if p.t_exited is None and p.process.poll() is not None:
+            p.t_exited = time.time()
+    return sum(p.t_exited is not None for p in procs)
+
+
+def absent(procs: list[EraProcess], barrier: Path) -> list[EraProcess]:
+    """Processes that will never come to the barrier: gone (failed before it) or exited without arriving."""
+    poll_exits(procs)
+    return [p for p in procs if not ready_file(barrier, p.name).exists()
+            and (gone_file(barrier, p.name).exists() or p.t_exited is not None)]
+
+
+def wait_for_barrier(procs: list[EraProcess], barrier: Path, deadline: float, shown: progress_display.RunProgress) -> bool:
+    """Wait until every process is ready, gone or exited; return True then, or False if the deadline came first."""
+    while time.monotonic() < deadline:
+        missing = absent(procs, barrier)
+        arrived = sum(ready_file(barrier, p.name).exists() for p in procs)
+        shown.status(f"{arrived} at the barrier, {len(missing)} gone")
+        if arrived + len(missing) == len(procs):
+            return True
+        time.sleep(POLL_S)
+    return False
+
+
+def wait_for_exits(procs: list[EraProcess], deadline: float, shown: progress_display.RunProgress, *, status=None) -> None:
+    """Wait until every process has exited or the deadline came. ``status``: a function giving
+    the progress line while they run (default: how many are done)."""
+    done = -1
+    while time.monotonic() < deadline:
+        exited = poll_exits(procs)
+        if exited != done:
+            done = exited
+            shown.done(done)
+        shown.status(status() if status else f"released; {done} of {len(procs)} done")
+        if done == len(procs):
+            return
+        time.sleep(POLL_S)
+
+
+def kill_stragglers(procs: list[EraProcess]) -> list[str]:
+    """Kill every process still running; return their names."""
+    killed = []
+    for p in procs:
+        if p.process is not None and p.process.poll() is None:
+            p.process.kill()
+            p.process.wait(timeout=10)
+            p.t_exited = time.time()
+            p.killed = True
+            killed.append(p.name)
+    return killed
+
+
+def stderr_tail(path: Path) -> str:
+    """The end of a process's stderr, on one line ('' if there is none)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
