@@ -50,6 +50,8 @@ ORDERS = ("arrival", "conditional-first", "unconditional-first")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
               "transfer-encoding", "upgrade", "expect", "content-length"}
 UPSTREAM_TIMEOUT_S = 60.0
+SHUTDOWN_POLL_S = 0.02
+"""How often the serving thread checks for close() (the standard 0.5 s made every close wait that long)."""
 
 
 class GateError(RuntimeError):
@@ -201,7 +203,8 @@ class CommitGate:
         except OSError as error:
             raise GateError(f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one).") from None
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="commit-gate", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
+                                        name="commit-gate", daemon=True)
         self._thread.start()
 
     # -- the public side ---------------------------------------------------------------------------

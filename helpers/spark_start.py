@@ -19,6 +19,13 @@ A Spark JVM pays twice at every start for things that never change between runs:
 Measured on the 2-core machine, a writer's driver (start + ``DeltaLog.forTable`` on S3):
 about 25 s with Ivy and no archive, 20 s without Ivy, 12 s without Ivy and with the archive.
 ``WORKBOOK_SPARK_CDS=0`` turns the archive off (for comparing, or if a JVM misbehaves with it).
+
+And one thing a driver leaves behind: in local mode it copies every jar it was given (about
+700 MB with the AWS SDK bundle) into a scratch folder, which it deletes only when its JVM shuts
+down cleanly. A writer's JVM killed with its process left them in the system's temporary
+folder, 46 GB of them on one machine here. Each session now keeps its scratch in
+``.state/spark/<pid of its Python>/`` (``spark.local.dir``), and a new session first removes
+the folders of processes that are gone (:func:`scratch_dir`).
 """
 
 from __future__ import annotations
@@ -26,16 +33,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from helpers import config
+from helpers.writers.protocol import process_alive
 
 RESOLVED_DIR = config.CACHE_DIR / "ivy" / "resolved"
 ASKED_PACKAGES = "spark.workbook.jars.packages"
 """The session setting that keeps the packages a session asked for, when its jars replaced them."""
 ARCHIVE_DIR = config.CACHE_DIR / "spark-cds"
+SCRATCH_DIR = config.STATE_DIR / "spark"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,7 +98,18 @@ def launch_conf(conf: dict[str, str]) -> dict[str, str]:
         launch.pop("spark.jars.packages")
         launch.pop("spark.jars.excludes", None)
         launch["spark.jars"] = ",".join(filter(None, [*jars, conf.get("spark.jars", "")]))
+    launch.setdefault("spark.local.dir", str(scratch_dir()))
     return launch
+
+
+def scratch_dir() -> Path:
+    """This process's Spark scratch folder, ``.state/spark/<pid>/`` (see the module's text), after
+    removing the folders of processes that no longer run."""
+    if SCRATCH_DIR.is_dir():
+        for folder in SCRATCH_DIR.iterdir():
+            if folder.name.isdigit() and int(folder.name) != os.getpid() and not process_alive(int(folder.name)):
+                shutil.rmtree(folder, ignore_errors=True)
+    return SCRATCH_DIR / str(os.getpid())
 
 
 # ---------------------------------------------------------------------------------------------

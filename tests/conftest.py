@@ -35,6 +35,7 @@ RUN_FIRST = (
     "notebooks/10_small_files.ipynb",  # ~90 s: Spark maintenance on a twin table
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
+    "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
     "tests/test_driver_jobs.py",  # a Spark driver with two jobs through the gate
     "notebooks/00_environment_check.ipynb",
     "notebooks/08_s3_conditional_writes_today.ipynb",

@@ -48,3 +48,19 @@ def test_the_class_archive_can_be_turned_off(monkeypatch, tmp_path):
     monkeypatch.delenv("WORKBOOK_SPARK_CDS")
     archive.unlink()
     assert spark_start.class_archive_options() == []
+
+
+def test_a_new_session_removes_the_scratch_folders_of_processes_that_are_gone(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(spark_start, "SCRATCH_DIR", tmp_path)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / str(gone.pid) / "userFiles-x").mkdir(parents=True)      # a killed driver's jars
+    (tmp_path / str(os.getppid())).mkdir()                               # a running process's
+    (tmp_path / "notes").mkdir()                                         # not a process's folder
+    assert spark_start.scratch_dir() == tmp_path / str(os.getpid())
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([str(os.getppid()), "notes"])
+    assert spark_start.launch_conf({"spark.app.name": "x"})["spark.local.dir"] == str(tmp_path / str(os.getpid()))

@@ -305,7 +305,8 @@ class BarrierTimeout(TimeoutError):
     """``go`` never came: the spec's barrier timeout passed, or the runner that would open it is gone."""
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Does a process with this id run (ours or anyone's)?"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -327,7 +328,7 @@ def wait_at_barrier(barrier_dir: str, writer_id: str, timeout_s: float | None = 
     while not go.exists():
         if deadline is not None and time.monotonic() > deadline:
             raise BarrierTimeout(f"No '{go.name}' in {barrier_dir} within {timeout_s:.0f} s; was the runner stopped?")
-        if not _alive(runner):
+        if not process_alive(runner):
             raise BarrierTimeout(f"The runner (pid {runner}) is gone; nobody will open {barrier_dir}.")
         time.sleep(BARRIER_POLL_S)
     return time.time()
