@@ -75,6 +75,7 @@ def test_run_figures_count_only_commits_the_log_holds_and_leave_setup_out():
     assert figures.window_s == pytest.approx(2.0)          # from go to the last record's end, setup excluded
     assert figures.commits_per_s == pytest.approx(1.5)     # 3 found / 2 s
     assert figures.latency_p50_s == pytest.approx(0.4)     # of 0.2, 0.4, 1.0 (the failure is not a latency)
+    assert figures.latency_mean_s == pytest.approx(1.6 / 3)
     assert figures.attempts_mean == pytest.approx(2.0) and figures.attempts_max == 3
     assert figures.setup_s_mean == pytest.approx(4.0)
 

@@ -149,7 +149,7 @@ def classify(method: str, target: str, headers, status: int, *, is_claim: bool) 
 class RequestMeter(CommitGate):
     """A :class:`~helpers.commitgate.CommitGate` that never holds and records every request
     (:attr:`requests`) and every claim (:attr:`claims`). ``upstream``: the emulator (moto by
-    default; Azurite's blob endpoint for Azure); ``claim_style``: one of :data:`CLAIM_STYLES`."""
+    default; :func:`upstream` names the one for a backend); ``claim_style``: one of :data:`CLAIM_STYLES`."""
 
     def __init__(self, upstream: str | None = None, *, claim_style: str = "object") -> None:
         if claim_style not in CLAIM_STYLES:

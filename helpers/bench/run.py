@@ -18,7 +18,6 @@ benchmark. The writer count 1 is each protocol's serial limit, measured in the s
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import time
@@ -163,7 +162,7 @@ def log_of(uri: str) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
 
 
 def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter: RequestMeter | None,
-             max_commit_retries: int | None = None, keep_table: bool = False) -> tuple[dict, list[dict]]:
+             max_commit_retries: int | None = None) -> tuple[dict, list[dict]]:
     """One run; returns (its row, its commit rows). Raises BenchError if it is unusable or a safe protocol lost a commit."""
     if writers not in proto.writer_counts and writers != 1:
         raise stats.BenchError(f"{proto.name} runs with {proto.writer_counts} writers, not {writers}.")
@@ -221,8 +220,7 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     figures = stats.run_figures(commits, losses, t_go=t_go, setup_s=[r["setup_s"] for r in results])
     row = {"run_id": run_id, "protocol": proto.name, "label": proto.label, "backend": proto.backend,
            "writers": writers, "appends": appends, "processes": len(procs), "library": results[0]["library"],
-           **figures.as_dict(), "latency_mean_s": _mean([c["t_done"] - c["t_first_try"] for c in commits if c["outcome"] == "committed"]),
-           "versions": len(versions) - 1, "unacknowledged_in_log": losses.unacknowledged_in_log,
+           **figures.as_dict(), "versions": len(versions) - 1, "unacknowledged_in_log": losses.unacknowledged_in_log,
            "metered": meter is not None}
     if meter is not None:
         seconds, counts = meter.seconds_by_kind(since=t_go), meter.count_by_kind(since=t_go)
@@ -239,13 +237,8 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
                     "outcome": c["outcome"], "error_class": c.get("error_class"), "latency_s": c["t_done"] - c["t_first_try"],
                     "attempts": c["attempts"], "in_log": c["in_log"], "t_first_try_s": c["t_first_try"] - t_go,
                     "t_done_s": c["t_done"] - t_go} for c in commits]
-    if not keep_table:
-        storage.remove_table(uri)
+    storage.remove_table(uri)
     return row, commit_rows
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ class RunFigures:
     duplicated: int
     window_s: float
     commits_per_s: float
+    latency_mean_s: float
     latency_p50_s: float
     latency_p95_s: float
     latency_p99_s: float
@@ -115,7 +116,7 @@ def run_figures(commits: Sequence[Mapping], losses: Losses, *, t_go: float, setu
         commits=len(commits), committed=len(done), failed=len(commits) - len(done),
         lost=losses.lost, duplicated=losses.duplicated,
         window_s=window, commits_per_s=losses.found / window,
-        latency_p50_s=pct(50), latency_p95_s=pct(95), latency_p99_s=pct(99),
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else math.nan, latency_p50_s=pct(50), latency_p95_s=pct(95), latency_p99_s=pct(99),
         attempts_mean=sum(attempts) / len(attempts) if attempts else math.nan,
         attempts_max=max(attempts) if attempts else 0,
         setup_s_mean=sum(setup_s) / len(setup_s) if setup_s else math.nan,
