@@ -77,7 +77,7 @@ TEST_WORKERS ?= 2
 test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one)
 	$(PY) -m helpers.services run -- $(PY) -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-bench: install ## the commit-throughput benchmark, every protocol and writer count (about 20 min; results in build/bench/full/)
+bench: install ## the commit-throughput benchmark, every protocol and writer count (about 21 min; results in build/bench/full/)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
