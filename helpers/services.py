@@ -5,7 +5,8 @@ services, plus the command line the Makefile calls; split, each half would need 
 
 Two services, both bound to 127.0.0.1 only:
 
-* ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB.
+* ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB,
+  with its writes made atomic (``helpers/moto_server.py`` says why).
 * ``azurite``: Azurite's Blob service, playing Azure Blob Storage.
 
 Each runs as a detached process whose pid file, log and state live under ``.state/``. ``up`` is
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from helpers import config, preflight
+from helpers import config, moto_server, preflight
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -113,7 +114,11 @@ def _identify_moto(host: str, port: int) -> str | None:
     answer = _http_get(f"http://{host}:{port}/moto-api/")
     if answer is None or answer[0] != 200 or b"<title>Moto" not in answer[2]:
         return None
-    return "moto server (S3 + DynamoDB)"
+    if {k.lower(): v for k, v in answer[1].items()}.get(moto_server.MARK_HEADER) == moto_server.MARK_VALUE:
+        return "moto server (S3 + DynamoDB), writes atomic"
+    return ("moto server (S3 + DynamoDB) WITHOUT atomic writes: two conditional writes that arrive together "
+            "can both succeed, a loss real S3 and DynamoDB do not have; stop it and run `make services` "
+            "(or `docker compose up -d moto`), which start helpers/moto_server.py")
 
 
 def _identify_azurite(host: str, port: int) -> str | None:
@@ -148,7 +153,7 @@ def _moto_command(port: int) -> list[str]:
             f"moto server is not installed in this Python ({sys.executable}). Run `make install`, "
             "or start the emulators with `docker compose up -d`."
         ) from None
-    return [sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p", str(port)]
+    return [sys.executable, "-m", "helpers.moto_server", "-H", config.LOCALHOST, "-p", str(port)]
 
 
 AZURITE_FLAGS = (

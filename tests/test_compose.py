@@ -25,6 +25,18 @@ def test_emulator_images_are_pinned_to_the_native_versions():
     assert COMPOSE["services"]["azurite"]["image"].endswith(f"/azurite:{config.AZURITE_VERSION}")
 
 
+def test_moto_runs_the_same_atomic_writes_server_as_natively():
+    from helpers import services
+
+    moto = COMPOSE["services"]["moto"]
+    (mount,) = moto["volumes"]
+    source, target, mode = mount.split(":")
+    assert (config.ROOT / source).resolve() == config.ROOT / "helpers" / "moto_server.py" and mode == "ro"
+    native = services.SERVICES["moto"].command(config.MOTO_DEFAULT_PORT)
+    assert native[1:3] == ["-m", "helpers.moto_server"]
+    assert moto["entrypoint"] == ["python", target, "-H", "0.0.0.0", *native[-2:]]
+
+
 def test_ports_are_the_native_defaults_on_loopback_only():
     assert COMPOSE["services"]["moto"]["ports"] == [f"127.0.0.1:{config.MOTO_DEFAULT_PORT}:{config.MOTO_DEFAULT_PORT}"]
     assert COMPOSE["services"]["moto"]["environment"]["MOTO_PORT"] == str(config.MOTO_DEFAULT_PORT)
