@@ -29,7 +29,7 @@ UV := $(CACHE)/bootstrap/bin/uv
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 
-.PHONY: help install install-python preflight lock workbook test bench outputs lab services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench audit outputs lab services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -77,8 +77,12 @@ TEST_WORKERS ?= 2
 test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one)
 	$(PY) -m helpers.services run -- $(PY) -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-bench: install ## the commit-throughput benchmark, every protocol and writer count (about 21 min; results in build/bench/full/)
+bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
+
+audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
+	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }
+	$(PY) -m helpers.audit $(TABLE)
 
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook refresh $(NB)

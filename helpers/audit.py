@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from helpers import config, delta_log, landing, storage, tables, writers
+from helpers import config, delta_log, integrity, landing, storage, tables, writers
 
 
 # verdicts, one per writer
@@ -345,8 +345,9 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     ``writer_id``, ``batch``, ``outcome``, ``rows``, as :class:`helpers.runner.RunResult` has).
 
     ``version_before`` is the version the run started from (rows and commits after it are the
-    run's). Returns an :class:`Audit`. Raises AuditError for an unknown URI scheme or a table with
-    no commit files, and the store client's own error if the store does not answer.
+    run's). Returns an :class:`Audit`. Raises AuditError for an unknown URI scheme, a table with
+    no commit files, or a damaged table (each problem named, see :mod:`helpers.integrity`), and
+    the store client's own error if the store does not answer.
     """
     table_uri = str(table_uri)
     storage_options = dict(storage_options or {})
@@ -355,9 +356,13 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     except storage.StorageError as error:
         raise AuditError(f"Cannot audit {table_uri}: {error}") from None
     files = store.list()
-    commits = _commits(store, files)
-    if not commits:
+    check = integrity.check_files(table_uri, store, files)
+    if not check.commit_versions:
         raise AuditError(f"No commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?")
+    if check.blocking:
+        raise AuditError(f"The table at {table_uri} is damaged, so its rows cannot be read:\n"
+                         + "\n".join(f"- {problem}" for problem in check.blocking))
+    commits = _commits(store, files)
     rows_actual, after = _rows_by_batch(table_uri, storage_options, None)
     rows_before, before = _rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
     referenced = {path for c in commits for path in c.added}
@@ -442,3 +447,58 @@ def own_commit_problems(table_uri: str | os.PathLike, claims: dict[str, tuple[in
         commit = parse_commit(int(version), store.read(name)) if name in present else None
         problems += claim_problems(commit, writer_id, int(version), list(files))
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: python -m helpers.audit TABLE_URI
+# ---------------------------------------------------------------------------------------------
+
+
+def storage_options_for(table_uri: str) -> dict[str, str]:
+    """The kernel's ``storage_options`` for a table URI of this workbook's stores (emulators, or the
+    cloud with ``WORKBOOK_PROFILE=cloud``)."""
+    scheme = table_uri.split("://", 1)[0] if "://" in table_uri else ""
+    if scheme in ("s3", "s3a"):
+        return tables.s3_storage_options()
+    if scheme in ("az", "azure", "abfs", "abfss"):
+        return tables.azure_storage_options()
+    return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check a table from storage, then audit it; exit 0 if sound, 1 if damaged, 2 if it cannot be read."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.audit",
+        description="Check a Delta table from storage (every problem named by file and version), then read it with "
+                    "deltalake. Exit status: 0 sound, 1 damaged, 2 not readable at all.")
+    parser.add_argument("table_uri", help="a local path, file://, s3://, s3a://, az:// or abfs[s]:// URI")
+    table_uri = parser.parse_args(argv).table_uri.rstrip("/")
+    try:
+        check = integrity.check_table(table_uri)
+    except Exception as error:  # noqa: BLE001  (unknown scheme, missing bucket, store down: say which)
+        print(f"audit: cannot list {table_uri} ({type(error).__name__}: {error}). Check the URI; for the emulators, "
+              "start them with `make services`.", file=sys.stderr)
+        return 2
+    if not check.commit_versions:
+        print(f"audit: no commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?", file=sys.stderr)
+        return 2
+    print(check.summary())
+    if not check.ok:
+        return 1
+    try:
+        result = audit_table(table_uri, storage_options_for(table_uri))
+    except Exception as error:  # noqa: BLE001  (the log is sound and deltalake still refuses: report, do not crash)
+        print(f"- unreadable table: deltalake could not read it ({type(error).__name__}: {error})")
+        return 1
+    print(result.summary())
+    if check.rows is not None and check.rows != result.rows_actual:
+        print(f"- row count: the log's statistics say {check.rows} rows, deltalake read {result.rows_actual}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
