@@ -78,6 +78,8 @@ class Check:
     """Data files the current state references, with their row counts (None when the log has no stats)."""
     staged_leftovers: list[str]
     problems: list[Problem] = field(default_factory=list)
+    commit_bodies: dict[int, bytes] = field(default_factory=dict, repr=False)
+    """Every commit file as read for the check, by version: callers parse these instead of reading again."""
 
     @property
     def ok(self) -> bool:
@@ -213,8 +215,9 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
         state = _checkpoint_state(store, sorted(parts), version, problems)
         if version == start:
             live = state or {}
+    bodies = {version: store.read(commits[version]) for version in versions}
     for version in (v for v in versions if v > start):
-        actions = _actions(commits[version], version, store.read(commits[version]), problems)
+        actions = _actions(commits[version], version, bodies[version], problems)
         kinds = {next(iter(a)) for a in actions}
         if version == 0 and actions and not {"protocol", "metaData"} <= kinds:
             problems.append(Problem("missing table definition", commits[version], version,
@@ -227,7 +230,7 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
             elif kind == "remove":
                 live.pop(unquote(value["path"]), None)
     for version in (v for v in versions if v <= start):  # older commits: still read, so a broken one is named
-        _actions(commits[version], version, store.read(commits[version]), problems)
+        _actions(commits[version], version, bodies[version], problems)
 
     for path in sorted(live):
         if "://" in path:
@@ -237,7 +240,7 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
             problems.append(Problem("missing data file", path, adders.get(path),
                                     f"the current state references it ({origin}) and storage does not have it"))
     return Check(table_uri=str(table_uri), commit_versions=versions, checkpoint_versions=sorted(checkpoints),
-                 start=start if versions else None, live_files=live, staged_leftovers=leftovers,
+                 start=start if versions else None, live_files=live, staged_leftovers=leftovers, commit_bodies=bodies,
                  problems=sorted(problems, key=lambda p: (p.version is None, p.version or 0, p.kind, p.file)))
 
 

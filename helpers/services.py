@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from helpers import config, moto_server, preflight
+from helpers.writers.protocol import process_alive
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -230,13 +231,9 @@ def _read_pid(service: Service) -> int | None:
         pid = int(json.loads(service.pid_file.read_text())["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         service.pid_file.unlink(missing_ok=True)
         return None
-    except PermissionError:
-        pass
     return pid
 
 

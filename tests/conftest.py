@@ -19,6 +19,34 @@ def stores():
     storage.ensure_container()
 
 
+def _free_port() -> int:
+    import socket
+
+    from helpers import config
+
+    with socket.socket() as sock:
+        sock.bind((config.LOCALHOST, 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def free_port():
+    """A function that returns a port nothing listens on (on 127.0.0.1)."""
+    return _free_port
+
+
+@pytest.fixture
+def private_services(monkeypatch, tmp_path):
+    """Point both services at spare ports and a private state folder; stop whatever the test started."""
+    from helpers import config, services
+
+    monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(_free_port()))
+    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(_free_port()))
+    yield
+    services.down(quiet=True)
+
+
 @pytest.fixture
 def table_name(request) -> str:
     """A table name no earlier run used: the test's name plus a uuid."""

@@ -1,16 +1,15 @@
 """helpers/moto_server.py: conditional writes that arrive together have exactly one winner.
 
-The server runs in a process of its own with a very short thread switch interval, which makes
-moto's check-then-write window easy to hit (plain moto 5.2.5 let two writers win in about one
-round in ten of these, for S3 and DynamoDB alike). Outcomes are read back from the store.
+The server runs in a process of its own, started by helpers.services, with a very short thread
+switch interval, which makes moto's check-then-write window easy to hit (plain moto 5.2.5 let
+two writers win in about one round in ten of these, for S3 and DynamoDB alike). Outcomes are
+read back from the store.
 """
 
-import subprocess
+import dataclasses
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import boto3
 import botocore.config
@@ -21,39 +20,22 @@ from helpers import config, moto_server, services
 
 ROUNDS = 60
 WRITERS = 8
-SERVER = ("import sys; sys.setswitchinterval(1e-6); "
-          "from helpers.moto_server import main; main(['-H', '127.0.0.1', '-p', sys.argv[1]])")
+FAST_SWITCHING = ("import sys; sys.setswitchinterval(1e-6); "
+                  "from helpers.moto_server import main; main(['-H', '127.0.0.1', '-p', sys.argv[1]])")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        return sock.getsockname()[1]
-
-
-def _serve(command: list[str], log):
-    port = _free_port()
-    process = subprocess.Popen([*command, str(port)], cwd=config.ROOT, stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(300):  # up to a minute: the import of moto is slow on a loaded machine
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited: {Path(log.name).read_text()[-2000:]}")
-        if services._identify_moto(config.LOCALHOST, port):
-            return process, port
-        time.sleep(0.2)
-    process.kill()
-    raise AssertionError("the server did not answer within a minute")
+def _moto_started_with(monkeypatch, command) -> str:
+    """Start the workbook's moto service (private port and state, see ``private_services``) with
+    another command, through helpers.services as ``make services`` would; return its endpoint."""
+    monkeypatch.setitem(services.SERVICES, "moto", dataclasses.replace(services.SERVICES["moto"], command=command))
+    assert services.up(["moto"], quiet=True) == ["moto"]
+    return config.moto_endpoint()
 
 
-@pytest.fixture(scope="module")
-def atomic_moto(tmp_path_factory):
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with open(log, "wb") as sink:  # a file, not a pipe: a full pipe would stop the server mid-request
-        process, port = _serve([sys.executable, "-c", SERVER], sink)
-    yield f"http://{config.LOCALHOST}:{port}"
-    process.terminate()
-    process.wait(30)
+@pytest.fixture
+def atomic_moto(private_services, monkeypatch):
+    """helpers/moto_server.py with a very short thread switch interval."""
+    return _moto_started_with(monkeypatch, lambda port: [sys.executable, "-c", FAST_SWITCHING, str(port)])
 
 
 def _client(service: str, endpoint: str):
@@ -111,12 +93,7 @@ def test_bodies_pass_through_whole_and_answers_carry_the_mark(atomic_moto):
     assert answer["ResponseMetadata"]["HTTPHeaders"][moto_server.MARK_HEADER] == moto_server.MARK_VALUE
 
 
-def test_a_plain_moto_server_is_named_as_such(tmp_path):
-    with open(tmp_path / "server.log", "wb") as sink:
-        process, port = _serve([sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p"], sink)
-    try:
-        identity = services._identify_moto(config.LOCALHOST, port)
-    finally:
-        process.terminate()
-        process.wait(30)
-    assert "WITHOUT atomic writes" in identity and "make services" in identity
+def test_a_plain_moto_server_is_named_as_such(private_services, monkeypatch):
+    _moto_started_with(monkeypatch, lambda port: [sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p", str(port)])
+    (state,) = services.status(["moto"])
+    assert "WITHOUT atomic writes" in state.identity and "make services" in state.identity

@@ -8,22 +8,6 @@ import pytest
 from helpers import config, services, storage
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def private_services(monkeypatch, tmp_path):
-    """Point both services at spare ports and a private state folder; stop whatever the test started."""
-    monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
-    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(_free_port()))
-    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(_free_port()))
-    yield
-    services.down(quiet=True)
-
-
 def test_moto_lifecycle_up_idempotent_reset_down(private_services):
     assert services.up(["moto"], quiet=True) == ["moto"]
     assert services.up(["s3"], quiet=True) == [], "a second up must leave the running service alone"
@@ -60,12 +44,12 @@ def test_missing_node_is_explained(private_services, monkeypatch, tmp_path):
         services.up(["azurite"], quiet=True)
 
 
-def test_a_service_that_dies_while_starting_shows_its_log(private_services):
+def test_a_service_that_dies_while_starting_shows_its_log(private_services, free_port):
     doomed = services.Service(
         name="doomed",
         provides=("nothing",),
         host=lambda: config.LOCALHOST,
-        port=_free_port,
+        port=free_port,
         identify=lambda host, port: None,
         command=lambda port: [sys.executable, "-c", "print('cannot open the pod bay doors'); raise SystemExit(3)"],
         port_variable="WORKBOOK_DOOMED_PORT",

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from helpers import audit, config, delta_log, eras, processes, runner, storage, tables
+from helpers import audit, config, eras, integrity, processes, runner, storage, tables
 from helpers.bench import meter as meter_module
 from helpers.bench import stats
 from helpers.bench.meter import KINDS, RequestMeter
@@ -149,16 +149,15 @@ def _claimed(meter: RequestMeter | None, total: int):
     return lambda: f"{sum(c.accepted for c in meter.claims) // step * step}/{total} commits claimed"
 
 
-def log_of(uri: str) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
-    """From storage: ``{(writer, batch): [versions whose commit carries those tags]}`` and every version found."""
+def log_of(check: integrity.Check) -> dict[tuple[str, int], list[int]]:
+    """From a table's check (its commit files as read from storage): ``{(writer, batch): [versions
+    whose commit carries those tags]}``."""
     found: dict[tuple[str, int], list[int]] = {}
-    versions = []
-    for version, body in delta_log.commit_files(storage.table_store(uri)):
-        versions.append(version)
+    for version, body in sorted(check.commit_bodies.items()):
         commit = audit.parse_commit(version, body)
         if commit.writer_id is not None and commit.batch is not None:
             found.setdefault((commit.writer_id, commit.batch), []).append(version)
-    return found, versions
+    return found
 
 
 def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter: RequestMeter | None,
@@ -208,9 +207,10 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
             raise _failure(p, "while writing")
         results.append(result)
     commits = [c for r in results for c in r["commits"]]
-    found, versions = log_of(uri)
-    if versions != list(range(len(versions))):
-        raise stats.BenchError(f"{proto.name} N={writers}: the log's versions are not 0..n without a gap: {versions[:20]}")
+    check = integrity.check_table(uri)
+    if check.blocking:
+        raise stats.BenchError(f"{proto.name} N={writers}: the table is damaged: " + "; ".join(map(str, check.blocking)))
+    found, versions = log_of(check), check.commit_versions
     attempts = meter.attempts() if meter is not None else {}
     for c in commits:
         c["attempts"] = attempts.get((c["writer"], c["batch"])) if meter is not None else None
