@@ -29,7 +29,7 @@ UV := $(CACHE)/bootstrap/bin/uv
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 
-.PHONY: help install install-python preflight lock workbook test bench audit outputs lab services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ test: install ## unit tests and every notebook executed as a test, on two worker
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
+
+torture: install ## the torture run: each protocol takes 1,000 operations from 8 writers, writers killed mid-commit, services restarted (results in build/torture/full/)
+	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }

@@ -89,7 +89,7 @@ def parse_commit(version: int, body: bytes) -> Commit:
     )
 
 
-def _rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
+def rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
     """Total rows and rows per batch at a version (latest if None), read with the kernel's deltalake."""
     from collections import Counter
 
@@ -359,8 +359,8 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
         raise AuditError(f"The table at {table_uri} is damaged, so its rows cannot be read:\n"
                          + "\n".join(f"- {problem}" for problem in check.blocking))
     commits = [parse_commit(version, body) for version, body in sorted(check.commit_bodies.items())]
-    rows_actual, after = _rows_by_batch(table_uri, storage_options, None)
-    rows_before, before = _rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
+    rows_actual, after = rows_by_batch(table_uri, storage_options, None)
+    rows_before, before = rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
     referenced = {path for c in commits for path in c.added}
     data_files = [f for f in files if delta_log.is_data_file(f)]
     object_versions, per_commit, distinct = _object_versions_frame(store.versions(delta_log.LOG_DIR))

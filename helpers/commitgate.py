@@ -227,6 +227,13 @@ class CommitGate:
             routed["AWS_ENDPOINT_URL_DYNAMODB"] = self.endpoint
         return routed
 
+    def route_azure(self, storage_options: dict[str, str]) -> dict[str, str]:
+        """Azure options with the blob endpoint pointed at the gate (Azurite's account path kept)."""
+        if "azure_storage_endpoint" not in storage_options:
+            raise GateError("These Azure options name no azure_storage_endpoint; build them with helpers.tables.azure_storage_options().")
+        account = urlparse(storage_options["azure_storage_endpoint"]).path
+        return {**storage_options, "azure_storage_endpoint": self.endpoint + account}
+
     def hold(self, together: int, *, max_wait_s: float = 2.0, order: str = "arrival", version: int | None = None) -> None:
         """Arm the gate: hold each commit-file PUT until ``together`` PUTs of its key wait, or
         ``max_wait_s`` passed since the first; then send them on one by one in ``order``
@@ -436,7 +443,7 @@ class CommitGate:
                     status, reason, response_headers, data = gate.forward(self.command, self.path, headers, body)
                 except Exception as error:  # the emulator is down or hung: say so to the client
                     status, reason, response_headers = 502, "Bad Gateway", [("Content-Type", "text/plain")]
-                    data = f"commit gate: the S3 emulator at {gate.upstream_host}:{gate.upstream_port} did not answer: {error}".encode()
+                    data = f"commit gate: the emulator at {gate.upstream_host}:{gate.upstream_port} did not answer: {error}".encode()
                 finally:
                     if slot is not None:
                         slot.done.set()

@@ -42,15 +42,18 @@ class EraProcess:
     killed: bool = False
 
 
-def launch(procs: list[EraProcess]) -> None:
-    """Start every process, each with its stdout and stderr in its own files."""
+def launch(procs: list[EraProcess], *, new_session: bool = False) -> None:
+    """Start every process, each with its stdout and stderr in its own files. ``new_session``: each
+    in a process group of its own, which ``os.killpg(p.process.pid, ...)`` kills whole (a Spark
+    writer's JVM with it)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
     for p in procs:
         with open(p.stdout_path, "wb") as out, open(p.stderr_path, "wb") as err:
             p.t_launched = time.time()
             p.process = eras.start_in_era(p.era, ["-m", p.module, str(p.spec_path)], stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=err, env=env)
+                                          stdout=out, stderr=err, env=env,
+                                          start_new_session=new_session)
 
 
 def poll_exits(procs: list[EraProcess]) -> int:

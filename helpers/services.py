@@ -13,6 +13,13 @@ Each runs as a detached process whose pid file, log and state live under ``.stat
 idempotent (a service that already answers is left alone, even one started by docker compose),
 ``down`` stops only what this module started, ``reset`` wipes emulator state.
 
+moto keeps its state in memory, so a restart empties it, unless ``WORKBOOK_MOTO_DURABLE=1`` when
+it starts: then it journals each write to ``.state/moto/journal`` and replays that file when it
+starts again, so its buckets, object versions and items survive ``down`` and ``up`` as they would
+in the cloud (``helpers/moto_server.py`` says how). It is off by default because the journal
+only grows: over a whole test suite it would hold every object ever written, and each start
+would replay all of it. ``reset`` empties the journal too.
+
 Command line::
 
     python -m helpers.services up|down|status|reset [moto|azurite ...]
@@ -43,6 +50,8 @@ from helpers import config, moto_server, preflight
 from helpers.writers.protocol import process_alive
 
 START_TIMEOUT_S = 60.0
+REPLAY_START_TIMEOUT_S = 900.0
+"""A durable moto replays its journal before it answers, a few ms per write: a long run's journal takes minutes."""
 STOP_TIMEOUT_S = 15.0
 
 
@@ -154,7 +163,20 @@ def _moto_command(port: int) -> list[str]:
             f"moto server is not installed in this Python ({sys.executable}). Run `make install`, "
             "or start the emulators with `docker compose up -d`."
         ) from None
-    return [sys.executable, "-m", "helpers.moto_server", "-H", config.LOCALHOST, "-p", str(port)]
+    command = [sys.executable, "-m", "helpers.moto_server", "-H", config.LOCALHOST, "-p", str(port)]
+    if durable_moto():
+        command += ["--journal", str(moto_journal())]
+    return command
+
+
+def durable_moto() -> bool:
+    """Whether moto, when this module starts it, keeps its state across restarts (read each time)."""
+    return os.environ.get("WORKBOOK_MOTO_DURABLE") == "1"
+
+
+def moto_journal() -> Path:
+    """The file a durable moto writes its writes to and replays at start."""
+    return SERVICES["moto"].data_dir / "journal"
 
 
 AZURITE_FLAGS = (
@@ -290,7 +312,8 @@ def _start(service: Service) -> int:
             start_new_session=True,  # survives the notebook kernel or make that started it
         )
     service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command}))
-    deadline = time.monotonic() + START_TIMEOUT_S
+    timeout = REPLAY_START_TIMEOUT_S if service.name == "moto" and durable_moto() else START_TIMEOUT_S
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             service.pid_file.unlink(missing_ok=True)
@@ -304,7 +327,7 @@ def _start(service: Service) -> int:
     _stop_pid(process.pid)
     service.pid_file.unlink(missing_ok=True)
     raise ServiceError(
-        f"{service.name} did not answer on {config.LOCALHOST}:{port} within {START_TIMEOUT_S:.0f} s. "
+        f"{service.name} did not answer on {config.LOCALHOST}:{port} within {timeout:.0f} s. "
         f"Last lines of {service.log_file}:\n{_log_tail(service)}"
     )
 
@@ -372,8 +395,11 @@ def reset(names: Sequence[str] | None = None) -> None:
         if service.name == "moto":
             if service.identify(host, port):
                 request = urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")
-                urllib.request.urlopen(request, timeout=10).close()
+                urllib.request.urlopen(request, timeout=10).close()  # a durable moto empties its journal too
                 print("moto: state reset (every bucket and table is gone)")
+            elif moto_journal().exists():
+                moto_journal().unlink()
+                print(f"moto: not running; its journal deleted ({config.shown(moto_journal())}), so it starts empty")
             else:
                 print("moto: not running; it keeps its state in memory, so there is nothing to wipe")
         else:

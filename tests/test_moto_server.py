@@ -1,17 +1,21 @@
-"""helpers/moto_server.py: conditional writes that arrive together have exactly one winner.
+"""helpers/moto_server.py: conditional writes that arrive together have exactly one winner, and
+with a journal (WORKBOOK_MOTO_DURABLE=1) the state survives a restart.
 
 The server runs in a process of its own, started by helpers.services, with a very short thread
 switch interval, which makes moto's check-then-write window easy to hit (plain moto 5.2.5 let
 two writers win in about one round in ten of these, for S3 and DynamoDB alike). Outcomes are
-read back from the store.
+read back from the store. The durable server is stopped and started through helpers.services,
+as the torture run does, and everything read back before and after must be equal.
 """
 
 import dataclasses
+import io
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
+import boto3.s3.transfer
 import botocore.config
 import botocore.exceptions
 import pytest
@@ -97,3 +101,120 @@ def test_a_plain_moto_server_is_named_as_such(private_services, monkeypatch):
     _moto_started_with(monkeypatch, lambda port: [sys.executable, "-m", "moto.server", "-H", config.LOCALHOST, "-p", str(port)])
     (state,) = services.status(["moto"])
     assert "WITHOUT atomic writes" in state.identity and "make services" in state.identity
+
+
+# ---------------------------------------------------------------------------------------------
+# The journal: state that survives a restart
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def durable_moto(private_services, monkeypatch):
+    """The workbook's moto service with WORKBOOK_MOTO_DURABLE=1 (private port and state)."""
+    monkeypatch.setenv("WORKBOOK_MOTO_DURABLE", "1")
+    assert services.up(["moto"], quiet=True) == ["moto"]
+    return config.moto_endpoint()
+
+
+def _restart() -> str:
+    """Stop moto and start it again, as the torture run does; return what its log says of the replay."""
+    assert services.down(["moto"], quiet=True) == ["moto"]
+    assert services.up(["moto"], quiet=True) == ["moto"]
+    return [line for line in services.SERVICES["moto"].log_file.read_text().splitlines() if line.startswith("journal:")][-1]
+
+
+def _s3_state(s3) -> dict:
+    """Every bucket's versioning, every version of every key in list order (body, not id: ids are
+    moto's to choose again), every delete marker, and each current object with its metadata."""
+    state = {}
+    for bucket in sorted(b["Name"] for b in s3.list_buckets()["Buckets"]):
+        listing = s3.list_object_versions(Bucket=bucket)
+        state[bucket] = {
+            "versioning": s3.get_bucket_versioning(Bucket=bucket).get("Status"),
+            "versions": [(v["Key"], v["IsLatest"], v["ETag"], s3.get_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])["Body"].read())
+                         for v in listing.get("Versions", [])],
+            "delete markers": [(m["Key"], m["IsLatest"]) for m in listing.get("DeleteMarkers", [])],
+            "objects": {o["Key"]: (s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read(), s3.head_object(Bucket=bucket, Key=o["Key"])["Metadata"])
+                        for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])},
+        }
+    return state
+
+
+def _dynamodb_state(dynamodb) -> dict:
+    return {table: sorted(dynamodb.scan(TableName=table)["Items"], key=lambda item: item["k"]["S"])
+            for table in dynamodb.list_tables()["TableNames"]}
+
+
+def test_a_durable_moto_keeps_its_state_across_a_restart(durable_moto):
+    s3, dynamodb = _client("s3", durable_moto), _client("dynamodb", durable_moto)
+    s3.create_bucket(Bucket="kept")
+    s3.put_bucket_versioning(Bucket="kept", VersioningConfiguration={"Status": "Enabled"})
+    first = s3.put_object(Bucket="kept", Key="log/0.json", Body=b"v0", IfNoneMatch="*")["VersionId"]
+    for n in range(1, 4):
+        s3.put_object(Bucket="kept", Key="log/0.json", Body=f"v{n}".encode())
+    with pytest.raises(botocore.exceptions.ClientError, match="PreconditionFailed"):
+        s3.put_object(Bucket="kept", Key="log/0.json", Body=b"refused", IfNoneMatch="*")
+    s3.put_object(Bucket="kept", Key="odd name ü+%.txt", Body=b"odd", Metadata={"with_underscore": "1"})
+    s3.put_object(Bucket="kept", Key="gone", Body=b"soon deleted")
+    s3.delete_object(Bucket="kept", Key="gone")  # a delete marker
+    s3.copy_object(Bucket="kept", Key="copy-of-v0", CopySource={"Bucket": "kept", "Key": "log/0.json", "VersionId": first})
+    s3.delete_object(Bucket="kept", Key="log/0.json", VersionId=first)  # this version, for good
+    s3.create_bucket(Bucket="plain")
+    big = bytes(range(256)) * (11 * 2**12)  # 11 MiB: three parts
+    s3.upload_fileobj(io.BytesIO(big), "plain", "big", Config=boto3.s3.transfer.TransferConfig(
+        multipart_threshold=5 * 2**20, multipart_chunksize=5 * 2**20))
+    dynamodb.create_table(TableName="items", KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    for n in range(3):
+        dynamodb.put_item(TableName="items", Item={"k": {"S": f"k{n}"}, "n": {"N": str(n)}}, ConditionExpression="attribute_not_exists(k)")
+    dynamodb.update_item(TableName="items", Key={"k": {"S": "k1"}}, UpdateExpression="SET n = n + :ten",
+                         ExpressionAttributeValues={":ten": {"N": "10"}})
+    dynamodb.delete_item(TableName="items", Key={"k": {"S": "k2"}})
+    before = _s3_state(s3), _dynamodb_state(dynamodb)
+    assert [body for key, _, _, body in before[0]["kept"]["versions"] if key == "log/0.json"] == [b"v3", b"v2", b"v1"]
+    assert before[0]["plain"]["objects"]["big"][0] == big and before[0]["kept"]["objects"]["copy-of-v0"][0] == b"v0"
+
+    replayed = _restart()
+
+    assert (_s3_state(s3), _dynamodb_state(dynamodb)) == before
+    assert "failed" not in replayed and "cut-off" not in replayed, replayed
+
+
+def test_a_record_cut_off_by_a_kill_is_dropped_and_the_rest_replayed(durable_moto):
+    s3 = _client("s3", durable_moto)
+    s3.create_bucket(Bucket="cut")
+    s3.put_object(Bucket="cut", Key="whole", Body=b"whole")
+    journal = services.moto_journal()
+    whole = journal.read_bytes()
+    half_a_record = whole.splitlines(keepends=True)[-1][:40]
+    assert services.down(["moto"], quiet=True) == ["moto"]
+    journal.write_bytes(whole + half_a_record)  # as if killed in the middle of writing the next write down
+
+    assert services.up(["moto"], quiet=True) == ["moto"]
+
+    assert s3.get_object(Bucket="cut", Key="whole")["Body"].read() == b"whole"
+    assert journal.read_bytes() == whole, "the cut-off record is gone, so the next one starts on a line of its own"
+    s3.put_object(Bucket="cut", Key="after", Body=b"after")
+    replayed = _restart()
+    assert s3.get_object(Bucket="cut", Key="after")["Body"].read() == b"after"
+    assert replayed.startswith("journal: replayed 3 writes") and "failed" not in replayed, replayed
+
+
+def test_reset_empties_the_journal_running_or_not(durable_moto):
+    s3 = _client("s3", durable_moto)
+    s3.create_bucket(Bucket="wiped")
+    services.reset(["moto"])
+    assert services.moto_journal().read_bytes() == b""
+    s3.create_bucket(Bucket="wiped-later")
+    assert services.down(["moto"], quiet=True) == ["moto"]
+    services.reset(["moto"])
+    assert not services.moto_journal().exists()
+    assert services.up(["moto"], quiet=True) == ["moto"]
+    assert s3.list_buckets()["Buckets"] == []
+
+
+def test_without_the_variable_moto_keeps_no_journal(private_services, monkeypatch):
+    monkeypatch.delenv("WORKBOOK_MOTO_DURABLE", raising=False)
+    assert "--journal" not in services.SERVICES["moto"].command(5050)
+    monkeypatch.setenv("WORKBOOK_MOTO_DURABLE", "1")
+    assert services.SERVICES["moto"].command(5050)[-2:] == ["--journal", str(services.moto_journal())]

@@ -124,6 +124,20 @@ def is_log_path(path: str, query: dict) -> bool:
     return delta_log.LOG_DIR in path or delta_log.LOG_DIR.rstrip("/") in prefix
 
 
+def claimed_version(method: str, path: str, headers, body: bytes | None, claim_style: str) -> int | None:
+    """The commit version this request claims, or None if it is no claim: a conditional
+    ``PutItem`` of a lock item (``dynamodb``), or a PUT or copy of ``N.json`` with
+    ``If-None-Match`` (``object``)."""
+    if claim_style == "dynamodb":
+        lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
+        if lock is None or lock.operation != "PutItem" or not lock.conditional:
+            return None
+        return lock.version
+    if method != "PUT" or _header(headers, "if-none-match") is None:
+        return None
+    return delta_log.commit_version(unquote(urlparse(path).path))
+
+
 def classify(method: str, target: str, headers, status: int, *, is_claim: bool) -> str:
     """The kind (:data:`KINDS`) of one request; ``is_claim`` says whether the meter counted it as a claim."""
     if is_claim:
@@ -161,13 +175,6 @@ class RequestMeter(CommitGate):
         self.requests: list[Request] = []
         self.claims: list[Claim] = []
 
-    def route_azure(self, storage_options: dict[str, str]) -> dict[str, str]:
-        """Azure options with the blob endpoint pointed at the meter (Azurite's account path kept)."""
-        if "azure_storage_endpoint" not in storage_options:
-            raise GateError("These Azure options name no azure_storage_endpoint; build them with helpers.tables.azure_storage_options().")
-        account = urlparse(storage_options["azure_storage_endpoint"]).path
-        return {**storage_options, "azure_storage_endpoint": self.endpoint + account}
-
     def reset(self) -> None:
         """Forget every request and claim (between runs)."""
         with self._meter_lock:
@@ -194,19 +201,13 @@ class RequestMeter(CommitGate):
 
     def _claim_of(self, method: str, path: str, headers, body) -> tuple[int | None, str | None, int | None] | None:
         """(version, writer, batch) if this request claims a commit version, else None."""
-        if self.claim_style == "dynamodb":
-            lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
-            if lock is None or lock.operation != "PutItem" or not lock.conditional:
-                return None
-            with self._meter_lock:
-                writer, batch = self._staged.get(staged_name(lock.temp_path or ""), (None, None))
-            return lock.version, writer, batch
-        if method != "PUT" or _header(headers, "if-none-match") is None:
-            return None
-        key = unquote(urlparse(path).path)
-        version = delta_log.commit_version(key)
+        version = claimed_version(method, path, headers, body, self.claim_style)
         if version is None:
             return None
+        if self.claim_style == "dynamodb":
+            lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
+            with self._meter_lock:
+                return (version, *self._staged.get(staged_name(lock.temp_path or ""), (None, None)))
         source = next((v for h in COPY_SOURCE_HEADERS if (v := _header(headers, h))), None)
         if source is None:
             return (version, *tags_of(body))

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 
 from helpers import landing
 from helpers.writers.protocol import (BATCH_TAG, COMMITTED, FAILED, T_PROCESS_START, WRITER_TAG, WriterSpec, engine_class,
-                                      gone_file, one_line, wait_at_barrier, write_json_atomically)
+                                      gone_file, one_line, wait_at_barrier, spec_process_main)
 
 
 def batch_table(batch: int):
@@ -139,18 +137,5 @@ def run(spec: dict) -> dict:
     return result
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m helpers.bench.worker SPEC_JSON_FILE", file=sys.stderr)
-        return 2
-    spec = json.loads(Path(argv[0]).read_text())
-    result = run(spec)
-    write_json_atomically(result, spec["result_path"])
-    return 0 if result["error"] is None else 1
-
-
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # deltalake sometimes aborts at interpreter exit; the result file is the record
+    spec_process_main("helpers.bench.worker", run)

@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -259,6 +260,24 @@ class WriterResult:
 def write_result(result: WriterResult, path: str | os.PathLike) -> None:
     """Write the result JSON atomically: readers see the whole file or none."""
     write_json_atomically(asdict(result), path)
+
+
+def spec_process_main(module: str, run) -> None:
+    """The command line of a process started with a spec file (``python -m <module> SPEC_JSON_FILE``):
+    read the spec, ``run(spec)``, write its result to ``spec["result_path"]`` atomically, and exit
+    at once with 0 (no ``error`` in the result), 1, or 2 (usage). The exit skips interpreter
+    shutdown: deltalake sometimes aborts there, and the result file is the record."""
+    if len(sys.argv) != 2:
+        print(f"usage: python -m {module} SPEC_JSON_FILE", file=sys.stderr)
+        code = 2
+    else:
+        spec = json.loads(Path(sys.argv[1]).read_text())
+        result = run(spec)
+        write_json_atomically(result, spec["result_path"])
+        code = 0 if result["error"] is None else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def write_json_atomically(data: Any, path: str | os.PathLike) -> None:

@@ -1,0 +1,33 @@
+"""``python -m helpers.torture``: the torture run (``make torture``; a small one runs in ``make test``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from helpers import config
+from helpers.torture import plan
+from helpers.torture.run import TortureError, torture
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.torture", description=__doc__)
+    parser.add_argument("--name", help="results folder under build/torture/ (default: the time)")
+    parser.add_argument("--protocols", nargs="+", metavar="PROTOCOL", help=f"default: all ({', '.join(plan.PROTOCOLS)})")
+    parser.add_argument("--per-writer", type=int, default=125, help="operations per writer (default 125: 1,000 from 8 writers)")
+    parser.add_argument("--kills", type=int, default=8, help="writers killed per safe protocol (default 8)")
+    parser.add_argument("--restarts", type=int, default=1, help="service restarts per protocol that has one (default 1)")
+    args = parser.parse_args(argv)
+    try:
+        for name in args.protocols or ():
+            plan.protocol(name)
+        folder = torture(args.protocols, per_writer=args.per_writer, kills=args.kills, restarts=args.restarts, name=args.name)
+    except (TortureError, plan.PlanError) as error:
+        print(f"torture: {error}", file=sys.stderr)
+        return 1
+    print(f"Results in {config.shown(folder)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The faults a torture run injects: a writer SIGKILLed at a chosen step of its commit, and a
+service stopped and started again under the writers.
+
+A :class:`KillGate` stands between one writer process and the store (its own port; the
+process's S3, DynamoDB or Azure endpoint points at it). It forwards every request unchanged and
+follows the process's commit step by step, as the store sees it: data files written, the commit
+staged in a temporary file, a version claimed (and whether the store accepted the claim), the
+DynamoDB item marked complete. Once armed (after ``after_claims`` claims, so the kill
+comes mid-run, under contention; refused claims count too, so a writer that keeps losing is
+still killed), it kills the process's whole process group (the Python
+writer and, for Spark, its JVM) at its point (:data:`helpers.torture.plan.KILL_POINTS`):
+
+* ``data-written``: the first request that stages or claims a commit after data files were
+  written, before it reaches the store;
+* ``staged``: a claim after a staged commit file, before it reaches the store;
+* ``claimed``: a claim the store accepted, after the store answered and before the writer hears;
+* ``copied``: the request marking the DynamoDB item complete, before it reaches the store.
+
+A killed writer never sees an answer; the request it was sending either reached the store
+whole or not at all, which is exactly a crash between two steps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from urllib.parse import unquote, urlparse
+
+from helpers import delta_log, integrity, services
+from helpers.bench.meter import _header, claimed_version, classify
+from helpers.commitgate import CommitGate, parse_lock_request
+
+
+class Killed(ConnectionAbortedError):
+    """The gate killed the process whose request this was."""
+
+
+def step_of(method: str, path: str, headers, body: bytes | None, claim_style: str) -> str | None:
+    """Which step of a commit a request is: ``data``, ``staged``, ``claim``, ``mark`` (a lock
+    item written other than by a claim: marked complete), or None (reads, and everything else)."""
+    if claimed_version(method, path, headers, body, claim_style) is not None:
+        return "claim"
+    lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
+    if lock is not None:
+        return "mark"
+    if classify(method, path, headers, 200, is_claim=False) == "data write":
+        return "data"
+    key = unquote(urlparse(path).path)
+    if method == "PUT" and delta_log.LOG_DIR in key:
+        name = key.split(delta_log.LOG_DIR, 1)[1]
+        if integrity.KNOWN_LOG_FILES["staged file"].match(name):
+            return "staged"
+    return None
+
+
+class KillGate(CommitGate):
+    """A gate that kills its writer process at ``point`` (see the module's text). ``point=None``:
+    a plain pass-through (a writer that is not a victim this time)."""
+
+    def __init__(self, upstream: str, *, claim_style: str, point: str | None, after_claims: int = 1) -> None:
+        super().__init__(upstream)
+        self.claim_style, self.point, self.after_claims = claim_style, point, after_claims
+        self.pgid: int | None = None
+        self.killed: dict | None = None
+        self._state = threading.Lock()
+        self._data_written = self._staged = False
+        self._claims = 0
+        self._server.handle_error = lambda request, client: None  # a killed writer's dropped connection is expected
+
+    def _kill(self, step: str, path: str) -> None:
+        """Kill the process group (once); every later request of it is refused."""
+        if self.killed is None:
+            self.killed = {"point": self.point, "step": step, "t": time.time(), "path": unquote(urlparse(path).path)}
+            if self.pgid is not None:
+                try:
+                    os.killpg(self.pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        raise Killed(f"killed at {self.point}")
+
+    def forward(self, method: str, path: str, headers, body):
+        step = step_of(method, path, headers, body, self.claim_style)
+        with self._state:
+            if self.killed is not None:
+                raise Killed("the process was killed")
+            armed = self.point is not None and self._claims >= self.after_claims
+            if armed and ((self.point == "data-written" and step in ("staged", "claim") and self._data_written)
+                          or (self.point == "staged" and step == "claim" and self._staged)
+                          or (self.point == "copied" and step == "mark")):
+                self._kill(step, path)
+        answer = super().forward(method, path, headers, body)
+        with self._state:
+            if step == "data":
+                self._data_written = True
+            elif step == "staged":
+                self._staged = True
+            elif step == "claim":
+                self._claims += 1
+                if answer[0] < 300:
+                    self._data_written = self._staged = False
+                    if armed and self.point == "claimed":
+                        self._kill(step, path)
+        return answer
+
+
+def stop_service(name: str) -> None:
+    """Stop a service the harness started (its state stays on disk: Azurite's folder, moto's journal)."""
+    services.down([name], quiet=True)
+
+
+def start_service(name: str) -> None:
+    services.up([name], quiet=True)

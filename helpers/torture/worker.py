@@ -1,0 +1,259 @@
+"""One torture process: a writer (or a Spark driver with writer threads) that works through its
+operations on the contended table, journaling each one, until it is done or killed.
+
+Started by :mod:`helpers.torture.run` in the protocol's era, from the workbook's folder::
+
+    <era python> -m helpers.torture.worker SPEC_JSON_FILE
+
+Each writer's operations are planned in advance (:func:`helpers.torture.plan.operations`):
+appends of one batch of ten rows, deletes of a batch the same writer appended and saw
+acknowledged, and compactions (OPTIMIZE), the operations the notebooks teach. Every commit is
+tagged ``workbook.writer`` / ``workbook.batch`` (the operation's number) and ``workbook.op`` /
+``workbook.target`` (which batch a delete removes), so the checker finds each operation in the
+log by its tags alone.
+
+The journal is the writer's word, kept where a SIGKILL cannot take it back: one JSON line per
+event, written with ``os.write`` before the next step, ``start`` before the library is called
+and ``ack`` or ``fail`` after it returned. An operation with a ``start`` and nothing after was in
+flight when the process died. Whether any operation really is in the table is decided from
+storage (:mod:`helpers.torture.check`), never from this journal.
+
+A failure that names an endpoint that no longer answers (a service restarted under the run) is
+recorded, and the writer waits for that endpoint to answer again before its next operation, so
+a run outlives a restart. A spec with ``"tables"`` instead reads each table and reports its rows
+per batch, VACUUMs it if asked and reads again (:func:`read_tables`, the checker's readers).
+
+Standard library, pyarrow and the engine's library only: this module runs in the writer eras.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+import traceback
+from collections import Counter
+
+from helpers import landing
+from helpers.bench.worker import DeltalakeAppender, SparkAppender, batch_table
+from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, gone_file, one_line, wait_at_barrier, spec_process_main
+
+OP_TAG = "workbook.op"
+TARGET_TAG = "workbook.target"
+APPEND, DELETE, COMPACT = "append", "delete", "compact"
+OPERATIONS = (APPEND, DELETE, COMPACT)
+SERVICE_WAIT_S = 600.0
+"""How long a writer waits for a service that stopped answering before it gives up (a hang, not a pace)."""
+ENDPOINT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d+)")
+"""A loopback endpoint in an error (the library's URL, or the emulator a gate in between names)."""
+
+
+def tags(writer: str, op: int, kind: str, target: int | None) -> dict[str, str]:
+    found = {WRITER_TAG: writer, BATCH_TAG: str(op), OP_TAG: kind}
+    if target is not None:
+        found[TARGET_TAG] = str(target)
+    return found
+
+
+def id_range(batch: int) -> str:
+    """The SQL predicate that selects one batch's rows."""
+    ids = landing.batch_ids(batch)
+    return f"id >= {ids.start} AND id < {ids.stop}"
+
+
+class DeltalakeOperations(DeltalakeAppender):
+    """delta-rs: append, delete and compact against the writer's refreshed ``DeltaTable``."""
+
+    def operate(self, writer: str, op: int, kind: str, target: int | None) -> None:
+        from deltalake import CommitProperties, write_deltalake
+
+        table = self.tables[writer]
+        table.update_incremental()
+        properties = CommitProperties(custom_metadata=tags(writer, op, kind, target),
+                                      max_commit_retries=self.spec.get("max_commit_retries"))
+        if kind == APPEND:
+            write_deltalake(table, batch_table(op), mode="append", commit_properties=properties)
+        elif kind == DELETE:
+            table.delete(id_range(target), commit_properties=properties)
+        else:
+            table.optimize.compact(commit_properties=properties)
+
+
+class SparkOperations(SparkAppender):
+    """Delta Spark: each writer thread has its own session (``newSession``: one SparkContext, its
+    own settings), so the ``userMetadata`` a delete or an OPTIMIZE commits with is that writer's."""
+
+    USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+    def __init__(self, spec: dict) -> None:
+        super().__init__(spec)
+        self.sessions = {w: self.spark.newSession() for w in spec["writers"]}
+
+    def operate(self, writer: str, op: int, kind: str, target: int | None) -> None:
+        from delta.tables import DeltaTable
+
+        session = self.sessions[writer]
+        session.conf.set(self.USER_METADATA, json.dumps(tags(writer, op, kind, target), sort_keys=True))
+        if kind == APPEND:
+            session.createDataFrame(batch_table(op)).write.format("delta").mode("append").save(self.uri)
+        elif kind == DELETE:
+            DeltaTable.forPath(session, self.uri).delete(id_range(target))
+        else:
+            DeltaTable.forPath(session, self.uri).optimize().executeCompaction()
+
+
+ENGINES = {"deltalake": DeltalakeOperations, "spark": SparkOperations}
+
+
+def batches_of(ids: list[int]) -> dict[str, int]:
+    return {str(b): n for b, n in Counter(landing.batch_of_id(i) for i in ids if i is not None).items()}
+
+
+def deltalake_read(table: dict) -> dict:
+    """Open the table (a DynamoDB log store finishes incomplete items on the way), read its rows per
+    batch; with ``vacuum``, VACUUM with no retention and read again."""
+    from deltalake import DeltaTable
+
+    def rows() -> dict[str, int]:
+        found = DeltaTable(table["table_uri"], storage_options=dict(table["storage_options"]))
+        return batches_of(found.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+
+    result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
+    if table.get("vacuum"):
+        opened = DeltaTable(table["table_uri"], storage_options=dict(table["storage_options"]))
+        result["vacuumed"] = len(opened.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True))
+        result["rows_after_vacuum"] = rows()
+    return result
+
+
+def spark_read(spark, table: dict) -> dict:
+    """The same with Delta Spark (its DynamoDB log store, if the session has it, finishes incomplete items)."""
+    from delta.tables import DeltaTable
+
+    def rows() -> dict[str, int]:
+        return batches_of([r.id for r in spark.read.format("delta").load(table["table_uri"]).select("id").collect()])
+
+    result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
+    if table.get("vacuum"):
+        spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        before = set(spark.read.format("delta").load(table["table_uri"]).inputFiles())
+        DeltaTable.forPath(spark, table["table_uri"]).vacuum(0.0)
+        result["vacuumed"] = None  # Delta Spark's VACUUM returns the path only; the checker counts files in storage
+        result["rows_after_vacuum"] = rows()
+        result["input_files"] = len(before)
+    return result
+
+
+def read_tables(spec: dict) -> dict:
+    """The checker's reader: each of ``spec["tables"]`` read (and vacuumed) with ``spec["engine"]``."""
+    if spec["engine"] == "spark":
+        from helpers import sessions
+
+        spark = sessions.spark_session(*spec["spark_stores"], app_name=f"torture-{spec['process']}")
+        return {"library": f"Spark {spark.version}", "tables": [spark_read(spark, t) for t in spec["tables"]]}
+    import deltalake
+
+    return {"library": f"deltalake {deltalake.__version__}", "tables": [deltalake_read(t) for t in spec["tables"]]}
+
+
+class Journal:
+    """Append-only JSON lines, each written whole with one ``os.write`` (shared by a process's threads)."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.lock = threading.Lock()
+
+    def write(self, **event) -> None:
+        line = (json.dumps({**event, "t": time.time()}) + "\n").encode()
+        with self.lock:
+            os.write(self.fd, line)
+
+
+def unanswered_endpoint(message: str) -> tuple[str, int] | None:
+    """The loopback endpoint an error names, if nothing listens there now (the service is down)."""
+    for host, port in ENDPOINT.findall(message):
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except OSError:
+            return host, int(port)
+    return None
+
+
+def wait_for(endpoint: tuple[str, int]) -> float:
+    """Wait until the endpoint accepts connections; return the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < SERVICE_WAIT_S:
+        try:
+            socket.create_connection(endpoint, timeout=5).close()
+            return time.monotonic() - started
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{endpoint[0]}:{endpoint[1]} did not answer again within {SERVICE_WAIT_S:.0f} s")
+
+
+def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], journal: Journal) -> None:
+    """Do each planned operation (``{"op": n, "kind": ...}``) in turn. A delete removes the newest
+    batch in ``deletable`` (batches this writer appended and saw acknowledged, not deleted yet);
+    with none there, the operation is an append instead."""
+    deletable = list(deletable)
+    for planned in ops:
+        kind, op = planned["kind"], planned["op"]
+        target = None
+        if kind == DELETE:
+            if deletable:
+                target = deletable.pop()
+            else:
+                kind = APPEND
+        journal.write(event="start", writer=writer, op=op, kind=kind, target=target)
+        try:
+            engine.operate(writer, op, kind, target)
+        except Exception as error:  # a failed operation is a figure; the writer goes on
+            message = one_line(str(error), 600)
+            down = unanswered_endpoint(message)
+            journal.write(event="fail", writer=writer, op=op, error_class=type(error).__name__, error=message,
+                          service_down=f"{down[0]}:{down[1]}" if down else None)
+            if down:
+                journal.write(event="waited", writer=writer, op=op, seconds=wait_for(down))
+            if target is not None:
+                deletable.append(target)
+            continue
+        journal.write(event="ack", writer=writer, op=op)
+        if kind == APPEND:
+            deletable.append(op)
+
+
+def run(spec: dict) -> dict:
+    """Set up, wait at the barrier (first incarnation only), work; return the process's record."""
+    result = {"process": spec["process"], "pid": os.getpid(), "error": None}
+    ready = False
+    try:
+        if spec.get("tables"):
+            result.update(read_tables(spec))
+            return result
+        engine = ENGINES[spec["engine"]](spec)
+        result["library"] = engine.version
+        journal = Journal(spec["journal_path"])
+        ready = True
+        if spec.get("barrier_dir"):
+            wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
+        journal.write(event="go", process=spec["process"], pid=os.getpid())
+        threads = [threading.Thread(target=writer_loop, name=w,
+                                    args=(engine, w, spec["operations"][w], spec["deletable"][w], journal))
+                   for w in spec["writers"]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    except Exception as error:
+        result["error"] = f"{type(error).__name__}: {one_line(str(error), 600)}"
+        result["traceback"] = traceback.format_exc()[-3000:]
+        if not ready and spec.get("barrier_dir"):
+            gone_file(spec["barrier_dir"], spec["process"]).touch()
+    return result
+
+
+if __name__ == "__main__":
+    spec_process_main("helpers.torture.worker", run)
