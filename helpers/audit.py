@@ -91,14 +91,11 @@ def parse_commit(version: int, body: bytes) -> Commit:
 
 def rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
     """Total rows and rows per batch at a version (latest if None), read with the kernel's deltalake."""
-    from collections import Counter
-
     from deltalake import DeltaTable
-
 
     table = DeltaTable(table_uri, storage_options=tables.kernel_storage_options(storage_options), version=version)
     ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
-    return len(ids), dict(Counter(landing.batch_of_id(i) for i in ids if i is not None))
+    return len(ids), landing.rows_per_batch(ids)
 
 
 # ---------------------------------------------------------------------------------------------

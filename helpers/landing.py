@@ -62,6 +62,16 @@ def batch_of_id(row_id: int) -> int:
     return (int(row_id) - 1) // BATCH_ID_STRIDE
 
 
+def rows_per_batch(ids) -> dict[int, int]:
+    """How many of these row ids each batch holds (None ids are left out)."""
+    counts: dict[int, int] = {}
+    for row_id in ids:
+        if row_id is not None:
+            batch = batch_of_id(row_id)
+            counts[batch] = counts.get(batch, 0) + 1
+    return counts
+
+
 def landing_rows(batch: int) -> list[dict[str, Any]]:
     """The rows of a batch, always the same: ``{"id": 101, "name": "Aroha Ngata"}``, ..."""
     return [

@@ -70,27 +70,18 @@ class AtomicWrites:
         self.lock = threading.Lock()
 
     def __call__(self, environ, start_response):
-        answered = []
-
-        def marked_start_response(status, headers, exc_info=None):
-            answered[:] = [status, headers]
-            return start_response(status, [*headers, (MARK_HEADER, MARK_VALUE)], exc_info)
-
         if environ.get("REQUEST_METHOD", "GET").upper() in READS:
-            return self.app(environ, marked_start_response)
+            return self.app(environ, lambda status, headers, exc_info=None: start_response(
+                status, [*headers, (MARK_HEADER, MARK_VALUE)], exc_info))
         body = _read_body(environ)  # off the lock: a slow client must not hold up everyone's writes
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
         request = self.journal.request(environ, body) if self.journal else None
         with self.lock:
-            answer = self.app(environ, marked_start_response)
-            try:
-                data = b"".join(answer)
-            finally:
-                if hasattr(answer, "close"):
-                    answer.close()
+            status, headers, data = _call(self.app, environ)
             if request:
-                self.journal.append(request, int(answered[0].split()[0]), answered[1], data)
+                self.journal.append(request, int(status.split()[0]), headers, data)
+        start_response(status, [*headers, (MARK_HEADER, MARK_VALUE)])
         return [data]
 
 
@@ -201,7 +192,7 @@ def _replay(app, record: dict, ids: dict[str, str]) -> str | None:
     status, headers, data = _call(app, environ)
     chosen = _chosen_ids({"method": record["method"], "path": path}, headers, data)
     ids.update((record[key], chosen[key]) for key in chosen if key in record)
-    return f"{status} {record['method']} {path}" if status >= 400 else None
+    return f"{status} {record['method']} {path}" if int(status.split()[0]) >= 400 else None
 
 
 def _chosen_ids(request: dict, headers, data: bytes) -> dict:
@@ -218,7 +209,8 @@ def _chosen_ids(request: dict, headers, data: bytes) -> dict:
     return found
 
 
-def _call(app, environ) -> tuple[int, list, bytes]:
+def _call(app, environ) -> tuple[str, list, bytes]:
+    """Run the WSGI application on one request to the end: (status line, headers, body)."""
     answered = []
     answer = app(environ, lambda status, headers, exc_info=None: answered.extend((status, headers)))
     try:
@@ -226,7 +218,7 @@ def _call(app, environ) -> tuple[int, list, bytes]:
     finally:
         if hasattr(answer, "close"):
             answer.close()
-    return int(answered[0].split()[0]), answered[1], data
+    return answered[0], answered[1], data
 
 
 def application(journal: str | None = None):

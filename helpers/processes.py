@@ -12,6 +12,7 @@ long a run may last; nothing here keeps a clock of its own beyond the deadline i
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -103,7 +104,10 @@ def kill_stragglers(procs: list[EraProcess]) -> list[str]:
     killed = []
     for p in procs:
         if p.process is not None and p.process.poll() is None:
-            p.process.kill()
+            if os.getpgid(p.process.pid) == p.process.pid:  # launched with new_session: its children (a JVM) too
+                os.killpg(p.process.pid, signal.SIGKILL)
+            else:
+                p.process.kill()
             p.process.wait(timeout=10)
             p.t_exited = time.time()
             p.killed = True

@@ -139,6 +139,13 @@ def _identify_azurite(host: str, port: int) -> str | None:
     return server if server.startswith("Azurite-Blob") else None
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on now (the system's choice)."""
+    with socket.socket() as sock:
+        sock.bind((config.LOCALHOST, 0))
+        return sock.getsockname()[1]
+
+
 def port_is_free(port: int) -> bool:
     """True if nothing listens on 127.0.0.1:port (we could bind it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -19,20 +19,12 @@ def stores():
     storage.ensure_container()
 
 
-def _free_port() -> int:
-    import socket
-
-    from helpers import config
-
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def free_port():
     """A function that returns a port nothing listens on (on 127.0.0.1)."""
-    return _free_port
+    from helpers import services
+
+    return services.free_port
 
 
 @pytest.fixture
@@ -41,8 +33,8 @@ def private_services(monkeypatch, tmp_path):
     from helpers import config, services
 
     monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
-    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(_free_port()))
-    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(_free_port()))
+    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(services.free_port()))
+    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(services.free_port()))
     yield
     services.down(quiet=True)
 

@@ -1,6 +1,5 @@
 """helpers.storage: resources the notebooks need, and clear errors when a store refuses or is absent."""
 
-import socket
 import uuid
 
 import pytest
@@ -19,11 +18,8 @@ def test_wrong_azure_key_is_explained(monkeypatch):
         storage.ensure_container(f"wrong-key-{uuid.uuid4().hex[:8]}")
 
 
-def test_unreachable_s3_is_explained(monkeypatch):
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(port))
+def test_unreachable_s3_is_explained(monkeypatch, free_port):
+    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(free_port()))
     with pytest.raises(storage.StorageError, match="does not answer"):
         storage.ensure_bucket()
 

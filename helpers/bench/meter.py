@@ -76,7 +76,7 @@ class Claim:
     accepted: bool
 
 
-def _header(headers, name: str) -> str | None:
+def header_value(headers, name: str) -> str | None:
     for key, value in headers:
         if key.lower() == name:
             return value
@@ -92,7 +92,7 @@ def staged_name(path: str) -> str:
 def decoded(headers, body: bytes | None) -> bytes | None:
     """The payload of a request: as sent, or unwrapped from the AWS SDK's ``aws-chunked`` encoding
     (``<hex size>[;chunk-signature=...]\r\n<data>\r\n`` ... ``0\r\n`` [trailers]), which S3A uses."""
-    if not body or "aws-chunked" not in (_header(headers, "content-encoding") or ""):
+    if not body or "aws-chunked" not in (header_value(headers, "content-encoding") or ""):
         return body
     out, at = bytearray(), 0
     while at < len(body):
@@ -124,18 +124,22 @@ def is_log_path(path: str, query: dict) -> bool:
     return delta_log.LOG_DIR in path or delta_log.LOG_DIR.rstrip("/") in prefix
 
 
-def claimed_version(method: str, path: str, headers, body: bytes | None, claim_style: str) -> int | None:
-    """The commit version this request claims, or None if it is no claim: a conditional
-    ``PutItem`` of a lock item (``dynamodb``), or a PUT or copy of ``N.json`` with
-    ``If-None-Match`` (``object``)."""
+def claim_of_request(method: str, path: str, headers, body: bytes | None, claim_style: str) -> tuple[int | None, str | None] | None:
+    """If this request claims a commit version: (version, the staged file it names, or None when
+    it carries the commit itself); else None. A claim is a conditional ``PutItem`` of a lock item
+    (``dynamodb``; its ``tempPath`` is the staged file), or a PUT of ``N.json`` with
+    ``If-None-Match`` (``object``; a copy names its source)."""
     if claim_style == "dynamodb":
-        lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
+        lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
         if lock is None or lock.operation != "PutItem" or not lock.conditional:
             return None
-        return lock.version
-    if method != "PUT" or _header(headers, "if-none-match") is None:
+        return lock.version, lock.temp_path or ""
+    if method != "PUT" or header_value(headers, "if-none-match") is None:
         return None
-    return delta_log.commit_version(unquote(urlparse(path).path))
+    version = delta_log.commit_version(unquote(urlparse(path).path))
+    if version is None:
+        return None
+    return version, next((v for h in COPY_SOURCE_HEADERS if (v := header_value(headers, h))), None)
 
 
 def classify(method: str, target: str, headers, status: int, *, is_claim: bool) -> str:
@@ -144,7 +148,7 @@ def classify(method: str, target: str, headers, status: int, *, is_claim: bool) 
         return "claim accepted" if status < 300 else "claim refused"
     parsed = urlparse(target)
     path, query = unquote(parsed.path), parse_qs(parsed.query)
-    amz_target = _header(headers, "x-amz-target") or ""
+    amz_target = header_value(headers, "x-amz-target") or ""
     if amz_target.startswith("DynamoDB_"):
         operation = amz_target.rsplit(".", 1)[-1]
         if operation in ("PutItem", "UpdateItem", "DeleteItem"):  # a claim is counted above; these mark it complete
@@ -201,18 +205,14 @@ class RequestMeter(CommitGate):
 
     def _claim_of(self, method: str, path: str, headers, body) -> tuple[int | None, str | None, int | None] | None:
         """(version, writer, batch) if this request claims a commit version, else None."""
-        version = claimed_version(method, path, headers, body, self.claim_style)
-        if version is None:
+        claim = claim_of_request(method, path, headers, body, self.claim_style)
+        if claim is None:
             return None
-        if self.claim_style == "dynamodb":
-            lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
-            with self._meter_lock:
-                return (version, *self._staged.get(staged_name(lock.temp_path or ""), (None, None)))
-        source = next((v for h in COPY_SOURCE_HEADERS if (v := _header(headers, h))), None)
-        if source is None:
+        version, staged = claim
+        if staged is None:
             return (version, *tags_of(body))
         with self._meter_lock:
-            return (version, *self._staged.get(staged_name(source), (None, None)))
+            return (version, *self._staged.get(staged_name(staged), (None, None)))
 
     # -- what the run reads back ----------------------------------------------------------------
 

@@ -18,13 +18,12 @@ commit); VACUUM must remove them and nothing the table still needs.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from helpers import delta_log, integrity, landing, storage
 from helpers.torture.worker import APPEND, DELETE, OP_TAG, TARGET_TAG
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
+from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, commit_tags
 
 KEPT, LOST, DUPLICATED, ABSENT, LANDED = "kept", "lost", "duplicated", "absent", "landed"
 ACKNOWLEDGED = "acknowledged"
@@ -40,25 +39,15 @@ class LoggedOperation:
 
 
 def logged_operations(check: integrity.Check) -> list[LoggedOperation]:
-    """Every commit that carries torture tags (delta-rs puts them in commitInfo, Delta Spark in its
-    ``userMetadata``), in version order."""
+    """Every commit that carries torture tags, in version order."""
     found = []
     for version, body in sorted(check.commit_bodies.items()):
-        info = delta_log.read_commit(body)[0]
-        tags = info if WRITER_TAG in info else _json(info.get("userMetadata"))
+        tags = commit_tags(delta_log.read_commit(body)[0])
         if WRITER_TAG in tags and BATCH_TAG in tags:
             target = tags.get(TARGET_TAG)
-            found.append(LoggedOperation(version, str(tags[WRITER_TAG]), int(tags[BATCH_TAG]), str(tags.get(OP_TAG, APPEND)),
+            found.append(LoggedOperation(version, tags[WRITER_TAG], int(tags[BATCH_TAG]), tags.get(OP_TAG, APPEND),
                                          int(target) if target not in (None, "None") else None))
     return found
-
-
-def _json(text) -> dict:
-    try:
-        found = json.loads(text or "{}")
-    except ValueError:
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 def classify(acknowledged: bool, in_log: int) -> str:

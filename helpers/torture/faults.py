@@ -28,8 +28,8 @@ import threading
 import time
 from urllib.parse import unquote, urlparse
 
-from helpers import delta_log, integrity, services
-from helpers.bench.meter import _header, claimed_version, classify
+from helpers import delta_log, integrity
+from helpers.bench.meter import claim_of_request, classify, header_value
 from helpers.commitgate import CommitGate, parse_lock_request
 
 
@@ -40,9 +40,9 @@ class Killed(ConnectionAbortedError):
 def step_of(method: str, path: str, headers, body: bytes | None, claim_style: str) -> str | None:
     """Which step of a commit a request is: ``data``, ``staged``, ``claim``, ``mark`` (a lock
     item written other than by a claim: marked complete), or None (reads, and everything else)."""
-    if claimed_version(method, path, headers, body, claim_style) is not None:
+    if claim_of_request(method, path, headers, body, claim_style) is not None:
         return "claim"
-    lock = parse_lock_request(_header(headers, "x-amz-target") or "", body, "")
+    lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
     if lock is not None:
         return "mark"
     if classify(method, path, headers, 200, is_claim=False) == "data write":
@@ -104,11 +104,3 @@ class KillGate(CommitGate):
                         self._kill(step, path)
         return answer
 
-
-def stop_service(name: str) -> None:
-    """Stop a service the harness started (its state stays on disk: Azurite's folder, moto's journal)."""
-    services.down([name], quiet=True)
-
-
-def start_service(name: str) -> None:
-    services.up([name], quiet=True)

@@ -17,14 +17,13 @@ import contextlib
 import json
 import os
 import platform
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from helpers import audit, config, integrity, processes, runner, services, storage
+from helpers import audit, config, integrity, landing, processes, runner, services, storage
 from helpers.progress import RunProgress
 from helpers.torture import check as checker
 from helpers.torture import faults, plan
@@ -51,19 +50,13 @@ class TortureError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")):
     """moto (durable: its journal replays its state when it starts again) and Azurite on free
     ports, state under ``folder``, for this process and the processes it starts; stopped afterwards."""
     saved_env = {k: os.environ.get(k) for k in ("WORKBOOK_MOTO_PORT", "WORKBOOK_AZURITE_PORT", "WORKBOOK_MOTO_DURABLE")}
     saved_state = config.STATE_DIR
-    os.environ.update(WORKBOOK_MOTO_PORT=str(_free_port()), WORKBOOK_AZURITE_PORT=str(_free_port()), WORKBOOK_MOTO_DURABLE="1")
+    os.environ.update(WORKBOOK_MOTO_PORT=str(services.free_port()), WORKBOOK_AZURITE_PORT=str(services.free_port()), WORKBOOK_MOTO_DURABLE="1")
     config.STATE_DIR = folder
     try:
         services.up(list(names), quiet=True)
@@ -84,12 +77,17 @@ def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")
 
 
 @dataclass(kw_only=True)
-class _Incarnation(processes.EraProcess):
-    slot: int
-    group: Group
-    writers: list[str]
-    journal_path: Path
+class _Reporting(processes.EraProcess):
+    """A process that leaves its result in a file (a writer, or one of the checker's readers)."""
+
     result_path: Path
+
+
+@dataclass(kw_only=True)
+class _Incarnation(_Reporting):
+    """One life of a writer process: its journal, and the gate that may kill it."""
+
+    journal_path: Path
     gate: faults.KillGate | None = None
 
 
@@ -112,7 +110,7 @@ class ProtocolRun:
 
     def __init__(self, proto: Protocol, *, run_id: str, per_writer: int, kills: int, restarts: int, folder: Path,
                  max_commit_retries: int | None = None) -> None:
-        self.proto, self.per_writer, self.folder = proto, per_writer, folder
+        self.proto, self.folder = proto, folder
         self.kills_planned = plan.kill_schedule(proto, kills)
         self.kills_left = list(self.kills_planned)
         if restarts and not proto.restarts:
@@ -173,11 +171,9 @@ class ProtocolRun:
                                    claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
                                    point=point, after_claims=1 + len(self.kills_made) % 3)
             options = gate.route_azure(options) if backend == "azure" else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
-        remaining, deletable = self._remaining(slot) if slot.incarnations else (
-            {w: self.operations[w] for w in slot.writers}, {w: [] for w in slot.writers})
+        remaining, deletable = self._remaining(slot)
         inc = _Incarnation(name=name, era=slot.group.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json",
-                           stdout_path=run_dir / f"{name}.out", stderr_path=run_dir / f"{name}.err", slot=slot.index,
-                           group=slot.group, writers=slot.writers, journal_path=run_dir / f"{name}.journal",
+                           stdout_path=run_dir / f"{name}.out", stderr_path=run_dir / f"{name}.err", journal_path=run_dir / f"{name}.journal",
                            result_path=run_dir / f"{name}.result.json", gate=gate)
         spec = {"process": name, "writers": slot.writers, "engine": slot.group.engine, "era": slot.group.era,
                 "table_uri": self.uri(slot.group), "storage_options": options, "operations": remaining,
@@ -208,7 +204,7 @@ class ProtocolRun:
     def _restart(self, name: str) -> None:
         """Stop ``name``; start it again once a writer failed for want of it (or after OUTAGE_MAX_S)."""
         t_stop = time.time()
-        faults.stop_service(name)
+        services.down([name], quiet=True)  # its state stays on disk: Azurite's folder, moto's journal
         deadline = time.monotonic() + OUTAGE_MAX_S
         while time.monotonic() < deadline:
             noticed = any(e["event"] == "fail" and e.get("service_down") and e["t"] >= t_stop for e in self._journal_events())
@@ -216,7 +212,7 @@ class ProtocolRun:
                 break
             time.sleep(POLL_S)
         t_start = time.time()
-        faults.start_service(name)
+        services.up([name], quiet=True)
         service = services.SERVICES[name]
         self.restarts_made.append({"service": name, "endpoint": f"{service.host()}:{service.port()}", "t_stop": t_stop,
                                    "t_start": t_start, "t_answering": time.time(), "outage_s": time.time() - t_stop})
@@ -230,7 +226,6 @@ class ProtocolRun:
         shown = RunProgress(f"{self.proto.name}", total)
         deadline = time.monotonic() + RUN_TIMEOUT_S
         self.folder.mkdir(parents=True, exist_ok=True)
-        t_start = time.time()
         try:
             for slot in self.slots:
                 self._launch(slot, barrier=True)
@@ -250,7 +245,7 @@ class ProtocolRun:
                         inc.gate.close()
         t_end = time.time()
         events = self._journal_events()
-        return {"t_start": t_start, "t_go": t_go, "t_end": t_end, "events": events}
+        return {"t_go": t_go, "t_end": t_end, "events": events}
 
     def _supervise(self, total: int, deadline: float, shown: RunProgress) -> None:
         """Until every writer is done: start a killed process again, make the planned restarts."""
@@ -312,9 +307,8 @@ def journaled_operations(events: list[dict]) -> list[dict]:
 
 def _reader(folder: Path, name: str, era: str, engine: str, tables: list[dict], spark_stores=()) -> list[dict]:
     """Run the checker's reader (:func:`helpers.torture.worker.read_tables`) in an era; its per-table results."""
-    proc = _Incarnation(name=name, era=era, module=WORKER_MODULE, spec_path=folder / f"{name}.json", stdout_path=folder / f"{name}.out",
-                        stderr_path=folder / f"{name}.err", slot=0, group=None, writers=[], journal_path=folder / f"{name}.journal",
-                        result_path=folder / f"{name}.result.json")
+    proc = _Reporting(name=name, era=era, module=WORKER_MODULE, spec_path=folder / f"{name}.json", stdout_path=folder / f"{name}.out",
+                      stderr_path=folder / f"{name}.err", result_path=folder / f"{name}.result.json")
     proc.spec_path.write_text(json.dumps({"process": name, "engine": engine, "tables": tables, "spark_stores": list(spark_stores),
                                           "result_path": str(proc.result_path)}, indent=1))
     processes.launch([proc])
@@ -364,11 +358,8 @@ class Verdict:
         first = self.proto.groups[0]
         table = {"table_uri": self.prun.uri(first), "storage_options": first.storage_options()}
         folder = self.prun.folder
-        if first.engine == "deltalake":
-            self.readers["recovery"] = _reader(folder, "recovery", first.era, "deltalake", [table])[0]
-        else:
-            stores = ("s3", "dynamodb") if first.commit == "s3-dynamodb" else ("s3",)
-            self.readers["recovery"] = _reader(folder, "recovery", first.era, "spark", [table], stores)[0]
+        stores = ("s3", "dynamodb") if first.commit == "s3-dynamodb" else ("s3",)  # for a Spark reader
+        self.readers["recovery"] = _reader(folder, "recovery", first.era, first.engine, [table], stores)[0]
         self.row["recovered_by"] = f"{first.engine} ({first.era})"
         check = integrity.check_table(self.uri)
         self.problems += [f"table: {p}" for p in check.blocking]
@@ -385,13 +376,13 @@ class Verdict:
             appends=sum(o["kind"] == "append" for o in self.operations), deletes=sum(o["kind"] == "delete" for o in self.operations),
             compactions=sum(o["kind"] == "compact" for o in self.operations),
             staged_leftovers=len(check.staged_leftovers), orphans=len(checker.orphans(self.uri, check)),
-            expected_rows=len(self.expected) * 10)
+            expected_rows=len(self.expected) * landing.ROWS_PER_BATCH)
         self.row["loss_rate"] = self.row["lost"] / acknowledged if acknowledged else 0.0
         down = [o for o in self.operations if o["service_down"]]
         self.row["failed_service_down"] = len(down)
         self.row["failed_naming_service"] = sum(any(r["endpoint"] in (o["error"] or "") for r in self.prun.restarts_made) for o in down)
         if self.proto.dynamodb:
-            incomplete = checker.incomplete_lock_items([u for u in self.prun.table_uris] + [spark_uri(self.uri)])
+            incomplete = checker.incomplete_lock_items([*self.prun.table_uris, spark_uri(self.uri)])
             self.row["incomplete_lock_items"] = len(incomplete)
             if incomplete:
                 self.problems.append(f"{len(incomplete)} DynamoDB item(s) still incomplete after the next reader: {incomplete[:5]}")

@@ -35,16 +35,14 @@ import socket
 import threading
 import time
 import traceback
-from collections import Counter
 
 from helpers import landing
 from helpers.bench.worker import DeltalakeAppender, SparkAppender, batch_table
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, gone_file, one_line, wait_at_barrier, spec_process_main
+from helpers.writers.protocol import BATCH_TAG, TAG_PREFIX, WRITER_TAG, gone_file, one_line, wait_at_barrier, spec_process_main
 
-OP_TAG = "workbook.op"
-TARGET_TAG = "workbook.target"
+OP_TAG = TAG_PREFIX + "op"
+TARGET_TAG = TAG_PREFIX + "target"
 APPEND, DELETE, COMPACT = "append", "delete", "compact"
-OPERATIONS = (APPEND, DELETE, COMPACT)
 SERVICE_WAIT_S = 600.0
 """How long a writer waits for a service that stopped answering before it gives up (a hang, not a pace)."""
 ENDPOINT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d+)")
@@ -108,23 +106,20 @@ class SparkOperations(SparkAppender):
 ENGINES = {"deltalake": DeltalakeOperations, "spark": SparkOperations}
 
 
-def batches_of(ids: list[int]) -> dict[str, int]:
-    return {str(b): n for b, n in Counter(landing.batch_of_id(i) for i in ids if i is not None).items()}
-
-
 def deltalake_read(table: dict) -> dict:
     """Open the table (a DynamoDB log store finishes incomplete items on the way), read its rows per
     batch; with ``vacuum``, VACUUM with no retention and read again."""
     from deltalake import DeltaTable
 
-    def rows() -> dict[str, int]:
+    def rows() -> dict[int, int]:
         found = DeltaTable(table["table_uri"], storage_options=dict(table["storage_options"]))
-        return batches_of(found.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+        return landing.rows_per_batch(found.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
 
     result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
     if table.get("vacuum"):
         opened = DeltaTable(table["table_uri"], storage_options=dict(table["storage_options"]))
-        result["vacuumed"] = len(opened.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True))
+        # full: also the files no commit ever added (the default removes only files the log removed)
+        opened.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
         result["rows_after_vacuum"] = rows()
     return result
 
@@ -133,17 +128,14 @@ def spark_read(spark, table: dict) -> dict:
     """The same with Delta Spark (its DynamoDB log store, if the session has it, finishes incomplete items)."""
     from delta.tables import DeltaTable
 
-    def rows() -> dict[str, int]:
-        return batches_of([r.id for r in spark.read.format("delta").load(table["table_uri"]).select("id").collect()])
+    def rows() -> dict[int, int]:
+        return landing.rows_per_batch([r.id for r in spark.read.format("delta").load(table["table_uri"]).select("id").collect()])
 
     result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
     if table.get("vacuum"):
         spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-        before = set(spark.read.format("delta").load(table["table_uri"]).inputFiles())
-        DeltaTable.forPath(spark, table["table_uri"]).vacuum(0.0)
-        result["vacuumed"] = None  # Delta Spark's VACUUM returns the path only; the checker counts files in storage
+        DeltaTable.forPath(spark, table["table_uri"]).vacuum(0.0)  # what it removed is counted in storage by the checker
         result["rows_after_vacuum"] = rows()
-        result["input_files"] = len(before)
     return result
 
 

@@ -32,8 +32,9 @@ T_PROCESS_START = time.time()
 
 COMMITTED = "committed"
 FAILED = "failed"
-WRITER_TAG = "workbook.writer"
-BATCH_TAG = "workbook.batch"
+TAG_PREFIX = "workbook."
+WRITER_TAG = TAG_PREFIX + "writer"
+BATCH_TAG = TAG_PREFIX + "batch"
 """Keys a writer adds to its commit's commitInfo, so an auditor can tell whose commit it is."""
 
 ENGINE_MODULES = {
@@ -74,8 +75,9 @@ def writer_tags(spec: "WriterSpec") -> dict[str, str]:
 
 
 def commit_tags(info: dict) -> dict[str, str]:
-    """The workbook tags of a commit, from its commitInfo: delta-rs and Daft put them in commitInfo
-    itself, Delta Spark (which cannot add keys there) in ``userMetadata`` as JSON. {} if none."""
+    """The workbook tags of a commit (every ``workbook.*`` key), from its commitInfo: delta-rs and
+    Daft put them in commitInfo itself, Delta Spark (which cannot add keys there) in
+    ``userMetadata`` as JSON. {} if none."""
     if WRITER_TAG in info:
         found = info
     else:
@@ -83,7 +85,7 @@ def commit_tags(info: dict) -> dict[str, str]:
             found = json.loads(info.get("userMetadata") or "{}")
         except ValueError:
             return {}
-    return {k: str(v) for k, v in found.items() if k in (WRITER_TAG, BATCH_TAG)} if isinstance(found, dict) else {}
+    return {k: str(v) for k, v in found.items() if k.startswith(TAG_PREFIX)} if isinstance(found, dict) else {}
 
 
 # ---------------------------------------------------------------------------------------------

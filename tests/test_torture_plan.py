@@ -1,0 +1,73 @@
+"""The torture run's pure parts: each writer's operations, how a request maps to a step of a
+commit (where the kill gate strikes), and how the checker classifies operations and rows. The
+run itself (writers, kills, restarts) is `make torture`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import delta_log
+from helpers.torture import check, faults, plan
+from helpers.torture.check import LoggedOperation
+
+LOG = "/bucket/t/_delta_log/"
+
+
+def test_operations_are_numbered_by_writer_and_mix_deletes_and_compactions():
+    ops = plan.operations(writers=4, per_writer=10)
+    assert [o["op"] for o in ops["w2"]] == list(range(11, 21))
+    kinds = [o["kind"] for o in ops["w1"]]
+    assert kinds.count("delete") == 1 and kinds[-1] == "compact" and kinds.count("append") == 8
+    assert [o["kind"] for o in ops["w2"]].count("compact") == 0  # one writer in four compacts
+    with pytest.raises(plan.PlanError, match="whole number"):
+        plan.operations(writers=2, per_writer=0)
+
+
+def test_kills_take_each_point_in_turn_and_only_where_there_are_points():
+    assert plan.kill_schedule(plan.PROTOCOLS["s3-conditional-put"], 3) == ["data-written", "claimed", "data-written"]
+    with pytest.raises(plan.PlanError, match="no kill points"):
+        plan.kill_schedule(plan.PROTOCOLS["s3-unsafe-rename"], 1)
+    with pytest.raises(plan.PlanError, match="Unknown protocol 'azur'"):
+        plan.protocol("azur")
+
+
+@pytest.mark.parametrize("method, path, headers, body, style, step", [
+    ("PUT", "/bucket/t/part-0001.parquet", [], b"x", "object", "data"),
+    ("PUT", LOG + delta_log.commit_file_name(7), [("If-None-Match", "*")], b"{}", "object", "claim"),
+    ("PUT", LOG + delta_log.commit_file_name(7), [], b"{}", "object", None),  # a plain copy under the lock: not a claim
+    ("PUT", LOG + "_commit_0b6f5c1e-6f0e-4a43-9d0a-5d3c1e2a9b7f.json.tmp", [], b"{}", "dynamodb", "staged"),
+    ("PUT", LOG + ".tmp/" + delta_log.commit_file_name(7) + ".0b6f5c1e", [], b"{}", "dynamodb", "staged"),
+    ("GET", LOG + delta_log.commit_file_name(7), [], None, "object", None),
+])
+def test_each_request_is_one_step_of_a_commit(method, path, headers, body, style, step):
+    assert faults.step_of(method, path, headers, body, style) == step
+
+
+def test_dynamodb_claims_and_marks_are_told_apart():
+    item = {"tablePath": {"S": "s3://bucket/t"}, "fileName": {"S": delta_log.commit_file_name(3)}, "tempPath": {"S": "x.tmp"}}
+    claim = json.dumps({"TableName": "delta_log", "Item": item, "ConditionExpression": "attribute_not_exists(fileName)"}).encode()
+    mark = json.dumps({"TableName": "delta_log", "Key": {k: item[k] for k in ("tablePath", "fileName")}}).encode()
+    target = [("X-Amz-Target", "DynamoDB_20120810.PutItem")]
+    assert faults.step_of("POST", "/", target, claim, "dynamodb") == "claim"
+    assert faults.step_of("POST", "/", [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")], mark, "dynamodb") == "mark"
+
+
+def test_operations_are_classified_by_what_the_log_holds():
+    assert [check.classify(True, n) for n in (1, 0, 2)] == [check.KEPT, check.LOST, check.DUPLICATED]
+    assert [check.classify(False, n) for n in (0, 1, 2)] == [check.ABSENT, check.LANDED, check.DUPLICATED]
+    logged = [LoggedOperation(1, "w1", 1, "append", None), LoggedOperation(2, "w1", 2, "append", None),
+              LoggedOperation(3, "w1", 3, "delete", 1), LoggedOperation(4, "w2", 9, "compact", None)]
+    rows = check.account([{"writer": "w1", "op": 2, "outcome": check.ACKNOWLEDGED},
+                          {"writer": "w1", "op": 4, "outcome": check.ACKNOWLEDGED},
+                          {"writer": "w2", "op": 9, "outcome": "killed"}], logged)
+    assert [(r["op"], r["verdict"]) for r in rows] == [(2, check.KEPT), (4, check.LOST), (9, check.LANDED)]
+    assert check.expected_batches(logged) == {2}
+
+
+def test_rows_are_compared_batch_by_batch():
+    assert check.rows_match({2: 10}, {2}) == []
+    problems = check.rows_match({"2": 9, "5": 10}, {2, 3})
+    assert problems == ["1 batch(es) missing (e.g. [3])", "1 batch(es) that should not be there (e.g. [5])",
+                        "1 batch(es) without exactly 10 rows (e.g. {2: 9})"]
