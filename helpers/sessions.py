@@ -165,10 +165,11 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
 
 
 def driver_java_options(*extra: str, archive: bool = True) -> str:
-    """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, the class-data
-    archive when there is one (:mod:`helpers.spark_start`), plus ``extra``."""
+    """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, the compiler and
+    collector of :data:`helpers.spark_start.DRIVER_JVM_OPTIONS`, the class-data archive when
+    there is one (:mod:`helpers.spark_start`), plus ``extra``."""
     shared = spark_start.class_archive_options() if archive else []
-    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *shared, *extra])
+    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *spark_start.DRIVER_JVM_OPTIONS, *shared, *extra])
 
 
 def _s3a_conf() -> dict[str, str]:

@@ -426,12 +426,15 @@ class Verdict:
 # ---------------------------------------------------------------------------------------------
 
 
-def torture(protocols=None, *, per_writer: int, kills: int = 0, restarts: int = 0, name: str | None = None,
-            max_commit_retries: int | None = None) -> Path:
+def torture(protocols=None, *, per_writer: int, unsafe_per_writer: int | None = None, kills: int = 0, restarts: int = 0,
+            name: str | None = None, max_commit_retries: int | None = None) -> Path:
     """Run each protocol (all by default), save ``protocols.csv``, ``operations.csv``, ``kills.csv``,
     ``restarts.csv`` and ``meta.json`` under ``build/torture/<name>/``, and return that folder.
-    Kills go to the safe protocols with kill points, restarts to those with a service to restart.
-    Raises TortureError, after saving, if a safe protocol broke a promise."""
+    Each writer of a safe protocol makes ``per_writer`` operations, of an unsafe one
+    ``unsafe_per_writer`` (default: the same; a loss rate needs fewer). Kills go to the safe
+    protocols with kill points, restarts to those with a service to restart. Raises
+    TortureError, after saving, if a safe protocol broke a promise."""
+    unsafe_per_writer = per_writer if unsafe_per_writer is None else unsafe_per_writer
     import pandas as pd
 
     chosen = [plan.protocol(p) for p in (protocols or plan.PROTOCOLS)]
@@ -444,7 +447,7 @@ def torture(protocols=None, *, per_writer: int, kills: int = 0, restarts: int = 
         storage.ensure_lock_table()
         storage.ensure_container()
         for proto in chosen:
-            prun = ProtocolRun(proto, run_id=run_id, per_writer=per_writer, kills=kills if proto.kill_points else 0,
+            prun = ProtocolRun(proto, run_id=run_id, per_writer=per_writer if proto.safe else unsafe_per_writer, kills=kills if proto.kill_points else 0,
                                restarts=restarts if proto.restarts else 0, folder=folder / proto.name,
                                max_commit_retries=max_commit_retries)
             verdict = Verdict(prun, prun.run())
@@ -465,7 +468,7 @@ def torture(protocols=None, *, per_writer: int, kills: int = 0, restarts: int = 
     for stem, frame in frames.items():
         frame.to_csv(folder / f"{stem}.csv", index=False)
     meta = {"run_id": run_id, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "wall_s": time.time() - started,
-            "per_writer": per_writer, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen],
+            "per_writer": per_writer, "unsafe_per_writer": unsafe_per_writer, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen],
             "machine": {"cpus": os.cpu_count(), "system": f"{platform.system()} {platform.machine()}"}}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     broken = [f"{v.proto.name}: {v.row['problems']}" for v in verdicts if v.row["problems"]]
