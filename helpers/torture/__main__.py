@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from helpers import config
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=16, help="writers killed per safe protocol (default 16: each kill point 4 or 8 times)")
     parser.add_argument("--restarts", type=int, default=1, help="service restarts per protocol that has one (default 1)")
     args = parser.parse_args(argv)
+    # `kill` (SIGTERM) ends the run as Ctrl-C does: its writers and emulators are stopped on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         for name in args.protocols or ():
             plan.protocol(name)

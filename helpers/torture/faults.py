@@ -5,10 +5,10 @@ A :class:`KillGate` stands between one writer process and the store (its own por
 process's S3, DynamoDB or Azure endpoint points at it). It forwards every request unchanged and
 follows the process's commit step by step, as the store sees it: data files written, the commit
 staged in a temporary file, a version claimed (and whether the store accepted the claim), the
-DynamoDB item marked complete. Once armed (after ``after_claims`` claims, so the kill
-comes mid-run, under contention; refused claims count too, so a writer that keeps losing is
-still killed), it kills the process's whole process group (the Python
-writer and, for Spark, its JVM) at its point (:data:`helpers.torture.plan.KILL_POINTS`):
+DynamoDB item marked complete. It starts unarmed; once armed with a point
+(:data:`helpers.torture.plan.KILL_POINTS`, :meth:`KillGate.arm`: the run arms one gate at a time,
+spread over the run, so kills come under contention and late as well as early), it kills the
+process's whole process group (the Python writer and, for Spark, its JVM) at that point:
 
 * ``data-written``: the first request that stages or claims a commit after data files were
   written, before it reaches the store;
@@ -56,18 +56,24 @@ def step_of(method: str, path: str, headers, body: bytes | None, claim_style: st
 
 
 class KillGate(CommitGate):
-    """A gate that kills its writer process at ``point`` (see the module's text). ``point=None``:
-    a plain pass-through (a writer that is not a victim this time)."""
+    """A gate that kills its writer process at the point it is armed with (see the module's
+    text); unarmed, a plain pass-through."""
 
-    def __init__(self, upstream: str, *, claim_style: str, point: str | None, after_claims: int = 1) -> None:
+    def __init__(self, upstream: str, *, claim_style: str) -> None:
         super().__init__(upstream)
-        self.claim_style, self.point, self.after_claims = claim_style, point, after_claims
+        self.claim_style = claim_style
+        self.point: str | None = None
         self.pgid: int | None = None
         self.killed: dict | None = None
         self._state = threading.Lock()
         self._data_written = self._staged = False
-        self._claims = 0
         self._server.handle_error = lambda request, client: None  # a killed writer's dropped connection is expected
+
+    def arm(self, point: str) -> None:
+        """Kill the process at ``point`` of its commit, from now on (the one under way, if it has
+        not passed that step yet)."""
+        with self._state:
+            self.point = point
 
     def _kill(self, step: str, path: str) -> None:
         """Kill the process group (once); every later request of it is refused."""
@@ -85,7 +91,7 @@ class KillGate(CommitGate):
         with self._state:
             if self.killed is not None:
                 raise Killed("the process was killed")
-            armed = self.point is not None and self._claims >= self.after_claims
+            armed = self.point is not None
             if armed and ((self.point == "data-written" and step in ("staged", "claim") and self._data_written)
                           or (self.point == "staged" and step == "claim" and self._staged)
                           or (self.point == "copied" and step == "mark")):
@@ -97,7 +103,6 @@ class KillGate(CommitGate):
             elif step == "staged":
                 self._staged = True
             elif step == "claim":
-                self._claims += 1
                 if answer[0] < 300:
                     self._data_written = self._staged = False
                     if armed and self.point == "claimed":

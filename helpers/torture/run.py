@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -120,6 +121,8 @@ class ProtocolRun:
         self.name = f"torture/{run_id}/{proto.name}"
         self.operations = plan.operations(proto.writers, per_writer)
         self.kills_made: list[dict] = []
+        self.armed: _Incarnation | None = None
+        """The process whose gate is armed, until it is killed or ends."""
         self.restarts_made: list[dict] = []
         self.slots: list[_Slot] = []
         ids = iter(self.operations)
@@ -164,12 +167,10 @@ class ProtocolRun:
         run_dir = self.folder
         gate = None
         options = slot.group.storage_options()
-        if self.kills_planned:
-            point = self.kills_left.pop(0) if self.kills_left else None
+        if self.kills_planned:  # every process gets a gate; the run arms one at a time (_arm_kill)
             backend = "azure" if slot.group.commit == "azure" else "s3"
             gate = faults.KillGate(config.azurite_endpoint() if backend == "azure" else config.moto_endpoint(),
-                                   claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
-                                   point=point, after_claims=1 + len(self.kills_made) % 3)
+                                   claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object")
             options = gate.route_azure(options) if backend == "azure" else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
         remaining, deletable = self._remaining(slot)
         inc = _Incarnation(name=name, era=slot.group.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json",
@@ -195,6 +196,25 @@ class ProtocolRun:
         return TortureError(f"{self.proto.name}: writer process {inc.name} failed: {detail}")
 
     # -- the run ----------------------------------------------------------------------------------
+
+    KILLS_SPREAD = 0.75
+    """Kills are spread evenly over the first three quarters of a run (by operations done), so
+    the last ones still find a writer with work left to be killed in."""
+
+    def _arm_kill(self, done: int, total: int) -> None:
+        """When the next kill is due and no gate is armed, arm the gate of the running process
+        with the most operations left (the first such, in turn) with the next kill point."""
+        if self.armed is not None or not self.kills_left:
+            return
+        k = len(self.kills_planned) - len(self.kills_left)
+        if done < total * self.KILLS_SPREAD * k / len(self.kills_planned):
+            return
+        left = {s.index: sum(map(len, self._remaining(s)[0].values())) for s in self.slots if s.current.process.poll() is None}
+        if left:
+            most = max(left.values())
+            candidates = [s for s in self.slots if left.get(s.index) == most]
+            self.armed = candidates[k % len(candidates)].current
+            self.armed.gate.arm(self.kills_left.pop(0))
 
     def _restart_due(self, done: int, total: int) -> bool:
         """Restarts are spread evenly over the run, by operations done (acknowledged or failed)."""
@@ -253,7 +273,9 @@ class ProtocolRun:
             events = self._journal_events()
             acknowledged = sum(1 for e in events if e["event"] == "ack")
             shown.status(f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts")
-            if self._restart_due(sum(1 for e in events if e["event"] in ("ack", "fail")), total):
+            done = sum(1 for e in events if e["event"] in ("ack", "fail"))
+            self._arm_kill(done, total)
+            if self._restart_due(done, total):
                 self._restart(self.proto.restarts[len(self.restarts_made) % len(self.proto.restarts)])
             running = 0
             for slot in self.slots:
@@ -264,6 +286,10 @@ class ProtocolRun:
                     continue
                 if inc.t_exited is None:
                     inc.t_exited = time.time()
+                    if inc is self.armed:
+                        self.armed = None
+                        if inc.gate.killed is None:  # it finished before reaching its point: arm another
+                            self.kills_left.insert(0, inc.gate.point)
                     if inc.gate is not None and inc.gate.killed is not None:
                         inc.killed = True
                         self.kills_made.append({**inc.gate.killed, "process": inc.name})
@@ -440,6 +466,7 @@ def torture(protocols=None, *, per_writer: int, unsafe_per_writer: int | None = 
     chosen = [plan.protocol(p) for p in (protocols or plan.PROTOCOLS)]
     run_id = name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     folder = RESULTS_DIR / run_id
+    shutil.rmtree(folder, ignore_errors=True)  # a run of the same name is replaced, journals and emulators' state too
     started = time.time()
     verdicts = []
     with private_emulators(folder / "emulators"):

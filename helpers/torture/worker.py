@@ -38,7 +38,8 @@ import traceback
 
 from helpers import landing
 from helpers.bench.worker import DeltalakeAppender, SparkAppender, batch_table
-from helpers.writers.protocol import BATCH_TAG, TAG_PREFIX, WRITER_TAG, gone_file, one_line, wait_at_barrier, spec_process_main
+from helpers.writers.protocol import (BATCH_TAG, TAG_PREFIX, WRITER_TAG, gone_file, one_line, process_alive, spec_process_main,
+                                     wait_at_barrier)
 
 OP_TAG = TAG_PREFIX + "op"
 TARGET_TAG = TAG_PREFIX + "target"
@@ -186,12 +187,15 @@ def wait_for(endpoint: tuple[str, int]) -> float:
     raise TimeoutError(f"{endpoint[0]}:{endpoint[1]} did not answer again within {SERVICE_WAIT_S:.0f} s")
 
 
-def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], journal: Journal) -> None:
+def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], journal: Journal, runner_pid: int) -> None:
     """Do each planned operation (``{"op": n, "kind": ...}``) in turn. A delete removes the newest
     batch in ``deletable`` (batches this writer appended and saw acknowledged, not deleted yet);
-    with none there, the operation is an append instead."""
+    with none there, the operation is an append instead. Stops early if the harness (``runner_pid``)
+    is gone: nobody would check what it writes."""
     deletable = list(deletable)
     for planned in ops:
+        if not process_alive(runner_pid):
+            return
         kind, op = planned["kind"], planned["op"]
         target = None
         if kind == DELETE:
@@ -233,7 +237,7 @@ def run(spec: dict) -> dict:
             wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
         journal.write(event="go", process=spec["process"], pid=os.getpid())
         threads = [threading.Thread(target=writer_loop, name=w,
-                                    args=(engine, w, spec["operations"][w], spec["deletable"][w], journal))
+                                    args=(engine, w, spec["operations"][w], spec["deletable"][w], journal, spec["runner_pid"]))
                    for w in spec["writers"]]
         for thread in threads:
             thread.start()
