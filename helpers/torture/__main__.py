@@ -15,9 +15,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.torture", description=__doc__)
     parser.add_argument("--name", help="results folder under build/torture/ (default: the time)")
     parser.add_argument("--protocols", nargs="+", metavar="PROTOCOL", help=f"default: all ({', '.join(plan.PROTOCOLS)})")
-    parser.add_argument("--per-writer", type=int, default=125, help="operations per writer (default 125: 1,000 from 8 writers)")
-    parser.add_argument("--unsafe-per-writer", type=int, default=25,
-                        help="operations per writer of an unsafe protocol (default 25: 200, enough for a loss rate)")
+    parser.add_argument("--per-writer", type=int, help="operations per writer (default: each protocol's full run, enough for "
+                        "1,000 commits of a safe one, 25 for an unsafe one: plan.FULL_RUN_PER_WRITER)")
     parser.add_argument("--kills", type=int, default=16, help="writers killed per safe protocol (default 16: each kill point 4 or 8 times)")
     parser.add_argument("--restarts", type=int, default=1, help="service restarts per protocol that has one (default 1)")
     args = parser.parse_args(argv)
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in args.protocols or ():
             plan.protocol(name)
-        folder = torture(args.protocols, per_writer=args.per_writer, unsafe_per_writer=args.unsafe_per_writer, kills=args.kills,
+        folder = torture(args.protocols, per_writer=args.per_writer, kills=args.kills,
                          restarts=args.restarts, name=args.name)
     except (TortureError, plan.PlanError) as error:
         print(f"torture: {error}", file=sys.stderr)

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from helpers import audit, config, integrity, landing, processes, runner, services, storage
 from helpers.progress import RunProgress
@@ -30,6 +31,9 @@ from helpers.torture import check as checker
 from helpers.torture import faults, plan
 from helpers.torture.plan import Group, Protocol
 from helpers.writers.protocol import open_barrier
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RESULTS_DIR = config.BUILD_DIR / "torture"
 WORKER_MODULE = "helpers.torture.worker"
@@ -452,18 +456,18 @@ class Verdict:
 # ---------------------------------------------------------------------------------------------
 
 
-def torture(protocols=None, *, per_writer: int, unsafe_per_writer: int | None = None, kills: int = 0, restarts: int = 0,
-            name: str | None = None, max_commit_retries: int | None = None) -> Path:
+def torture(protocols=None, *, per_writer: int | None = None, kills: int = 0, restarts: int = 0, name: str | None = None,
+            max_commit_retries: int | None = None) -> Path:
     """Run each protocol (all by default), save ``protocols.csv``, ``operations.csv``, ``kills.csv``,
     ``restarts.csv`` and ``meta.json`` under ``build/torture/<name>/``, and return that folder.
-    Each writer of a safe protocol makes ``per_writer`` operations, of an unsafe one
-    ``unsafe_per_writer`` (default: the same; a loss rate needs fewer). Kills go to the safe
-    protocols with kill points, restarts to those with a service to restart. Raises
-    TortureError, after saving, if a safe protocol broke a promise."""
-    unsafe_per_writer = per_writer if unsafe_per_writer is None else unsafe_per_writer
+    Each writer makes ``per_writer`` operations (None: the full run's, for each protocol
+    :func:`plan.full_run_per_writer`). Kills go to the safe protocols with kill points, restarts
+    to those with a service to restart. Raises TortureError, after saving, if a safe protocol
+    broke a promise."""
     import pandas as pd
 
     chosen = [plan.protocol(p) for p in (protocols or plan.PROTOCOLS)]
+    counts = {p.name: plan.full_run_per_writer(p.name) if per_writer is None else per_writer for p in chosen}
     run_id = name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     folder = RESULTS_DIR / run_id
     shutil.rmtree(folder, ignore_errors=True)  # a run of the same name is replaced, journals and emulators' state too
@@ -474,7 +478,7 @@ def torture(protocols=None, *, per_writer: int, unsafe_per_writer: int | None = 
         storage.ensure_lock_table()
         storage.ensure_container()
         for proto in chosen:
-            prun = ProtocolRun(proto, run_id=run_id, per_writer=per_writer if proto.safe else unsafe_per_writer, kills=kills if proto.kill_points else 0,
+            prun = ProtocolRun(proto, run_id=run_id, per_writer=counts[proto.name], kills=kills if proto.kill_points else 0,
                                restarts=restarts if proto.restarts else 0, folder=folder / proto.name,
                                max_commit_retries=max_commit_retries)
             verdict = Verdict(prun, prun.run())
@@ -495,10 +499,43 @@ def torture(protocols=None, *, per_writer: int, unsafe_per_writer: int | None = 
     for stem, frame in frames.items():
         frame.to_csv(folder / f"{stem}.csv", index=False)
     meta = {"run_id": run_id, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "wall_s": time.time() - started,
-            "per_writer": per_writer, "unsafe_per_writer": unsafe_per_writer, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen],
+            "per_writer": counts, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen],
             "machine": {"cpus": os.cpu_count(), "system": f"{platform.system()} {platform.machine()}"}}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     broken = [f"{v.proto.name}: {v.row['problems']}" for v in verdicts if v.row["problems"]]
     if broken:
         raise TortureError("A safe protocol broke a promise (results saved in " + config.shown(folder) + "):\n" + "\n".join(broken))
     return folder
+
+
+@dataclass
+class Results:
+    """A finished run's tables (see :func:`torture`) and its ``meta.json``."""
+
+    folder: Path
+    meta: dict
+    protocols: pd.DataFrame
+    operations: pd.DataFrame
+    kills: pd.DataFrame
+    restarts: pd.DataFrame
+
+
+def load(run: str | Path) -> Results:
+    """The results of the run named ``run`` (a folder under ``build/torture/``, or a path).
+    Raises TortureError, saying how to make one, if there is no finished run there."""
+    import pandas as pd
+
+    folder = Path(run) if isinstance(run, Path) else RESULTS_DIR / run
+    if not (folder / "meta.json").is_file():
+        raise TortureError(f"No finished torture run in {config.shown(folder)}: `make torture` makes the full one "
+                           "(README: \"Torture\"), `python -m helpers.torture --name NAME ...` any other.")
+
+    def table(stem: str) -> pd.DataFrame:
+        try:
+            return pd.read_csv(folder / f"{stem}.csv")
+        except pd.errors.EmptyDataError:  # no kills or restarts in this run
+            return pd.DataFrame()
+
+    return Results(folder, json.loads((folder / "meta.json").read_text()),
+                   *(table(stem) for stem in ("protocols", "operations", "kills", "restarts")))
+
