@@ -144,11 +144,15 @@ class ProtocolRun:
     # -- processes --------------------------------------------------------------------------------
 
     def _journal_events(self) -> list[dict]:
+        """Every event the writers have journaled so far. A writer's line is one ``write``, but a
+        read may still catch it half written: only lines that end in a newline are taken (the
+        rest is read next time)."""
         events = []
         for slot in self.slots:
             for inc in slot.incarnations:
                 if inc.journal_path.exists():
-                    events += [json.loads(line) for line in inc.journal_path.read_text().splitlines() if line.strip()]
+                    text = inc.journal_path.read_text()
+                    events += [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
         return events
 
     def _remaining(self, slot: _Slot) -> tuple[dict, dict]:
@@ -206,19 +210,22 @@ class ProtocolRun:
     the last ones still find a writer with work left to be killed in."""
 
     def _arm_kill(self, done: int, total: int) -> None:
-        """When the next kill is due and no gate is armed, arm the gate of the running process
-        with the most operations left (the first such, in turn) with the next kill point."""
+        """When the next kill is due and no gate is armed, arm a running process's gate with the
+        next kill point: the processes take turns (after the last victim's slot), passing over
+        those with fewer than 2 operations left while any other has more."""
         if self.armed is not None or not self.kills_left:
             return
         k = len(self.kills_planned) - len(self.kills_left)
         if done < total * self.KILLS_SPREAD * k / len(self.kills_planned):
             return
         left = {s.index: sum(map(len, self._remaining(s)[0].values())) for s in self.slots if s.current.process.poll() is None}
-        if left:
-            most = max(left.values())
-            candidates = [s for s in self.slots if left.get(s.index) == most]
-            self.armed = candidates[k % len(candidates)].current
-            self.armed.gate.arm(self.kills_left.pop(0))
+        if not left:
+            return
+        after = self.kills_made[-1]["slot"] if self.kills_made else 0
+        turns = sorted(left, key=lambda index: (index <= after, index))
+        victim = next((index for index in turns if left[index] >= 2), max(left, key=left.get))
+        self.armed = self.slots[victim - 1].current
+        self.armed.gate.arm(self.kills_left.pop(0))
 
     def _restart_due(self, done: int, total: int) -> bool:
         """Restarts are spread evenly over the run, by operations done (acknowledged or failed)."""
@@ -296,7 +303,7 @@ class ProtocolRun:
                             self.kills_left.insert(0, inc.gate.point)
                     if inc.gate is not None and inc.gate.killed is not None:
                         inc.killed = True
-                        self.kills_made.append({**inc.gate.killed, "process": inc.name})
+                        self.kills_made.append({**inc.gate.killed, "process": inc.name, "slot": slot.index})
                         remaining, _ = self._remaining(slot)
                         if any(remaining.values()):
                             self._launch(slot, barrier=False)
