@@ -1,14 +1,17 @@
 """The torture run's pure parts: each writer's operations, how a request maps to a step of a
 commit (where the kill gate strikes), and how the checker classifies operations and rows. The
-run itself (writers, kills, restarts) is `make torture`."""
+run itself (writers, kills, restarts) is notebook 12 (its bounded subset, in `make test`) and
+`make torture` (the full run)."""
 
 from __future__ import annotations
 
+import ast
 import json
 
+import papermill
 import pytest
 
-from helpers import delta_log
+from helpers import config, delta_log
 from helpers.torture import check, faults, plan
 from helpers.torture.check import LoggedOperation
 
@@ -54,6 +57,22 @@ def test_dynamodb_claims_and_marks_are_told_apart():
     assert faults.step_of("POST", "/", [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")], mark, "dynamodb") == "mark"
 
 
+def test_the_copied_kill_point_is_the_mark_of_the_process_own_item_only():
+    """A writer also marks items it finishes for a killed writer; ``copied`` means its own commit."""
+    gate = faults.KillGate("http://127.0.0.1:9", claim_style="dynamodb")
+    try:
+        def mark(version: int) -> bytes:
+            key = {"tablePath": {"S": "s3://bucket/t"}, "fileName": {"S": delta_log.commit_file_name(version)}}
+            return json.dumps({"TableName": "delta_log", "Key": key}).encode()
+
+        target = [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")]
+        assert not gate._marks_own_item(target, mark(3))  # no claim of its own yet
+        gate._own_claim = 3
+        assert gate._marks_own_item(target, mark(3)) and not gate._marks_own_item(target, mark(2))
+    finally:
+        gate.close()
+
+
 def test_operations_are_classified_by_what_the_log_holds():
     assert [check.classify(True, n) for n in (1, 0, 2)] == [check.KEPT, check.LOST, check.DUPLICATED]
     assert [check.classify(False, n) for n in (0, 1, 2)] == [check.ABSENT, check.LANDED, check.DUPLICATED]
@@ -71,3 +90,14 @@ def test_rows_are_compared_batch_by_batch():
     problems = check.rows_match({"2": 9, "5": 10}, {2, 3})
     assert problems == ["1 batch(es) missing (e.g. [3])", "1 batch(es) that should not be there (e.g. [5])",
                         "1 batch(es) without exactly 10 rows (e.g. {2: 9})"]
+
+
+def test_notebook_12_runs_the_bounded_subset_make_test_promises():
+    """Every safe protocol, at least 100 operations each, every kill point hit, a service restarted."""
+    declared = papermill.inspect_notebook(str(config.ROOT / "notebooks" / "12_torture.ipynb"))
+    defaults = {name: ast.literal_eval(p["default"]) for name, p in declared.items()}
+    safe = [p for p in plan.PROTOCOLS.values() if p.safe]
+    assert {p.name for p in safe} <= set(defaults["protocols"])
+    assert min(p.writers * defaults["per_writer"] for p in safe) >= 100
+    assert defaults["kills"] >= max(len(p.kill_points) for p in safe)
+    assert defaults["restarts"] >= 1

@@ -14,7 +14,8 @@ process's whole process group (the Python writer and, for Spark, its JVM) at tha
   written, before it reaches the store;
 * ``staged``: a claim after a staged commit file, before it reaches the store;
 * ``claimed``: a claim the store accepted, after the store answered and before the writer hears;
-* ``copied``: the request marking the DynamoDB item complete, before it reaches the store.
+* ``copied``: the request marking the process's own DynamoDB item complete (the version it
+  claimed last; not an item it finishes for another writer), before it reaches the store.
 
 A killed writer never sees an answer; the request it was sending either reached the store
 whole or not at all, which is exactly a crash between two steps.
@@ -67,6 +68,8 @@ class KillGate(CommitGate):
         self.killed: dict | None = None
         self._state = threading.Lock()
         self._data_written = self._staged = False
+        self._own_claim: int | None = None
+        """The version of this process's last accepted claim (its own lock item, for ``copied``)."""
         self._server.handle_error = lambda request, client: None  # a killed writer's dropped connection is expected
 
     def arm(self, point: str) -> None:
@@ -86,6 +89,10 @@ class KillGate(CommitGate):
                     pass
         raise Killed(f"killed at {self.point}")
 
+    def _marks_own_item(self, headers, body) -> bool:
+        lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
+        return lock is not None and self._own_claim is not None and lock.version == self._own_claim
+
     def forward(self, method: str, path: str, headers, body):
         step = step_of(method, path, headers, body, self.claim_style)
         with self._state:
@@ -94,7 +101,7 @@ class KillGate(CommitGate):
             armed = self.point is not None
             if armed and ((self.point == "data-written" and step in ("staged", "claim") and self._data_written)
                           or (self.point == "staged" and step == "claim" and self._staged)
-                          or (self.point == "copied" and step == "mark")):
+                          or (self.point == "copied" and step == "mark" and self._marks_own_item(headers, body))):
                 self._kill(step, path)
         answer = super().forward(method, path, headers, body)
         with self._state:
@@ -105,6 +112,7 @@ class KillGate(CommitGate):
             elif step == "claim":
                 if answer[0] < 300:
                     self._data_written = self._staged = False
+                    self._own_claim = claim_of_request(method, path, headers, body, self.claim_style)[0]
                     if armed and self.point == "claimed":
                         self._kill(step, path)
         return answer

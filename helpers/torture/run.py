@@ -206,8 +206,8 @@ class ProtocolRun:
     # -- the run ----------------------------------------------------------------------------------
 
     KILLS_SPREAD = 0.75
-    """Kills are spread evenly over the first three quarters of a run (by operations done), so
-    the last ones still find a writer with work left to be killed in."""
+    """Kills are spread evenly over the first three quarters of a run (by operations done: the
+    first once the table has some history), so the last ones still find a writer with work left."""
 
     def _arm_kill(self, done: int, total: int) -> None:
         """When the next kill is due and no gate is armed, arm a running process's gate with the
@@ -216,7 +216,7 @@ class ProtocolRun:
         if self.armed is not None or not self.kills_left:
             return
         k = len(self.kills_planned) - len(self.kills_left)
-        if done < total * self.KILLS_SPREAD * k / len(self.kills_planned):
+        if done < total * self.KILLS_SPREAD * (k + 0.5) / len(self.kills_planned):
             return
         left = {s.index: sum(map(len, self._remaining(s)[0].values())) for s in self.slots if s.current.process.poll() is None}
         if not left:
