@@ -52,6 +52,7 @@ def table_name(request) -> str:
 RUN_FIRST = (
     "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~200 s: 13 Spark drivers
     "tests/test_preflight.py",  # < 1 s: queued behind 09 by xdist, so keep it trivial
+    "notebooks/12_torture.ipynb",  # ~6 min: the torture run's bounded subset (emulators and Spark drivers of its own)
     "notebooks/10_small_files.ipynb",  # ~90 s: Spark maintenance on a twin table
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
