@@ -101,3 +101,32 @@ def test_notebook_12_runs_the_bounded_subset_make_test_promises():
     assert min(p.writers * defaults["per_writer"] for p in safe) >= 100
     assert defaults["kills"] >= max(len(p.kill_points) for p in safe)
     assert defaults["restarts"] >= 1
+
+
+def test_a_writer_started_during_an_outage_waits_for_the_service(monkeypatch):
+    """A process started again after a kill may open its table while moto is stopped."""
+    from helpers import services
+    from helpers.torture import worker
+
+    port = services.free_port()  # nothing listens there: the "stopped" service
+    opened, waited = [], []
+
+    class Engine:
+        def __init__(self, spec):
+            if not opened:
+                opened.append("refused")
+                raise OSError(f"Error performing GET http://127.0.0.1:{port}/bucket/t/_delta_log/_last_checkpoint")
+            opened.append("opened")
+
+    monkeypatch.setitem(worker.ENGINES, "fake", Engine)
+    monkeypatch.setattr(worker, "wait_for", lambda endpoint: waited.append(endpoint))
+    assert isinstance(worker.set_up({"engine": "fake"}), Engine)
+    assert opened == ["refused", "opened"] and waited == [("127.0.0.1", port)]
+
+    class Broken:
+        def __init__(self, spec):
+            raise ValueError("not a service: no endpoint named")
+
+    monkeypatch.setitem(worker.ENGINES, "broken", Broken)
+    with pytest.raises(ValueError, match="not a service"):
+        worker.set_up({"engine": "broken"})

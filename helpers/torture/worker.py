@@ -221,6 +221,22 @@ def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], jour
             deletable.append(op)
 
 
+SETUP_ATTEMPTS = 3
+
+
+def set_up(spec: dict):
+    """The process's engine, its table opened. A writer started again after a kill may open the
+    table while the harness has a service stopped: it waits for it, as a failed operation does."""
+    for attempt in range(1, SETUP_ATTEMPTS + 1):
+        try:
+            return ENGINES[spec["engine"]](spec)
+        except Exception as error:
+            down = unanswered_endpoint(one_line(str(error), 600))
+            if down is None or attempt == SETUP_ATTEMPTS:
+                raise
+            wait_for(down)
+
+
 def run(spec: dict) -> dict:
     """Set up, wait at the barrier (first incarnation only), work; return the process's record."""
     result = {"process": spec["process"], "pid": os.getpid(), "error": None}
@@ -229,7 +245,7 @@ def run(spec: dict) -> dict:
         if spec.get("tables"):
             result.update(read_tables(spec))
             return result
-        engine = ENGINES[spec["engine"]](spec)
+        engine = set_up(spec)
         result["library"] = engine.version
         journal = Journal(spec["journal_path"])
         ready = True
