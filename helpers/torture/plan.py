@@ -109,8 +109,9 @@ FULL_RUN_PER_WRITER = {"s3-conditional-put": 275, "s3-dynamodb-lock": 275, "spar
 """Operations per writer of each safe protocol in ``make torture``: enough for at least 1,000
 commits from its 8 writers. Not every operation commits: delta-rs 1.x fails an append that races
 a delete or an OPTIMIZE ("a concurrent transaction deleted data this operation read"), so about
-half of its operations commit (in notebook 12's run: 50, 56 and 52 of 104 on S3, with the lock
-and on Azure; 585 of 1,000 in a longer run on S3); Delta Spark fails fewer (77 of 104)."""
+half of its operations commit (in two of notebook 12's runs, 50 and 65 of 104 on S3, 56 and 49
+with the lock, 52 and 59 on Azure; 585 of 1,000 in a longer run on S3); Delta Spark fails fewer
+(77 and 75 of 104)."""
 FULL_RUN_UNSAFE_PER_WRITER = 25
 """An unsafe protocol's operations per writer in ``make torture``: 200, enough for its loss rate."""
 

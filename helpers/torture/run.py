@@ -286,7 +286,8 @@ class ProtocolRun:
             shown.status(f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts")
             done = sum(1 for e in events if e["event"] in ("ack", "fail"))
             self._arm_kill(done, total)
-            if self._restart_due(done, total):
+            alive = [s.current.name for s in self.slots if s.current.process.poll() is None]
+            if self._restart_due(done, total) and not still_setting_up(events, alive):
                 self._restart(self.proto.restarts[len(self.restarts_made) % len(self.proto.restarts)])
             running = 0
             for slot in self.slots:
@@ -320,6 +321,14 @@ class ProtocolRun:
 # ---------------------------------------------------------------------------------------------
 # Operations as the writers told them, and the check from storage
 # ---------------------------------------------------------------------------------------------
+
+
+def still_setting_up(events: list[dict], running: list[str]) -> list[str]:
+    """The running processes that have not journaled ``go`` yet: still opening their table. A
+    service is never stopped under them (deltalake 1.5.1, opening a table while DynamoDB is down,
+    fails with "error in DynamoDb", which names no service)."""
+    went = {e["process"] for e in events if e["event"] == "go"}
+    return [name for name in running if name not in went]
 
 
 def journaled_operations(events: list[dict]) -> list[dict]:
