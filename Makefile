@@ -80,7 +80,7 @@ test: install ## unit tests and every notebook executed as a test, on two worker
 bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 
-torture: install ## the torture run: each safe protocol takes 1,000 operations from 8 writers, 16 killed mid-commit, services restarted (results in build/torture/full/)
+torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)

@@ -4,7 +4,7 @@ and started under them; then every figure from storage (:mod:`helpers.torture.ch
 
 ::
 
-    python -m helpers.torture --name ci --per-writer 13 --kills 4 --restarts 1
+    python -m helpers.torture --name try --protocols azure --per-writer 13 --kills 4 --restarts 1
 
 Everything runs against emulators of its own: moto (with its journal, so it keeps its state
 across a restart) and Azurite on free loopback ports, their state under the run's folder, so
