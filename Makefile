@@ -28,6 +28,7 @@ endif
 UV := $(CACHE)/bootstrap/bin/uv
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
+KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
 .PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab services stop status reset prefetch clean distclean
 
@@ -39,7 +40,7 @@ preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anyt
 
 install: preflight install-python node_modules/.installed ## install everything the workbook needs (idempotent)
 
-install-python: .venv/.installed $(ERA_STAMPS) .cache/ivy/.resolved ## the Python environments and Spark jars only (the Docker image)
+install-python: .venv/.installed $(KERNEL_SPEC) $(ERA_STAMPS) .cache/ivy/.resolved ## the Python environments and Spark jars only (the Docker image)
 
 $(UV):
 	$(PYTHON) -m venv $(CACHE)/bootstrap
@@ -50,6 +51,9 @@ $(UV):
 	$(UV) pip sync --quiet --compile-bytecode --python .venv/bin/python --require-hashes requirements/kernel.txt
 	$(UV) pip install --quiet --python .venv/bin/python --no-deps --editable .
 	touch $@
+
+$(KERNEL_SPEC): .venv/.installed helpers/workbook.py
+	$(PY) -m helpers.workbook kernel
 
 .envs/%/.installed: requirements/writer-%.txt | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/$*

@@ -13,7 +13,12 @@ files"). This module reads the log itself, without delta-rs, and lists everythin
 * ``stray file``: a file in ``_delta_log/`` that is none of the kinds the protocol defines;
 * ``unreadable checkpoint``: a checkpoint Parquet file that cannot be read, or a
   ``_last_checkpoint`` that cannot be read or points at no checkpoint;
-* ``missing data file``: a data file the table's current state references that storage lacks.
+* ``missing data file``: a data file the table's current state references that storage lacks;
+* ``removed twice``: a commit removes a data file that an earlier commit already removed. The
+  later commit was built on a snapshot from before the first one, and a conflict check should
+  have refused it: whatever it rewrote from that file is now in the table twice (two concurrent
+  OPTIMIZEs with deltalake 1.6.4 to 1.6.6 do this). Readers read such a table without an error,
+  so, like a stray file, it does not stop the auditor.
 
 Files a writer stages before a rename and leaves behind when it dies or loses a race (a staged
 commit under ``_delta_log/.tmp/``, a ``_commit_<uuid>.json.tmp``, Delta Spark's
@@ -45,11 +50,14 @@ KNOWN_LOG_FILES = {
     "checksum": re.compile(rf"^({V})\.crc$"),
     "log compaction": re.compile(rf"^({V})\.({V})\.compacted\.json$"),
     "last checkpoint": re.compile(r"^_last_checkpoint$"),
+    "last vacuum": re.compile(r"^_last_vacuum_info$"),  # Delta Spark records its last VACUUM here
     "file-system checksum": re.compile(r"^\..+\.crc$"),  # Hadoop's local file system writes .<name>.crc
     "listing hint": re.compile(r"^\.s3-optimization-\d+$"),  # Delta Spark on S3
     "staged file": re.compile(r"^(?:\.tmp/.+|_commit_[0-9a-f-]{36}\.json\.tmp|\..+\.tmp)$"),  # written, then renamed
     "protocol folder": re.compile(r"^(?:_commits|_sidecars|_staged_commits)/.+$"),
 }
+READABLE_PROBLEMS = ("stray file", "removed twice")
+"""Problem kinds a reader reads past: reported, yet they do not stop the auditor's read."""
 ACTIONS = {"add", "remove", "metaData", "protocol", "commitInfo", "txn", "cdc", "domainMetadata",
            "checkpointMetadata", "sidecar"}
 
@@ -87,8 +95,9 @@ class Check:
 
     @property
     def blocking(self) -> list[Problem]:
-        """The problems that stop a reader (every kind but a stray file, which readers skip)."""
-        return [p for p in self.problems if p.kind != "stray file"]
+        """The problems that stop a reader (every kind but a stray file, which readers skip, and a
+        file removed twice, which readers never see)."""
+        return [p for p in self.problems if p.kind not in READABLE_PROBLEMS]
 
     @property
     def rows(self) -> int | None:
@@ -202,7 +211,7 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
     _check_last_checkpoint(store, present, checkpoints, problems)
 
     # the state: from version 0, or from the latest checkpoint the commits after it continue
-    start, live, adders = -1, {}, {}
+    start, live, adders, removers = -1, {}, {}, {}
     if versions and versions[0] > 0:
         usable = [v for v in checkpoints if versions[0] - 1 <= v <= versions[-1]]
         if not usable:
@@ -227,8 +236,15 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
             if kind == "add":
                 live[unquote(value["path"])] = delta_log.add_stats(value).get("numRecords")
                 adders[unquote(value["path"])] = version
+                removers.pop(unquote(value["path"]), None)
             elif kind == "remove":
-                live.pop(unquote(value["path"]), None)
+                path = unquote(value["path"])
+                if path not in live and path in removers and removers[path] != version:
+                    problems.append(Problem("removed twice", path, version,
+                                            f"version {removers[path]} already removed it: this commit was built on an older "
+                                            f"snapshot, so what it rewrote from the file is in the table twice"))
+                live.pop(path, None)
+                removers.setdefault(path, version)
     for version in (v for v in versions if v <= start):  # older commits: still read, so a broken one is named
         _actions(commits[version], version, bodies[version], problems)
 

@@ -6,6 +6,7 @@ Command line (the Makefile calls these)::
     python -m helpers.workbook run 03 -p n_writers=4
     python -m helpers.workbook refresh  # re-execute in place: the committed outputs readers see on GitHub
     python -m helpers.workbook check    # the output policy: fails on anything a reviewer should not see
+    python -m helpers.workbook kernel   # register the workbook's kernel in .venv (make install does)
 
 Output policy: notebooks are committed *with* outputs (they render for readers), normalised:
 execution counts renumbered 1..N as a clean Run All gives them (nbval needs counts, and these
@@ -33,8 +34,10 @@ from helpers import config
 
 EXECUTED_DIR = config.BUILD_DIR / "executed"
 CELL_TIMEOUT_S = 1200
-KERNEL_NAME = "python3"
-KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Python 3 (ipykernel)", "language": "python"}
+KERNEL_NAME = "delta-lake-workbook"
+KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Delta Lake workbook (Python 3.11)", "language": "python"}
+"""The kernel JupyterLab shows for every notebook, so a learner can tell it from other
+environments: .venv's Python, registered inside .venv by :func:`install_kernel`."""
 IGNORE_OUTPUT_TAG = "nbval-ignore-output"
 
 
@@ -268,12 +271,23 @@ def policy_problems(path: Path) -> list[str]:
             problems.append(f"cell {i} has an error output committed")
     if "papermill" in nb.get("metadata", {}):
         problems.append("notebook metadata keeps papermill data")
+    if nb.get("metadata", {}).get("kernelspec") != KERNELSPEC:
+        problems.append(f"its kernel is not the workbook's ({KERNEL_NAME}): run `make outputs NB=...` or normalise it")
     if not any(c.get("outputs") for c in cells if c["cell_type"] == "code"):
         problems.append("has no outputs committed (run `make outputs`)")
     for needle in {str(config.ROOT), str(Path.home())} - {"/"}:
         if needle + "/" in text:
             problems.append(f"mentions a machine path ({needle})")
     return problems
+
+
+def install_kernel() -> Path:
+    """Register :data:`KERNELSPEC` for this environment's Python under its own prefix
+    (``.venv/share/jupyter/kernels/delta-lake-workbook/``), where JupyterLab and papermill started
+    from .venv find it; nothing is written outside the workbook's folder. Returns the spec's folder."""
+    from ipykernel.kernelspec import install
+
+    return Path(install(kernel_name=KERNEL_NAME, display_name=KERNELSPEC["display_name"], prefix=sys.prefix))
 
 
 def check(selection: Sequence[str] = ()) -> int:
@@ -289,7 +303,7 @@ def check(selection: Sequence[str] = ()) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.workbook", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["run", "refresh", "check"])
+    parser.add_argument("action", choices=["run", "refresh", "check", "kernel"])
     parser.add_argument("notebooks", nargs="*", help="numbers or names (default: all, in order)")
     parser.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args(argv)
@@ -301,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for e in failed:
                 print(f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}", file=sys.stderr)
             return 1 if failed else 0
+        if args.action == "kernel":
+            print(f"kernel {KERNELSPEC['display_name']!r} registered in {config.shown(install_kernel())}")
+            return 0
         if args.action == "refresh":
             return 1 if any(not e.ok for e in refresh(args.notebooks)) else 0
         return 1 if check(args.notebooks) else 0

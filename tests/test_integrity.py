@@ -72,6 +72,7 @@ def test_stray_files_in_the_log_are_named_and_known_ones_are_not(tmp_path):
     (table / "_delta_log" / "3.json").write_text("{}")
     (table / "_delta_log" / "notes.txt").write_text("hello")
     (table / "_delta_log" / "00000000000000000002.crc").write_text("{}")
+    (table / "_delta_log" / "_last_vacuum_info").write_text("{}")  # Delta Spark's, after a VACUUM
     (table / "_delta_log" / "_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp").write_text("{}")
     (table / "_delta_log" / ".00000000000000000001.crc.90f14241-7f76-4229-ab55-e75e9f38d16c.tmp").write_text("{}")
     check = integrity.check_table(str(table))
@@ -104,6 +105,23 @@ def test_a_log_that_starts_late_needs_a_checkpoint(tmp_path):
         (cleaned / delta_log.commit_file(version)).unlink()
     check = integrity.check_table(str(cleaned))
     assert (check.ok, check.start, check.rows) == (True, 2, 40)
+
+
+def test_a_file_removed_by_two_commits_is_named_and_the_rows_it_doubled_are_still_read(tmp_path, capsys):
+    """What two concurrent OPTIMIZEs leave when both commit: the second commit removes the files
+    the first already removed and adds its own compacted copy of their rows."""
+    table = _table(tmp_path / "t")
+    DeltaTable(str(table)).optimize.compact()  # version 3: removes the three files, adds one
+    first = (table / delta_log.commit_file(3)).read_text()
+    _, (compacted,), removed = delta_log.read_commit(first.encode())
+    (table / f"again-{compacted['path']}").write_bytes((table / compacted["path"]).read_bytes())
+    (table / delta_log.commit_file(4)).write_text(first.replace(compacted["path"], f"again-{compacted['path']}"))
+    check = integrity.check_table(str(table))
+    assert _kinds(check) == [("removed twice", r["path"], 4) for r in sorted(removed, key=lambda r: r["path"])]
+    assert "version 3 already removed it" in check.problems[0].detail
+    assert (check.blocking, check.rows) == ([], 60)
+    assert audit.main([str(table)]) == 1
+    assert "3 problem(s)" in capsys.readouterr().out
 
 
 def test_an_unreadable_checkpoint_is_named(tmp_path):

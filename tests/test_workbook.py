@@ -1,6 +1,8 @@
 """helpers.workbook: papermill runs with parameters, the HTML index, and the output policy."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,11 +41,24 @@ def test_policy_catches_what_a_reviewer_should_not_see(tmp_path):
     bad["cells"][0]["execution_count"] = 7
     bad["cells"][1]["outputs"] = [{"output_type": "error", "ename": "E", "evalue": "", "traceback": []}]
     bad["metadata"]["papermill"] = {}
+    bad["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     path = tmp_path / "99_bad.ipynb"
     path.write_text(json.dumps(bad).replace("/home/someone", str(config.ROOT)))
     problems = " | ".join(workbook.policy_problems(path))
-    for expected in ("parameters", "asserts", "execution counts", "error output", "papermill", "machine path"):
+    for expected in ("parameters", "asserts", "execution counts", "error output", "papermill", "machine path", "kernel"):
         assert expected in problems
+
+
+def test_the_workbook_kernel_is_registered_in_its_own_environment():
+    """JupyterLab lists it by its display name; it runs this environment's Python (make install registers it)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec(workbook.KERNEL_NAME)
+    assert spec.display_name == workbook.KERNELSPEC["display_name"]
+    assert Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
+    assert Path(spec.resource_dir).resolve().is_relative_to(Path(sys.prefix).resolve())
+    makefile = (config.ROOT / "Makefile").read_text()
+    assert f"KERNEL_SPEC := .venv/share/jupyter/kernels/{workbook.KERNEL_NAME}/kernel.json" in makefile
 
 
 def test_normalise_numbers_cells_like_a_clean_run_all():

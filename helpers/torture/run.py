@@ -123,7 +123,7 @@ class ProtocolRun:
         self.restarts_planned = restarts
         self.max_commit_retries = max_commit_retries
         self.name = f"torture/{run_id}/{proto.name}"
-        self.operations = plan.operations(proto.writers, per_writer)
+        self.operations = plan.operations(proto.writers, per_writer, proto.compactors)
         self.kills_made: list[dict] = []
         self.armed: _Incarnation | None = None
         """The process whose gate is armed, until it is killed or ends."""
@@ -381,6 +381,16 @@ def spark_uri(uri: str) -> str:
     return uri.replace("s3://", "s3a://", 1)
 
 
+def integrity_findings(when: str, check: integrity.Check, examples: int = 2) -> list[str]:
+    """The integrity check's problems, one line per kind: how many, and the first ``examples``
+    (a table an unsafe protocol damaged can have hundreds of one kind)."""
+    by_kind: dict[str, list[integrity.Problem]] = {}
+    for problem in check.problems:
+        by_kind.setdefault(problem.kind, []).append(problem)
+    return [f"{when}: {len(found)} x {kind} (e.g. {'; '.join(str(p) for p in found[:examples])})"
+            for kind, found in by_kind.items()]
+
+
 class Verdict:
     """One protocol's figures and, for a safe protocol, every promise it broke (``problems``)."""
 
@@ -408,7 +418,7 @@ class Verdict:
         self.readers["recovery"] = _reader(folder, "recovery", first.era, first.engine, [table], stores)[0]
         self.row["recovered_by"] = f"{first.engine} ({first.era})"
         check = integrity.check_table(self.uri)
-        self.problems += [f"table: {p}" for p in check.blocking]
+        self.problems += integrity_findings("table", check)
         logged = checker.logged_operations(check)
         self.operations = checker.account(self.operations, logged)
         self.expected = checker.expected_batches(logged)
@@ -453,7 +463,7 @@ class Verdict:
         self.row["readers"] = ", ".join(sorted(self.readers))
         if "vacuum" in self.readers:
             after = integrity.check_table(self.uri)
-            self.problems += [f"after VACUUM: {p}" for p in after.blocking]
+            self.problems += integrity_findings("after VACUUM", after)
             self.row["orphans_after_vacuum"] = len(checker.orphans(self.uri, after))
             if self.row["orphans_after_vacuum"]:
                 self.problems.append(f"{self.row['orphans_after_vacuum']} orphaned data file(s) left after VACUUM")
@@ -472,18 +482,26 @@ class Verdict:
 # ---------------------------------------------------------------------------------------------
 
 
-def torture(protocols=None, *, per_writer: int | None = None, kills: int = 0, restarts: int = 0, name: str | None = None,
-            max_commit_retries: int | None = None) -> Path:
+KILL_COLUMNS = ("protocol", "point", "step", "t", "path", "process", "slot")
+RESTART_COLUMNS = ("protocol", "service", "endpoint", "t_stop", "t_start", "t_answering", "outage_s")
+"""The columns of ``kills.csv`` and ``restarts.csv``, written even when a run had none."""
+
+
+def torture(protocols=None, *, per_writer: int | dict[str, int] | None = None, kills: int = 0, restarts: int = 0,
+            name: str | None = None, max_commit_retries: int | None = None) -> Path:
     """Run each protocol (all by default), save ``protocols.csv``, ``operations.csv``, ``kills.csv``,
     ``restarts.csv`` and ``meta.json`` under ``build/torture/<name>/``, and return that folder.
-    Each writer makes ``per_writer`` operations (None: the full run's, for each protocol
-    :func:`plan.full_run_per_writer`). Kills go to the safe protocols with kill points, restarts
-    to those with a service to restart. Raises TortureError, after saving, if a safe protocol
+    Each writer makes ``per_writer`` operations: one number for every protocol, a number per
+    protocol (``{"azure": 30, ...}``), or None for the full run's (:func:`plan.full_run_per_writer`).
+    Kills go to the safe protocols with kill points, restarts to those with a service to restart. Raises TortureError, after saving, if a safe protocol
     broke a promise."""
     import pandas as pd
 
     chosen = [plan.protocol(p) for p in (protocols or plan.PROTOCOLS)]
-    counts = {p.name: plan.full_run_per_writer(p.name) if per_writer is None else per_writer for p in chosen}
+    if isinstance(per_writer, dict) and set(per_writer) != {p.name for p in chosen}:
+        raise plan.PlanError(f"per_writer gives counts for {sorted(per_writer)}; the run's protocols are {sorted(p.name for p in chosen)}.")
+    counts = {p.name: plan.full_run_per_writer(p.name) if per_writer is None
+              else per_writer[p.name] if isinstance(per_writer, dict) else per_writer for p in chosen}
     run_id = name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     folder = RESULTS_DIR / run_id
     shutil.rmtree(folder, ignore_errors=True)  # a run of the same name is replaced, journals and emulators' state too
@@ -509,8 +527,9 @@ def torture(protocols=None, *, per_writer: int | None = None, kills: int = 0, re
         "operations": pd.DataFrame([{"protocol": v.proto.name, **{k: o.get(k) for k in (
             "writer", "op", "kind", "target", "outcome", "in_log", "verdict", "error_class", "error", "service_down", "t_start", "t_done")}}
             for v in verdicts for o in v.operations]),
-        "kills": pd.DataFrame([{"protocol": v.proto.name, **k} for v in verdicts for k in v.prun.kills_made]),
-        "restarts": pd.DataFrame([{"protocol": v.proto.name, **r} for v in verdicts for r in v.prun.restarts_made]),
+        "kills": pd.DataFrame([{"protocol": v.proto.name, **k} for v in verdicts for k in v.prun.kills_made], columns=list(KILL_COLUMNS)),
+        "restarts": pd.DataFrame([{"protocol": v.proto.name, **r} for v in verdicts for r in v.prun.restarts_made],
+                                 columns=list(RESTART_COLUMNS)),
     }
     for stem, frame in frames.items():
         frame.to_csv(folder / f"{stem}.csv", index=False)
@@ -546,12 +565,6 @@ def load(run: str | Path) -> Results:
         raise TortureError(f"No finished torture run in {config.shown(folder)}: `make torture` makes the full one "
                            "(README: \"Torture\"), `python -m helpers.torture --name NAME ...` any other.")
 
-    def table(stem: str) -> pd.DataFrame:
-        try:
-            return pd.read_csv(folder / f"{stem}.csv")
-        except pd.errors.EmptyDataError:  # no kills or restarts in this run
-            return pd.DataFrame()
-
     return Results(folder, json.loads((folder / "meta.json").read_text()),
-                   *(table(stem) for stem in ("protocols", "operations", "kills", "restarts")))
+                   *(pd.read_csv(folder / f"{stem}.csv") for stem in ("protocols", "operations", "kills", "restarts")))
 
