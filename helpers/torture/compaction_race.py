@@ -2,9 +2,9 @@
 
 Two jobs that compact a table at the same time both read version N and both rewrite the same
 small files into one. The first commits N+1. The second must then fail: N+1 removed the files it
-removes. deltalake up to 1.6.3 refuses it ("a concurrent transaction deleted the same data your
-transaction deletes"); 1.6.4 to 1.6.6 commit it as N+2, so every compacted row is in the table
-twice. Two table handles loaded at one version make the race deterministic, with no threads and
+removes. deltalake 0.22.3, 1.5.1, 1.6.0 and 1.6.3 refuse it ("a concurrent transaction deleted
+the same data your transaction deletes"); 1.6.4, 1.6.5 and 1.6.6 commit it as N+2, so every
+compacted row is in the table twice. Two table handles loaded at one version make the race deterministic, with no threads and
 no timing: the first compacts, then the second, whose snapshot is still version N::
 
     compaction_race.race_in_era("deltalake-1.6.6", "build/tables/two-optimizes")
