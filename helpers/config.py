@@ -129,6 +129,35 @@ def azurite_blob_endpoint() -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# The endpoints actually used, in either profile (error messages name them).
+# --------------------------------------------------------------------------------------------
+
+CLOUD_AWS_SETTINGS = "AWS_ENDPOINT_URL (unset for AWS itself), AWS_REGION, HTTPS_PROXY"
+"""What to check when AWS does not answer in the cloud profile (boto3 and delta-rs read them)."""
+CLOUD_AWS_CREDENTIALS = "the AWS credential chain (`aws sts get-caller-identity`: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, an instance role)"
+CLOUD_AZURE_SETTINGS = "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ENDPOINT (unset for Azure itself), HTTPS_PROXY"
+CLOUD_AZURE_CREDENTIALS = "AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or `az login`, and the role in README.md (\"Real cloud\")"
+
+
+def aws_endpoint(service: str = "s3") -> str:
+    """Where ``service`` (``s3`` or ``dynamodb``) requests go: the emulator locally; in the cloud
+    profile ``AWS_ENDPOINT_URL_<SERVICE>`` or ``AWS_ENDPOINT_URL`` if set (boto3 and delta-rs read
+    both), else AWS's regional endpoint."""
+    if profile() == "local":
+        return moto_endpoint()
+    override = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or os.environ.get("AWS_ENDPOINT_URL")
+    return override or f"https://{service}.{names().aws_region}.amazonaws.com"
+
+
+def blob_endpoint() -> str:
+    """Where Azure Blob requests go: Azurite locally; in the cloud profile ``AZURE_STORAGE_ENDPOINT``
+    if set (delta-rs reads it too), else the account's own endpoint."""
+    if profile() == "local":
+        return azurite_blob_endpoint()
+    return os.environ.get("AZURE_STORAGE_ENDPOINT") or f"https://{azure_account_name()}.blob.core.windows.net"
+
+
+# --------------------------------------------------------------------------------------------
 # Names shared by the notebooks, docker-compose.yml and the real-cloud profile.
 # --------------------------------------------------------------------------------------------
 
@@ -173,6 +202,10 @@ DELTA_JARS_VERSION = "4.4.0"
 """Delta Spark's jars. The delta-spark 4.4.1 wheel is byte-for-byte 4.4.0 but for its version
 string, and 4.4.1 jars were never published to Maven Central, so the builder asks for 4.4.0
 instead of letting ``configure_spark_with_delta_pip`` ask for a jar that does not exist."""
+
+AWS_SDK_V2_VERSION = "2.35.4"
+"""The AWS SDK v2 release hadoop-aws 3.5.0 is built against (its pom names the bundle of it);
+Spark sessions fetch the modules they need at this version instead of the bundle."""
 
 AZURITE_VERSION = "3.37.0"
 """Mirrored in package.json and docker-compose.yml (a test keeps them equal). The first release

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, eras, landing, processes, tables, writers
+from helpers import config, eras, landing, processes, storage, tables, writers
 from helpers import progress as progress_display
 
 RUNS_DIR = config.BUILD_DIR / "runs"
@@ -84,7 +84,10 @@ def create_table_in_era(table_uri: str, storage_options: dict[str, str] | None =
     """Create the table with an era's own deltalake (in a process of that era), and append the
     landing file of ``first_batch`` if given. Returns the writer's report: ``{"deltalake",
     "created", "appended", "version", "error", "message"}`` (a refused creation is a result, not an
-    exception). Raises EraError for an unknown era, RunnerError if the process gave no report."""
+    exception). Raises EraError for an unknown era, RunnerError if the process gave no report, and
+    StorageError, naming the endpoint and the settings to check, if the store does not answer or
+    refuses the credentials (checked before the era's process starts)."""
+    storage.check_store(table_uri, storage_options)
     args = ["-m", writers.MODULE, "--create-table", str(table_uri), json.dumps(storage_options or {})]
     if first_batch is not None:
         args.append(str(landing.landing_file(first_batch)))
@@ -105,7 +108,7 @@ class TableState:
 
 def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -> TableState:
     """Version, row count and first unused batch of a table, read with the kernel's deltalake.
-    Raises RunnerError naming the URI if there is no table there or the store does not answer."""
+    Raises RunnerError naming the URI if there is no table there, StorageError if the store does not answer."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
@@ -117,10 +120,8 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
             f"No Delta table at {table_uri}. Create it first: helpers.runner.create_table({table_uri!r}, storage_options)."
         ) from None
     except OSError as error:
-        raise RunnerError(
-            f"Cannot read {table_uri}: {writers.one_line(str(error), 400)}. Is the store running "
-            "(`python -m helpers.services up`) and are the storage_options right?"
-        ) from None
+        storage.check_store(table_uri, storage_options)  # raises if the store does not answer or refuses the keys
+        raise RunnerError(f"Cannot read {table_uri}: {writers.one_line(str(error), 400)}. Are the storage_options right?") from None
     top = max((i for i in ids if i is not None), default=0)
     return TableState(version=table.version(), rows=len(ids), next_batch=landing.batch_of_id(top) + 1 if top else 1)
 

@@ -86,8 +86,10 @@ def spark_packages(*stores: str) -> list[str]:
     _check_stores(stores)
     packages = [delta_spark_package()]
     if "s3" in stores:
-        # brings the AWS SDK v2 bundle it was built against
+        # hadoop-aws declares the AWS SDK v2 "bundle" (686 MB, every AWS service): it is excluded
+        # below, and only the modules S3A and the DynamoDB log store use are fetched instead
         packages.append(f"org.apache.hadoop:hadoop-aws:{hadoop_version()}")
+        packages += [f"software.amazon.awssdk:{module}:{config.AWS_SDK_V2_VERSION}" for module in AWS_SDK_V2_MODULES]
     if "azure" in stores:
         packages.append(f"org.apache.hadoop:hadoop-azure:{hadoop_version()}")
     if "dynamodb" in stores and config.profile() == "cloud":
@@ -96,6 +98,11 @@ def spark_packages(*stores: str) -> list[str]:
                      f"com.amazonaws:aws-java-sdk-dynamodb:{AWS_SDK_V1_VERSION}"]
     return packages
 
+
+AWS_SDK_V2_MODULES = ("s3", "s3-transfer-manager", "sts", "dynamodb")
+"""The AWS SDK v2 modules in place of its bundle: S3A's clients (``s3``, its transfer manager,
+``sts`` for assumed roles) and DynamoDB (the workbook's log store). Each brings the SDK's core
+modules and its HTTP clients."""
 
 # Jars the packages above declare but that pyspark already bundles (a Hadoop 3.5 client with its
 # shaded Guava, httpclient, commons-codec) or that only the removed wasb:// driver used. Delta's
@@ -110,6 +117,11 @@ SPARK_JAR_EXCLUDES = (
     "com.microsoft.azure:azure-storage",
     "com.microsoft.azure:azure-keyvault-core",
     "org.hdrhistogram:HdrHistogram",
+    "software.amazon.awssdk:bundle",
+    # the AWS SDK modules' Netty 4.1 (pyspark brings Netty 4.2, which the SDK's client runs on)
+    *(f"io.netty:netty-{name}" for name in ("buffer", "codec", "codec-http", "codec-http2", "common", "handler",
+                                            "resolver", "transport", "transport-classes-epoll",
+                                            "transport-native-unix-common")),
 )
 
 
@@ -190,6 +202,8 @@ def _s3a_conf() -> dict[str, str]:
         )
     else:
         conf["spark.hadoop.fs.s3a.path.style.access"] = "false"
+        if os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"):  # as boto3 and delta-rs read them
+            conf["spark.hadoop.fs.s3a.endpoint"] = config.aws_endpoint("s3")
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
             "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
         )
@@ -261,10 +275,10 @@ def log_store_jar() -> Path:
 
 
 def _log_store_classpath() -> list[Path]:
-    """pyspark's jars, Delta's storage jar and the AWS SDK v2 bundle hadoop-aws brought (fetched
-    with the "s3" jars if the Ivy cache lacks them)."""
+    """pyspark's jars, Delta's storage jar and the AWS SDK v2 modules fetched for ``s3``
+    (fetched with the "s3" jars if the Ivy cache lacks them)."""
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
-    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_bundle-*.jar"]
+    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_dynamodb-*.jar"]
 
     def found() -> list[Path]:
         return [match for pattern in patterns for match in sorted(jars_dir.glob(pattern))[-1:]]
@@ -273,7 +287,7 @@ def _log_store_classpath() -> list[Path]:
         fetch_jars("s3")
     if len(found()) < len(patterns):
         raise SessionError(f"{' and '.join(patterns)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`.")
-    return [_pyspark_jars_dir() / "*", *found()]
+    return [_pyspark_jars_dir() / "*", *found(), *sorted(jars_dir.glob("software.amazon.awssdk_*.jar"))]
 
 
 def _abfs_conf() -> dict[str, str]:
@@ -398,6 +412,31 @@ def _explain_start_failure(error: Exception, log_file: Path) -> str:
     return f"Spark did not start: {text[:600]}\nLast lines of {config.shown(log_file)}:\n{tail}"
 
 
+UNUSED_JARS = ("software.amazon.awssdk", "bundle")
+"""(group, artifact) of jars earlier releases of the workbook fetched and no session asks for now:
+the AWS SDK v2 bundle (686 MB, stored twice), replaced by :data:`AWS_SDK_V2_MODULES`."""
+
+
+def prune_unused_jars() -> int:
+    """Delete :data:`UNUSED_JARS` from the Ivy cache (its copy in ``jars/`` and its cache folder);
+    return the bytes freed. A checkout installed before the SDK modules replaced the bundle keeps
+    it otherwise."""
+    import shutil
+
+    group, artifact = UNUSED_JARS
+    ivy = config.CACHE_DIR / "ivy"
+    targets = [*ivy.glob(f"jars/{group}_{artifact}-*.jar"), ivy / "cache" / group / artifact]
+    freed = 0
+    for target in targets:
+        if target.is_dir():
+            freed += sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+            shutil.rmtree(target)
+        elif target.is_file():
+            freed += target.stat().st_size
+            target.unlink()
+    return freed
+
+
 def fetch_jars(*stores: str) -> float:
     """Resolve and download the jars for these stores into the Ivy cache; return the seconds it took.
 
@@ -425,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
             stores = SPARK_STORES if config.profile() == "cloud" else tuple(s for s in SPARK_STORES if s != "dynamodb")
             seconds = fetch_jars(*stores)
             print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
+            freed = prune_unused_jars()
+            if freed:
+                print(f"Removed from .cache/ivy what no session asks for any more: {freed // 2**20} MiB")
             if config.profile() == "local":
                 print(f"DynamoDB log store compiled: {config.shown(log_store_jar())}")
             archive = spark_start.build_class_archive()

@@ -21,7 +21,7 @@ about 25 s with Ivy and no archive, 20 s without Ivy, 12 s without Ivy and with 
 ``WORKBOOK_SPARK_CDS=0`` turns the archive off (for comparing, or if a JVM misbehaves with it).
 
 And one thing a driver leaves behind: in local mode it copies every jar it was given (about
-700 MB with the AWS SDK bundle) into a scratch folder, which it deletes only when its JVM shuts
+700 MB while the AWS SDK came as one bundle; about 55 MB since the workbook asks for its modules) into a scratch folder, which it deletes only when its JVM shuts
 down cleanly. A writer's JVM killed with its process left them in the system's temporary
 folder, 46 GB of them on one machine here. Each session now keeps its scratch in
 ``.state/spark/<pid of its Python>/`` (``spark.local.dir``), and a new session first removes

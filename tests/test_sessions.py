@@ -53,12 +53,38 @@ def test_dynamodb_commits_use_the_workbooks_log_store_locally_and_deltas_in_the_
     import zipfile
 
     assert "workbook/storage/EndpointS3DynamoDBLogStore.class" in zipfile.ZipFile(jar).namelist()  # compiled by javac
-    assert not any("dynamodb" in p for p in sessions.spark_packages("s3", "dynamodb"))  # nothing to download locally
+    assert sessions.spark_packages("s3", "dynamodb") == sessions.spark_packages("s3")  # nothing more to download locally
     monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
     cloud = sessions.spark_conf("s3", "dynamodb")
     assert cloud["spark.delta.logStore.s3a.impl"] == sessions.DELTA_DYNAMODB_LOG_STORE
     assert sessions.DYNAMODB_ENDPOINT_KEY not in cloud and "spark.jars" not in cloud
     assert f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}" in cloud["spark.jars.packages"]
+
+
+def test_s3_sessions_fetch_the_sdk_modules_not_its_bundle():
+    """hadoop-aws declares the AWS SDK v2 bundle (686 MB); the sessions exclude it and ask for the
+    modules S3A and the DynamoDB log store use, at the release hadoop-aws was built against."""
+    conf = sessions.spark_conf("s3", "dynamodb")
+    assert "software.amazon.awssdk:bundle" in conf["spark.jars.excludes"].split(",")
+    asked = conf["spark.jars.packages"].split(",")
+    for module in ("s3", "s3-transfer-manager", "sts", "dynamodb"):
+        assert f"software.amazon.awssdk:{module}:{config.AWS_SDK_V2_VERSION}" in asked
+    fetched = [p.name for p in (config.CACHE_DIR / "ivy" / "jars").glob("software.amazon.awssdk_*.jar")]
+    assert fetched and not [name for name in fetched if name.startswith("software.amazon.awssdk_bundle")]
+
+
+def test_the_bundle_an_earlier_install_fetched_is_pruned_and_nothing_else(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "CACHE_DIR", tmp_path)
+    jars, cache = tmp_path / "ivy" / "jars", tmp_path / "ivy" / "cache" / "software.amazon.awssdk" / "bundle" / "jars"
+    jars.mkdir(parents=True)
+    cache.mkdir(parents=True)
+    (jars / "software.amazon.awssdk_bundle-2.35.4.jar").write_bytes(b"x" * 1000)
+    (cache / "bundle-2.35.4.jar").write_bytes(b"x" * 500)
+    kept = jars / "software.amazon.awssdk_s3-2.35.4.jar"
+    kept.write_bytes(b"x" * 10)
+    assert sessions.prune_unused_jars() == 1500
+    assert [p.name for p in jars.iterdir()] == [kept.name] and not cache.exists()
+    assert sessions.prune_unused_jars() == 0
 
 
 def test_cloud_profile_spark_conf_uses_no_emulator_endpoint_or_key(monkeypatch):

@@ -154,9 +154,15 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
     server = http.server.HTTPServer(("127.0.0.1", 0), Gate)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        assert worker.unanswered_behind([("127.0.0.1", server.server_port)]) == ("127.0.0.1", stopped)
+        gate = [("127.0.0.1", server.server_port)]
+        assert worker.unanswered_behind(gate) == ("127.0.0.1", stopped)
         nothing = services.free_port()
         assert worker.unanswered_behind([("127.0.0.1", nothing)]) == ("127.0.0.1", nothing)
+        # how the journal says it was found: in the message, by asking, or not at all
+        named = f"Generic S3 error: error sending request for url (http://127.0.0.1:{nothing}/bucket/t/_delta_log/)"
+        assert worker.service_down(named, gate) == (("127.0.0.1", nothing), worker.FOUND_IN_ERROR)
+        assert worker.service_down("Generic error: error in DynamoDb", gate) == (("127.0.0.1", stopped), worker.FOUND_BY_PROBE)
+        assert worker.service_down("Transaction failed: version already exists", gate) == (None, None)
     finally:
         server.shutdown()
         server.server_close()
@@ -171,3 +177,42 @@ def test_integrity_problems_are_reported_one_line_per_kind(tmp_path):
         "table: 5 x removed twice (e.g. removed twice: f0.parquet (version 28): version 27 already removed it; "
         "removed twice: f1.parquet (version 28): version 27 already removed it)",
         "table: 1 x stray file (e.g. stray file: _delta_log/x: not a log file)"]
+
+
+def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
+    """deltalake's DynamoDB log store copies a staged commit to N.json, then deletes the staged
+    file; a restart waits until no gate is between the two, and holds new copies back meanwhile."""
+    import threading
+
+    from helpers.torture import faults
+
+    log = "/delta-root/t/_delta_log/"
+    assert faults.copy_completion("POST", log + "00000000000000000086.json?uploadId=abc", [])
+    assert faults.copy_completion("PUT", log + "00000000000000000086.json", [("x-amz-copy-source", "delta-root/t/_delta_log/_commit_x.json.tmp")])
+    assert not faults.copy_completion("PUT", log + "00000000000000000086.json?partNumber=1&uploadId=abc", [("x-amz-copy-source", "x")])
+    assert not faults.copy_completion("PUT", log + "00000000000000000086.json", [("if-none-match", "*")])  # a conditional put is the commit itself
+    assert not faults.copy_completion("POST", "/delta-root/t/part-0.parquet?uploadId=abc", [])
+    assert faults.staged_cleanup("DELETE", log + "_commit_dd7e06cb-73d4-43a2-a791-406e90504ace.json.tmp")
+    assert not faults.staged_cleanup("DELETE", log + "00000000000000000086.json")
+    bulk = b"<Delete><Object><Key>t/_delta_log/_commit_dd7e06cb-73d4-43a2-a791-406e90504ace.json.tmp</Key></Object></Delete>"
+    assert faults.staged_cleanup("POST", "/delta-root?delete", bulk)  # deltalake 1.5.1 deletes it this way
+    assert not faults.staged_cleanup("POST", "/delta-root?delete", b"<Delete><Object><Key>t/part-0.parquet</Key></Object></Delete>")
+
+    windows, copying, other = faults.CopyWindows(), object(), object()
+    windows.enter(copying)
+    stopped = threading.Event()
+
+    def restart():
+        with windows.closed(lambda gate: True):
+            stopped.set()
+
+    restarting = threading.Thread(target=restart)
+    restarting.start()
+    assert not stopped.wait(timeout=1.0)  # a copy is open: the stop waits (whatever the wait, it is not over yet)
+    windows.leave(copying)
+    restarting.join()
+    assert stopped.is_set()
+    windows.enter(other)
+    with windows.closed(lambda gate: False):  # an open window whose process is gone does not hold a stop
+        stopped.clear()
+    assert not stopped.is_set()

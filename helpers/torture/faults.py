@@ -15,19 +15,29 @@ process's whole process group (the Python writer and, for Spark, its JVM) at tha
 * ``staged``: a claim after a staged commit file, before it reaches the store;
 * ``claimed``: a claim the store accepted, after the store answered and before the writer hears;
 * ``copied``: the request marking the process's own DynamoDB item complete (the version it
-  claimed last; not an item it finishes for another writer), before it reaches the store.
+  claimed last; not an item it finishes for another writer), before it reaches the store;
+* ``before-cleanup`` (:data:`BEFORE_CLEANUP`; not one of the run's kill points): the delete of a
+  staged commit file, after it was copied to ``N.json``, before the delete reaches the store.
 
 A killed writer never sees an answer; the request it was sending either reached the store
 whole or not at all, which is exactly a crash between two steps.
+
+deltalake's DynamoDB log store moves a staged commit to ``N.json`` in two requests, a copy and
+then a delete of the staged file, and deltalake 1.5.1 cannot repair a commit stopped between the
+two (``helpers/torture/wedge.py`` shows it). No kill point lies there, and the gates keep service
+restarts out of it too (:class:`CopyWindows`): a restart never lands in that gap by chance.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import signal
 import threading
 import time
-from urllib.parse import unquote, urlparse
+from html import unescape
+from urllib.parse import parse_qs, unquote, urlparse
 
 from helpers import delta_log, integrity
 from helpers.bench.meter import claim_of_request, classify, header_value
@@ -56,13 +66,88 @@ def step_of(method: str, path: str, headers, body: bytes | None, claim_style: st
     return None
 
 
+BEFORE_CLEANUP = "before-cleanup"
+"""The kill point between a DynamoDB log store's copy to ``N.json`` and its delete of the staged
+file: deltalake 1.5.1 cannot repair a commit stopped there (:mod:`helpers.torture.wedge`)."""
+
+COMMIT_FILE = re.compile(r"\d{20}\.json")
+
+
+def copy_completion(method: str, path: str, headers) -> bool:
+    """A request that finishes copying a staged commit to ``N.json``: a multipart upload's
+    completion, or a one-request copy (``x-amz-copy-source``)."""
+    parsed = urlparse(path)
+    key = unquote(parsed.path)
+    if delta_log.LOG_DIR not in key or not COMMIT_FILE.fullmatch(key.rsplit("/", 1)[-1]):
+        return False
+    query = parsed.query
+    if method == "POST" and "uploadId=" in query:
+        return True
+    return method == "PUT" and "partNumber=" not in query and header_value(headers, "x-amz-copy-source") is not None
+
+
+def _is_staged(key: str) -> bool:
+    return delta_log.LOG_DIR in key and integrity.KNOWN_LOG_FILES["staged file"].match(key.split(delta_log.LOG_DIR, 1)[1]) is not None
+
+
+def staged_cleanup(method: str, path: str, body: bytes | None = None) -> bool:
+    """The delete of a staged commit file, which ends a copy's window: a ``DELETE`` of it, or a
+    multi-object delete (``POST ?delete``, as deltalake 1.5.1 sends it) that names it."""
+    parsed = urlparse(path)
+    if method == "DELETE":
+        return _is_staged(unquote(parsed.path))
+    if method == "POST" and "delete" in parse_qs(parsed.query, keep_blank_values=True):
+        return any(_is_staged(unescape(key)) for key in re.findall(r"<Key>([^<]*)</Key>", (body or b"").decode("utf-8", "replace")))
+    return False
+
+
+class CopyWindows:
+    """The gates of one protocol's run that have copied a staged commit to ``N.json`` and not yet
+    deleted the staged file. :meth:`closed` holds new copies back and waits until none is open,
+    so a service can be stopped outside every window."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._held = False
+        self._open: set[int] = set()
+
+    def enter(self, gate: "KillGate") -> None:
+        """Called by a gate before it forwards a copy's completion; waits while a stop is being made."""
+        with self._changed:
+            while self._held:
+                self._changed.wait()
+            self._open.add(id(gate))
+
+    def leave(self, gate: "KillGate") -> None:
+        with self._changed:
+            self._open.discard(id(gate))
+            self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def closed(self, alive):
+        """While the block runs, no copy is between its completion and its cleanup, and none
+        begins. ``alive(gate_id)``: whether the process behind a gate still runs (a dead one's
+        window is closed for it)."""
+        with self._changed:
+            self._held = True
+            while any(alive(gate) for gate in self._open):
+                self._changed.wait(timeout=0.1)  # to look at the processes again, not a deadline
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._held = False
+                self._changed.notify_all()
+
+
 class KillGate(CommitGate):
     """A gate that kills its writer process at the point it is armed with (see the module's
     text); unarmed, a plain pass-through."""
 
-    def __init__(self, upstream: str, *, claim_style: str) -> None:
+    def __init__(self, upstream: str, *, claim_style: str, windows: CopyWindows | None = None) -> None:
         super().__init__(upstream)
         self.claim_style = claim_style
+        self.windows = windows
         self.point: str | None = None
         self.pgid: int | None = None
         self.killed: dict | None = None
@@ -94,6 +179,22 @@ class KillGate(CommitGate):
         return lock is not None and self._own_claim is not None and lock.version == self._own_claim
 
     def forward(self, method: str, path: str, headers, body):
+        if self.windows is None:
+            return self._forward(method, path, headers, body)
+        completion = copy_completion(method, path, headers)
+        if completion:
+            self.windows.enter(self)
+        try:
+            answer = self._forward(method, path, headers, body)
+        except BaseException:
+            if completion:
+                self.windows.leave(self)
+            raise
+        if (completion and answer[0] >= 300) or staged_cleanup(method, path, body):
+            self.windows.leave(self)
+        return answer
+
+    def _forward(self, method: str, path: str, headers, body):
         step = step_of(method, path, headers, body, self.claim_style)
         with self._state:
             if self.killed is not None:
@@ -101,7 +202,8 @@ class KillGate(CommitGate):
             armed = self.point is not None
             if armed and ((self.point == "data-written" and step in ("staged", "claim") and self._data_written)
                           or (self.point == "staged" and step == "claim" and self._staged)
-                          or (self.point == "copied" and step == "mark" and self._marks_own_item(headers, body))):
+                          or (self.point == "copied" and step == "mark" and self._marks_own_item(headers, body))
+                          or (self.point == BEFORE_CLEANUP and staged_cleanup(method, path, body))):
                 self._kill(step, path)
         answer = super().forward(method, path, headers, body)
         with self._state:

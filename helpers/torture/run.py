@@ -128,6 +128,7 @@ class ProtocolRun:
         self.armed: _Incarnation | None = None
         """The process whose gate is armed, until it is killed or ends."""
         self.restarts_made: list[dict] = []
+        self.copy_windows = faults.CopyWindows()
         self.slots: list[_Slot] = []
         ids = iter(self.operations)
         for group in proto.groups:
@@ -175,10 +176,11 @@ class ProtocolRun:
         run_dir = self.folder
         gate = None
         options = slot.group.storage_options()
-        if self.kills_planned:  # every process gets a gate; the run arms one at a time (_arm_kill)
+        if self.kills_planned or self.restarts_planned:  # every process gets a gate; the run arms one at a time (_arm_kill)
             backend = "azure" if slot.group.commit == "azure" else "s3"
             gate = faults.KillGate(config.azurite_endpoint() if backend == "azure" else config.moto_endpoint(),
-                                   claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object")
+                                   claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
+                                   windows=self.copy_windows)
             options = gate.route_azure(options) if backend == "azure" else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
         remaining, deletable = self._remaining(slot)
         inc = _Incarnation(name=name, era=slot.group.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json",
@@ -234,8 +236,10 @@ class ProtocolRun:
 
     def _restart(self, name: str) -> None:
         """Stop ``name``; start it again once a writer failed for want of it (or after OUTAGE_MAX_S)."""
-        t_stop = time.time()
-        services.down([name], quiet=True)  # its state stays on disk: Azurite's folder, moto's journal
+        gates = {id(s.current.gate): s.current for s in self.slots if s.current.gate is not None}
+        with self.copy_windows.closed(lambda gate: gate in gates and gates[gate].process.poll() is None):
+            t_stop = time.time()
+            services.down([name], quiet=True)  # its state stays on disk: Azurite's folder, moto's journal
         deadline = time.monotonic() + OUTAGE_MAX_S
         while time.monotonic() < deadline:
             noticed = any(e["event"] == "fail" and e.get("service_down") and e["t"] >= t_stop for e in self._journal_events())
@@ -339,12 +343,13 @@ def journaled_operations(events: list[dict]) -> list[dict]:
         key = (e.get("writer"), e.get("op"))
         if e["event"] == "start":
             ops[key] = {"writer": e["writer"], "op": e["op"], "kind": e["kind"], "target": e.get("target"),
-                        "t_start": e["t"], "outcome": None, "error_class": None, "error": None, "service_down": None}
+                        "t_start": e["t"], "outcome": None, "error_class": None, "error": None, "service_down": None,
+                        "service_down_found": None}
         elif e["event"] == "ack":
             ops[key].update(outcome=checker.ACKNOWLEDGED, t_done=e["t"])
         elif e["event"] == "fail":
             ops[key].update(outcome="failed", t_done=e["t"], error_class=e["error_class"], error=e["error"],
-                            service_down=e.get("service_down"))
+                            service_down=e.get("service_down"), service_down_found=e.get("service_down_found"))
     for op in ops.values():
         if op["outcome"] is None:
             op["outcome"] = "killed"
@@ -525,8 +530,8 @@ def torture(protocols=None, *, per_writer: int | dict[str, int] | None = None, k
     frames = {
         "protocols": pd.DataFrame([v.row for v in verdicts]),
         "operations": pd.DataFrame([{"protocol": v.proto.name, **{k: o.get(k) for k in (
-            "writer", "op", "kind", "target", "outcome", "in_log", "verdict", "error_class", "error", "service_down", "t_start", "t_done")}}
-            for v in verdicts for o in v.operations]),
+            "writer", "op", "kind", "target", "outcome", "in_log", "verdict", "error_class", "error", "service_down",
+            "service_down_found", "t_start", "t_done")}} for v in verdicts for o in v.operations]),
         "kills": pd.DataFrame([{"protocol": v.proto.name, **k} for v in verdicts for k in v.prun.kills_made], columns=list(KILL_COLUMNS)),
         "restarts": pd.DataFrame([{"protocol": v.proto.name, **r} for v in verdicts for r in v.prun.restarts_made],
                                  columns=list(RESTART_COLUMNS)),

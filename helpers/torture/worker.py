@@ -167,6 +167,12 @@ class Journal:
             os.write(self.fd, line)
 
 
+FOUND_IN_ERROR = "error"
+"""``service_down_found``: the error message named the endpoint that was down."""
+FOUND_BY_PROBE = "probe"
+"""``service_down_found``: the message named none; asking the process's endpoints found it (:func:`unanswered_behind`)."""
+
+
 def unanswered_endpoint(message: str) -> tuple[str, int] | None:
     """The loopback endpoint an error names, if nothing listens there now (the service is down)."""
     for host, port in ENDPOINT.findall(message):
@@ -178,10 +184,13 @@ def unanswered_endpoint(message: str) -> tuple[str, int] | None:
 
 
 def unanswered_behind(endpoints: list[tuple[str, int]]) -> tuple[str, int] | None:
-    """For a DynamoDB error that names no endpoint (deltalake 1.5.1's lock client says only
-    "error in DynamoDb"; a commit conflict is not asked about): ask the process's own endpoints.
-    One that does not answer is down; so is the emulator behind a gate that answers 502 saying
-    it did not."""
+    """For a DynamoDB error that names no endpoint: ask the process's own endpoints. One that does
+    not answer is down; so is the emulator behind a gate that answers 502 saying it did not.
+    deltalake 1.5.1's lock client names the service and never where it is: "error in DynamoDb",
+    "unable to complete entry ... failure to write to DynamoDb", "dynamodb client failed to delete
+    log entry". A commit conflict is not asked about. The journal says which way the endpoint was
+    found (``found``: ``error`` or ``probe``), so the checker can tell a message that names it from
+    one that does not."""
     for host, port in endpoints:
         try:
             with urllib.request.urlopen(f"http://{host}:{port}/", timeout=10):
@@ -194,6 +203,19 @@ def unanswered_behind(endpoints: list[tuple[str, int]]) -> tuple[str, int] | Non
         except OSError:
             return host, port
     return None
+
+
+def service_down(message: str, endpoints: list[tuple[str, int]]) -> tuple[tuple[str, int] | None, str | None]:
+    """The endpoint a failed operation's error was due to, if it is down, and how it was found
+    (:data:`FOUND_IN_ERROR` or :data:`FOUND_BY_PROBE`); ``(None, None)`` for any other failure."""
+    down = unanswered_endpoint(message)
+    if down is not None:
+        return down, FOUND_IN_ERROR
+    if "dynamodb" in message.lower():  # a lock client's error that does not say where
+        down = unanswered_behind(endpoints)
+        if down is not None:
+            return down, FOUND_BY_PROBE
+    return None, None
 
 
 def wait_for(endpoint: tuple[str, int]) -> float:
@@ -230,11 +252,9 @@ def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], jour
             engine.operate(writer, op, kind, target)
         except Exception as error:  # a failed operation is a figure; the writer goes on
             message = one_line(str(error), 600)
-            down = unanswered_endpoint(message)
-            if down is None and "dynamodb" in message.lower():  # a lock client's error that does not say where
-                down = unanswered_behind(endpoints)
+            down, found = service_down(message, endpoints)
             journal.write(event="fail", writer=writer, op=op, error_class=type(error).__name__, error=message,
-                          service_down=f"{down[0]}:{down[1]}" if down else None)
+                          service_down=f"{down[0]}:{down[1]}" if down else None, service_down_found=found)
             if down:
                 journal.write(event="waited", writer=writer, op=op, seconds=wait_for(down))
             if target is not None:
