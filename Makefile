@@ -30,7 +30,7 @@ PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ outputs: install ## re-execute notebooks in place to refresh their committed out
 lab: install ## emulators up, JupyterLab on 127.0.0.1
 	$(PY) -m helpers.services up
 	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+
+lab-check: install ## notebook 01 run in JupyterLab by headless Chromium (Debian: apt-get install chromium chromium-driver); screenshot in build/lab-check/
+	$(PY) -m helpers.lab_check
 
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
 	$(PY) -m helpers.services up

@@ -1,0 +1,247 @@
+"""``make lab-check``: the workbook opened in JupyterLab in a real browser, as a learner opens it.
+
+It starts JupyterLab on a free loopback port (a fresh token, its own folder), drives headless
+Chromium through chromedriver (Debian's ``chromium`` and ``chromium-driver``; Selenium from the
+kernel's lock), opens notebook 01, runs all its cells from the Run menu, waits until the kernel
+is idle and every cell has run, saves the notebook and takes a screenshot. Then it checks what
+the browser produced: every code cell executed, no output is an error, and the kernel is the
+workbook's, both in the saved notebook and in the toolbar the learner sees.
+
+The notebook is a copy in ``build/lab-check/`` (the committed one keeps its outputs) with its
+table under a name of its own (:data:`PARAMETERS`, injected as papermill does), so a check never
+meets a test run's table; the browser's profile, JupyterLab's log and ``notebook-01.png`` are there too. Nothing is downloaded: the
+browser and its driver come from the system's packages::
+
+    sudo apt-get install chromium chromium-driver     # Debian and Ubuntu
+    python -m helpers.lab_check                       # or: make lab-check
+
+``WORKBOOK_CHROMIUM`` and ``WORKBOOK_CHROMEDRIVER`` name other binaries (Chrome and its driver
+of one version). Exit 0 if every check passed, 1 with each failed one named, 2 if it could not
+run (no browser, JupyterLab not starting).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from helpers import config, services
+
+NOTEBOOK = "01_local_delta_table.ipynb"
+PARAMETERS = {"table_name": "lab_check"}
+"""Injected into the copy: its table is ``build/tables/01_local_delta_table/lab_check``."""
+WORK_DIR = config.BUILD_DIR / "lab-check"
+LAB_START_TIMEOUT_S = 180.0
+"""JupyterLab not answering after this long is broken (a hang detector, far above its start time)."""
+RUN_TIMEOUT_S = 900.0
+"""Notebook 01 still running after this long is hung (it runs in about a minute)."""
+CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--window-size=1400,1000")
+"""Headless, and nothing that reaches the network by itself (updates, sync, QUIC probes)."""
+
+
+class LabCheckError(RuntimeError):
+    """The check could not run; the message says what to install or look at."""
+
+
+def browser_binaries() -> tuple[str, str]:
+    """(chromium, chromedriver): from WORKBOOK_CHROMIUM / WORKBOOK_CHROMEDRIVER or PATH."""
+    chromium = os.environ.get("WORKBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = os.environ.get("WORKBOOK_CHROMEDRIVER") or shutil.which("chromedriver")
+    missing = [name for name, found in (("chromium", chromium), ("chromedriver", driver)) if not found]
+    if missing:
+        raise LabCheckError(
+            f"{' and '.join(missing)} not found. Install the system's packages (Debian/Ubuntu: `sudo apt-get install "
+            "chromium chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver."
+        )
+    return chromium, driver
+
+
+LAB_SETTINGS = {
+    # every cell in the page, so the check sees each one's prompt (JupyterLab 4 renders on scroll)
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # the check's own save is the only one
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    # no "notified about Jupyter news?" pop-up over the notebook in the screenshot
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
+}
+"""Settings of the check's JupyterLab, in its own settings folder (a learner's are not read)."""
+
+
+def _start_lab(folder: Path, port: int, token: str, log: Path) -> subprocess.Popen:
+    settings = log.parent / "lab-settings"
+    for name, values in LAB_SETTINGS.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(json.dumps(values))
+    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.ip={config.LOCALHOST}",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={settings}",
+               f"--LabApp.workspaces_dir={log.parent / 'lab-workspaces'}", "--LabApp.news_url=",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    # its own config and runtime folders: a learner's Jupyter configuration is neither read nor written
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(log.parent / "jupyter-config"),
+           "JUPYTER_RUNTIME_DIR": str(log.parent / "jupyter-runtime")}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=config.ROOT, env=env,
+                                   start_new_session=True)
+    deadline = time.monotonic() + LAB_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise LabCheckError(f"JupyterLab exited with code {process.returncode}; see {config.shown(log)}.")
+        try:
+            with urllib.request.urlopen(f"http://{config.LOCALHOST}:{port}/api/status?token={token}", timeout=5) as answer:
+                if answer.status == 200:
+                    return process
+        except OSError:
+            time.sleep(0.5)
+    process.terminate()
+    raise LabCheckError(f"JupyterLab did not answer on port {port} within {LAB_START_TIMEOUT_S:.0f} s; see {config.shown(log)}.")
+
+
+def _menu_command(browser, wait, menu: str, command: str) -> None:
+    """Open a menu of the menu bar by its label and click the item that runs ``command``."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+
+    bar = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
+    next(item for item in bar if item.text.strip() == menu).click()
+    wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, f".lm-Menu-item[data-command='{command}']"))).click()
+
+
+PROMPT = re.compile(r"^\[(\d+)\]:$")
+"""A code cell's prompt once it has run in this kernel: ``[7]:`` (``[ ]:`` not yet, ``[*]:`` running)."""
+
+
+def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot: Path, saved: Path) -> dict:
+    """Open the notebook, run all cells from the Run menu, save from the File menu, take a
+    screenshot; return what the page showed."""
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+    try:
+        browser.get(url)
+        wait = WebDriverWait(browser, RUN_TIMEOUT_S, poll_frequency=1)
+        wait.until(seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell")))
+        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"))
+        kernel_shown = browser.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']").text
+        code_cells = len(browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
+        _menu_command(browser, wait, "Run", "runmenu:run-all")
+
+        def prompts(b) -> list[str]:
+            return [p.text.strip() for p in b.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt")]
+
+        def finished(b) -> bool:
+            idle = b.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']")
+            return bool(idle) and len(shown := prompts(b)) == code_cells and all(PROMPT.match(p) for p in shown)
+
+        wait.until(finished)
+        counts = [int(PROMPT.match(p).group(1)) for p in prompts(browser)]
+        # a traceback is rendered as stderr with ANSI colours (a warning has none)
+        errors_shown = len(browser.find_elements(
+            By.CSS_SELECTOR, ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .ansi-red-fg"))
+        before = saved.stat().st_mtime_ns
+        _menu_command(browser, wait, "File", "docmanager:save")
+        wait.until(lambda b: saved.stat().st_mtime_ns != before)
+        browser.save_screenshot(str(screenshot))
+        return {"kernel_shown": kernel_shown, "code_cells": code_cells, "counts": counts, "errors_shown": errors_shown}
+    finally:
+        browser.quit()
+
+
+def _parameterized_copy(source: Path, target: Path, parameters: dict) -> None:
+    """``source`` with its outputs and execution counts cleared, so every prompt the page shows
+    comes from this run, and ``parameters`` in a cell after its ``parameters`` cell (papermill's
+    way); a name the notebook does not declare is refused."""
+    import nbformat
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    from helpers import workbook
+
+    workbook.check_parameters(source, parameters)
+    nb = load_notebook_node(str(source))
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(parameterize_notebook(nb, parameters, kernel_name=workbook.KERNEL_NAME), target)
+
+
+def check(notebook: str = NOTEBOOK) -> list[str]:
+    """Run the check; return the failed checks (empty: all passed). Raises LabCheckError if it cannot run."""
+    from helpers import workbook
+
+    chromium, driver_path = browser_binaries()
+    shutil.rmtree(WORK_DIR, ignore_errors=True)
+    folder = WORK_DIR / "notebooks"
+    folder.mkdir(parents=True)
+    copy = folder / notebook
+    _parameterized_copy(config.NOTEBOOKS_DIR / notebook, copy, PARAMETERS)
+    port, token = services.free_port(), secrets.token_hex(16)
+    lab = _start_lab(folder, port, token, WORK_DIR / "jupyterlab.log")
+    started = time.monotonic()
+    try:
+        shown = _drive(f"http://{config.LOCALHOST}:{port}/lab/tree/{notebook}?token={token}", chromium, driver_path,
+                       WORK_DIR / "chromium-profile", WORK_DIR / "notebook-01.png", copy)
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            lab.kill()
+    saved = json.loads(copy.read_text())
+    code = [c for c in saved["cells"] if c["cell_type"] == "code"]
+    errors = [o.get("ename", "?") for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    failures = []
+    if len(code) != shown["code_cells"]:
+        failures.append(f"code cells on the page: {shown['code_cells']}, in the notebook: {len(code)}")
+    saved_counts = [c.get("execution_count") for c in code]
+    if shown["counts"] != list(range(1, len(code) + 1)):
+        failures.append(f"prompts on the page after Run All: {shown['counts']}, not 1..{len(code)} in order")
+    if saved_counts != shown["counts"]:
+        failures.append(f"execution counts in the saved notebook {saved_counts} differ from the page's {shown['counts']}")
+    if errors:
+        failures.append(f"cells that raised: {errors}")
+    if shown["errors_shown"]:
+        failures.append(f"error outputs on the page: {shown['errors_shown']}")
+    spec = saved["metadata"].get("kernelspec", {})
+    if spec.get("name") != workbook.KERNEL_NAME:
+        failures.append(f"kernel in the saved notebook: {spec.get('name')!r}, not {workbook.KERNEL_NAME!r}")
+    display_name = workbook.KERNELSPEC["display_name"]
+    if shown["kernel_shown"] != display_name:
+        failures.append(f"kernel in the toolbar: {shown['kernel_shown']!r}, not {display_name!r}")
+    print(f"{notebook} in JupyterLab (headless Chromium): {len(code)} code cells run in {time.monotonic() - started:.0f} s, "
+          f"{len(errors)} errors, kernel {shown['kernel_shown']!r}; screenshot {config.shown(WORK_DIR / 'notebook-01.png')}")
+    return failures
+
+
+def main() -> int:
+    try:
+        failures = check()
+    except LabCheckError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for failure in failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
