@@ -55,15 +55,23 @@ class LabCheckError(RuntimeError):
 
 def browser_binaries() -> tuple[str, str]:
     """(chromium, chromedriver): from WORKBOOK_CHROMIUM / WORKBOOK_CHROMEDRIVER or PATH."""
-    chromium = os.environ.get("WORKBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = os.environ.get("WORKBOOK_CHROMEDRIVER") or shutil.which("chromedriver")
-    missing = [name for name, found in (("chromium", chromium), ("chromedriver", driver)) if not found]
+    found = {}
+    for name, variable, commands in (("chromium", "WORKBOOK_CHROMIUM", ("chromium", "chromium-browser")),
+                                     ("chromedriver", "WORKBOOK_CHROMEDRIVER", ("chromedriver",))):
+        given = os.environ.get(variable)
+        if given:
+            if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+                raise LabCheckError(f"{variable}={given} is not an executable file: point it at {name}, or unset it to use the one on PATH.")
+            found[name] = given
+        else:
+            found[name] = next((path for path in map(shutil.which, commands) if path), None)
+    missing = [name for name, path in found.items() if not path]
     if missing:
         raise LabCheckError(
             f"{' and '.join(missing)} not found. Install the system's packages (Debian/Ubuntu: `sudo apt-get install "
             "chromium chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver."
         )
-    return chromium, driver
+    return found["chromium"], found["chromedriver"]
 
 
 LAB_SETTINGS = {
