@@ -30,7 +30,7 @@ PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -101,11 +101,20 @@ lab: install ## emulators up, JupyterLab on 127.0.0.1
 lab-check: install ## notebook 01 run in JupyterLab by headless Chromium (Debian: apt-get install chromium chromium-driver); screenshot in build/lab-check/
 	$(PY) -m helpers.lab_check
 
+cluster: install ## a standalone Spark master and 2 workers on 127.0.0.1 (then: export WORKBOOK_SPARK_MASTER=spark://127.0.0.1:7077)
+	$(PY) -m helpers.cluster up
+
+cluster-stop: ## stop the Spark cluster `make cluster` started
+	@if [ -x $(PY) ]; then $(PY) -m helpers.cluster down; fi
+
+cluster-check: install ## notebook 09 run on a standalone Spark cluster, every driver an application of it (about 6 min)
+	$(PY) -m helpers.services run -- $(PY) -m pytest --cluster tests/cluster
+
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
 	$(PY) -m helpers.services up
 
-stop: ## stop the emulators the workbook started
-	@if [ -x $(PY) ]; then $(PY) -m helpers.services down; fi
+stop: ## stop the emulators (and the Spark cluster) the workbook started
+	@if [ -x $(PY) ]; then $(PY) -m helpers.services down; $(PY) -m helpers.cluster down --quiet; fi
 
 status: ## show which emulators answer
 	$(PY) -m helpers.services status

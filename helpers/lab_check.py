@@ -124,7 +124,10 @@ def _menu_command(browser, wait, menu: str, command: str) -> None:
 
     bar = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
     next(item for item in bar if item.text.strip() == menu).click()
-    wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, f".lm-Menu-item[data-command='{command}']"))).click()
+    item = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, f".lm-Menu-item[data-command='{command}']")))
+    if "lm-mod-disabled" in (item.get_attribute("class") or ""):  # a click would do nothing, and the check would wait forever
+        raise LabCheckError(f"{menu} > {item.text.strip()} is disabled in JupyterLab; see {config.shown(WORK_DIR / 'jupyterlab.log')}.")
+    item.click()
 
 
 PROMPT = re.compile(r"^\[(\d+)\]:$")
@@ -135,6 +138,7 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
     """Open the notebook, run all cells from the Run menu, save from the File menu, take a
     screenshot; return what the page showed."""
     from selenium import webdriver
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import WebDriverWait
@@ -148,7 +152,9 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
         browser.get(url)
         wait = WebDriverWait(browser, RUN_TIMEOUT_S, poll_frequency=1)
         wait.until(seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell")))
-        wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"))
+        # the kernel connected and idle, as the status bar says it ("<kernel> | Idle"); before that
+        # the Run menu's commands are disabled
+        wait.until(lambda b: any(e.text.strip().endswith("| Idle") for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")))
         kernel_shown = browser.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']").text
         code_cells = len(browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
         _menu_command(browser, wait, "Run", "runmenu:run-all")
@@ -170,6 +176,12 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
         wait.until(lambda b: saved.stat().st_mtime_ns != before)
         browser.save_screenshot(str(screenshot))
         return {"kernel_shown": kernel_shown, "code_cells": code_cells, "counts": counts, "errors_shown": errors_shown}
+    except TimeoutException:
+        failed = screenshot.with_name("timed-out.png")
+        browser.save_screenshot(str(failed))
+        status = " / ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem") if e.text.strip())
+        raise LabCheckError(f"JupyterLab did not get there within {RUN_TIMEOUT_S:.0f} s (status bar: {status or 'empty'}); "
+                            f"the page is in {config.shown(failed)}, the server's log in {config.shown(WORK_DIR / 'jupyterlab.log')}.") from None
     finally:
         browser.quit()
 

@@ -331,7 +331,7 @@ def _start(service: Service) -> int:
         if service.identify(host, port):
             return process.pid
         time.sleep(0.2)
-    _stop_pid(process.pid)
+    stop_process_group(process.pid)
     service.pid_file.unlink(missing_ok=True)
     raise ServiceError(
         f"{service.name} did not answer on {config.LOCALHOST}:{port} within {timeout:.0f} s. "
@@ -357,7 +357,9 @@ def up(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
     return started
 
 
-def _stop_pid(pid: int) -> None:
+def stop_process_group(pid: int) -> None:
+    """SIGTERM the process group ``pid`` leads (a service started in a session of its own), then
+    SIGKILL it if it is still there after :data:`STOP_TIMEOUT_S`."""
     for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pid, sig)
@@ -387,7 +389,7 @@ def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
             if not quiet and service.identify(service.host(), service.port()):
                 print(f"{service.name}: answering, but not started by the workbook (docker compose?); left running")
             continue
-        _stop_pid(pid)
+        stop_process_group(pid)
         service.pid_file.unlink(missing_ok=True)
         stopped.append(service.name)
         if not quiet:

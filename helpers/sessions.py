@@ -11,7 +11,8 @@ Spark::
 
 Jars come from Maven Central through ``spark.jars.packages`` into the project's Ivy cache
 (``.cache/ivy``), so only the first start downloads them. ``WORKBOOK_SPARK_MASTER`` runs the same
-notebook on a real cluster (default ``local[*]``).
+notebook on a real cluster (default ``local[*]``): ``make cluster`` starts one on this machine
+(:mod:`helpers.cluster`), whose executors reach the driver at 127.0.0.1 and run its Python.
 
 Table URIs and delta-rs ``storage_options`` are :mod:`helpers.tables`. Every builder reads
 endpoints and names from :mod:`helpers.config`; with ``WORKBOOK_PROFILE=cloud`` they leave out the
@@ -144,7 +145,7 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
     ivy_dir = config.CACHE_DIR / "ivy"
     conf = {
         "spark.app.name": app_name,
-        "spark.master": os.environ.get("WORKBOOK_SPARK_MASTER", "local[*]"),
+        "spark.master": cluster_master() or "local[*]",
         "spark.jars.packages": ",".join(spark_packages(*stores)),
         "spark.jars.excludes": ",".join(SPARK_JAR_EXCLUDES),
         "spark.jars.ivy": str(ivy_dir),
@@ -164,7 +165,7 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
         "spark.sql.warehouse.dir": str(config.BUILD_DIR / "spark-warehouse"),
         "spark.driver.extraJavaOptions": driver_java_options(),
     }
-    if conf["spark.master"].startswith("local"):
+    if conf["spark.master"].startswith("local") or on_this_machine(conf["spark.master"]):
         conf["spark.driver.bindAddress"] = config.LOCALHOST
         conf["spark.driver.host"] = config.LOCALHOST
     if "s3" in stores:
@@ -174,6 +175,19 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
     if "dynamodb" in stores:
         conf.update(dynamodb_log_store_conf())
     return conf
+
+
+def cluster_master() -> str | None:
+    """``WORKBOOK_SPARK_MASTER`` (a cluster's master URL), or None: each session runs in its own JVM."""
+    return os.environ.get("WORKBOOK_SPARK_MASTER") or None
+
+
+def on_this_machine(master: str) -> bool:
+    """A standalone master on loopback (``make cluster``): its executors reach the driver at 127.0.0.1."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(master)
+    return parsed.scheme == "spark" and parsed.hostname in (config.LOCALHOST, "localhost")
 
 
 def driver_java_options(*extra: str, archive: bool = True) -> str:
@@ -348,8 +362,10 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
     builder = SparkSession.builder
     for key, value in launch.items():
         builder = builder.config(key, value)
-    if conf["spark.master"].startswith("local"):
+    if conf["spark.master"].startswith("local") or on_this_machine(conf["spark.master"]):
         os.environ.setdefault("SPARK_LOCAL_IP", config.LOCALHOST)
+    if on_this_machine(conf["spark.master"]):  # executors on this machine run Python UDFs with the driver's Python
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log_file = spark_log_file(app_name)
     started = time.monotonic()
     try:

@@ -70,3 +70,15 @@ def pytest_collection_modifyitems(config, items):
     """Files in RUN_FIRST order, then the rest as collected; each file's own order is kept."""
     rank = {path: number for number, path in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(RUN_FIRST)))
+
+
+# tests/cluster/ runs notebook 09 on a standalone Spark cluster (`make cluster-check`): minutes of
+# work beyond `make test`'s budget, so only `pytest --cluster` collects it (CI runs it after make test).
+def pytest_addoption(parser):
+    parser.addoption("--cluster", action="store_true", help="collect tests/cluster/: notebook 09 on a standalone Spark cluster")
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name == "cluster" and collection_path.parent.name == "tests" and not config.getoption("--cluster"):
+        return True
+    return None

@@ -73,3 +73,22 @@ def test_conda_environment_uses_the_same_lock():
     assert {"python=3.11", "openjdk=17", "nodejs=20"} <= set(d for d in env["dependencies"] if isinstance(d, str))
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert pip == ["-r requirements/kernel.txt"]
+
+
+def test_the_spark_cluster_runs_the_native_commands_and_the_workbook_can_use_it():
+    from helpers import cluster
+
+    services = COMPOSE["services"]
+    assert services["spark-master"]["command"] == [".venv/bin/python", "-m", "helpers.cluster", "master"]
+    master_url = cluster.master_url("spark-master", cluster.MASTER_DEFAULT_PORT)
+    workers = [name for name in services if name.startswith("spark-worker")]
+    assert len(workers) == cluster.WORKERS
+    for name in workers:
+        assert services[name]["command"] == [".venv/bin/python", "-m", "helpers.cluster", "worker", master_url]
+        assert services[name]["hostname"] == name
+        assert "workbook-build:/workbook/build" in services[name]["volumes"]  # local tables, shared with the driver
+    for name in ["spark-master", *workers]:
+        assert services[name]["profiles"] == ["cluster"]  # `docker compose up -d` alone starts no cluster
+        assert services[name]["image"] == services["workbook"]["image"]
+    assert "workbook-build:/workbook/build" in services["workbook"]["volumes"]
+    assert services["workbook"]["environment"]["WORKBOOK_SPARK_MASTER"] == "${WORKBOOK_SPARK_MASTER:-}"

@@ -36,7 +36,8 @@ class SparkEngine(Engine):
       that lives for one append beside three others on 2 cores: ``spark.master=local[1]``, driver
       memory 1g, the JIT's first tier only and the serial GC, and Spark SQL expressions
       interpreted instead of compiled (measured alone: JVM start 18 → 16 s, first append 11.5 →
-      8.5 s).
+      8.5 s). With ``WORKBOOK_SPARK_MASTER`` set, the driver runs its executors on that cluster
+      instead (``make cluster``: one application, one core).
     * **Snapshot.** Before the barrier the table is opened (``DeltaLog.forTable``, which starts
       S3A and reads the log: the slow part, ~10 s); ``snapshot_version`` is the version it saw. Spark
       cannot append against a held snapshot: its write starts a transaction that refreshes the
@@ -126,6 +127,8 @@ class SparkEngine(Engine):
         the delta-rs options translated, then the ``spark.*`` options as given."""
         options = spec.storage_options
         conf = dict(cls.DEFAULT_CONF)
+        if sessions.cluster_master():  # the driver's executors run on that cluster, not in its own JVM
+            del conf["spark.master"]
         conf["spark.driver.extraJavaOptions"] = sessions.driver_java_options(*cls.SHORT_LIVED_JVM)
         if "AWS_ENDPOINT_URL" in options:
             conf["spark.hadoop.fs.s3a.endpoint"] = options["AWS_ENDPOINT_URL"]
