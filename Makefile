@@ -33,7 +33,7 @@ KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 .PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything
 	@$(PYTHON) -m helpers.preflight
@@ -107,7 +107,7 @@ cluster: install ## a standalone Spark master and 2 workers on 127.0.0.1 (then: 
 cluster-stop: ## stop the Spark cluster `make cluster` started
 	@if [ -x $(PY) ]; then $(PY) -m helpers.cluster down; fi
 
-cluster-check: install ## notebook 09 run on a standalone Spark cluster, every driver an application of it (about 6 min)
+cluster-check: install ## notebook 09 run on a standalone Spark cluster, every driver an application of it (7 to 10 min)
 	$(PY) -m helpers.services run -- $(PY) -m pytest --cluster tests/cluster
 
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)

@@ -46,12 +46,20 @@ ASKED_PACKAGES = "spark.workbook.jars.packages"
 """The session setting that keeps the packages a session asked for, when its jars replaced them."""
 ARCHIVE_DIR = config.CACHE_DIR / "spark-cds"
 SCRATCH_DIR = config.STATE_DIR / "spark"
-DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:ReservedCodeCacheSize=240m")
 """A driver here is short-lived and its tables are small, so the JVM's defaults for a server (the
 C2 compiler, G1's concurrent threads) cost more CPU than they save: one driver making 30 appends,
 a DELETE and an OPTIMIZE on a local table used 89 and 108 CPU-seconds with the defaults, 61 and
 64 with these (2 cores, Java 17). On a 2-core machine running several drivers at once, CPU is
-the wall clock."""
+the wall clock.
+
+With the first compiler tier only, Java sizes its code cache at 48 MB instead of 240 MB, and a
+driver that lives for minutes fills it ("CodeCache is full. Compiler has been disabled"). The JVM
+then cannot make the method-handle adapters Spark's tasks need: a task failed with
+``java.lang.InternalError: no such method: MethodHandle.linkToStatic``, Spark's handler for an
+uncaught error stopped the JVM, and the torture run's writer threads of that driver failed every
+operation left with "Connection refused" (seen in a ``make test`` run: 55 of its operations). The
+reservation is address space; the JVM commits what it compiles."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -64,3 +64,16 @@ def test_a_new_session_removes_the_scratch_folders_of_processes_that_are_gone(tm
     assert spark_start.scratch_dir() == tmp_path / str(os.getpid())
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([str(os.getppid()), "notes"])
     assert spark_start.launch_conf({"spark.app.name": "x"})["spark.local.dir"] == str(tmp_path / str(os.getpid()))
+
+
+def test_drivers_keep_a_full_size_code_cache_with_the_first_compiler_tier_only():
+    """C1 alone gets a 48 MB code cache, which a driver running for minutes fills; the JVM then
+    cannot link the method handles a task needs and Spark stops the driver (spark_start's text)."""
+    import subprocess
+
+    flags = subprocess.run(["java", *spark_start.DRIVER_JVM_OPTIONS, "-XX:+PrintFlagsFinal", "-version"],
+                           capture_output=True, text=True, timeout=120).stdout
+    sizes = {line.split()[1]: int(line.split()[3]) for line in flags.splitlines()
+             if line.split()[1:2] in (["ReservedCodeCacheSize"], ["TieredStopAtLevel"])}
+    assert sizes["TieredStopAtLevel"] == 1
+    assert sizes["ReservedCodeCacheSize"] >= 240 * 2**20

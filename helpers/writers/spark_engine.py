@@ -34,8 +34,8 @@ class SparkEngine(Engine):
       for this writer's session, applied last. Options Spark has no counterpart for (unsafe
       rename, ``conditional_put``) are refused by name. Defaults (:data:`DEFAULT_CONF`), for a JVM
       that lives for one append beside three others on 2 cores: ``spark.master=local[1]``, driver
-      memory 1g, the JIT's first tier only and the serial GC, and Spark SQL expressions
-      interpreted instead of compiled (measured alone: JVM start 18 → 16 s, first append 11.5 →
+      memory 1g, and Spark SQL expressions interpreted instead of compiled (the JIT's first tier
+      only and the serial GC, as every driver: ``spark_start.DRIVER_JVM_OPTIONS``) (measured alone: JVM start 18 → 16 s, first append 11.5 →
       8.5 s). With ``WORKBOOK_SPARK_MASTER`` set, the driver runs its executors on that cluster
       instead (``make cluster``: one application, one core).
     * **Snapshot.** Before the barrier the table is opened (``DeltaLog.forTable``, which starts
@@ -70,7 +70,6 @@ class SparkEngine(Engine):
     }
     DEFAULT_CONF = {"spark.master": "local[1]", "spark.driver.memory": "1g", "spark.sql.codegen.wholeStage": "false",
                     "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-    SHORT_LIVED_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
     MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 
     def __init__(self) -> None:
@@ -129,7 +128,6 @@ class SparkEngine(Engine):
         conf = dict(cls.DEFAULT_CONF)
         if sessions.cluster_master():  # the driver's executors run on that cluster, not in its own JVM
             del conf["spark.master"]
-        conf["spark.driver.extraJavaOptions"] = sessions.driver_java_options(*cls.SHORT_LIVED_JVM)
         if "AWS_ENDPOINT_URL" in options:
             conf["spark.hadoop.fs.s3a.endpoint"] = options["AWS_ENDPOINT_URL"]
         if "dynamodb" in cls.stores(spec):
