@@ -123,6 +123,8 @@ PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
 )}
 
 
+FULL_RUN_MIN_COMMITS = 1000
+"""What ``make torture`` promises each safe protocol: at least this many contended commits."""
 FULL_RUN_PER_WRITER = {"s3-conditional-put": 275, "s3-dynamodb-lock": 275, "spark-dynamodb": 160, "azure": 275}
 """Operations per writer of each safe protocol in ``make torture``: enough for at least 1,000
 commits from its 8 writers. Not every operation commits: delta-rs 1.x fails an append that races
