@@ -107,7 +107,7 @@ cluster: install ## a standalone Spark master and 2 workers on 127.0.0.1 (then: 
 cluster-stop: ## stop the Spark cluster `make cluster` started
 	@if [ -x $(PY) ]; then $(PY) -m helpers.cluster down; fi
 
-cluster-check: install ## notebook 09 run on a standalone Spark cluster, every driver an application of it (7 to 10 min)
+cluster-check: install ## notebook 09 run on a standalone Spark cluster, every driver an application of it (about 4 min, up to 10 on a busy machine)
 	$(PY) -m helpers.services run -- $(PY) -m pytest --cluster tests/cluster
 
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
