@@ -26,11 +26,16 @@ export npm_config_offline := true
 endif
 
 UV := $(CACHE)/bootstrap/bin/uv
+# After building a source distribution (pyspark has no wheel), uv keeps its unpacked source
+# (944 MB for pyspark 4.2.0) and the built wheel (430 MB) beside the unpacked wheel it installs
+# from. Reinstalling, offline too, needs only the unpacked wheel: the other two are deleted.
+PRUNE_SDIST_BUILDS = rm -rf $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/src $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/*.whl
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
+NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -49,7 +54,11 @@ $(UV):
 .venv/.installed: requirements/kernel.txt pyproject.toml | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .venv
 	$(UV) pip sync --quiet --compile-bytecode --python .venv/bin/python --require-hashes requirements/kernel.txt
+	$(PRUNE_SDIST_BUILDS)
 	$(UV) pip install --quiet --python .venv/bin/python --no-deps --editable .
+	@# nbgrader is here for `make student`; learners get JupyterLab without its course-management panels
+	.venv/bin/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
+	.venv/bin/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS:%=nbgrader.server_extensions.%) >/dev/null 2>&1
 	touch $@
 
 $(KERNEL_SPEC): .venv/.installed helpers/workbook.py
@@ -91,12 +100,18 @@ audit: install ## check a Delta table from storage, every problem named (TABLE=s
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }
 	$(PY) -m helpers.audit $(TABLE)
 
+student: install ## the student edition: notebooks/ with their exercises' answers taken out by nbgrader, into student/
+	$(PY) -m helpers.student build
+
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook refresh $(NB)
 
-lab: install ## emulators up, JupyterLab on 127.0.0.1
+LAB_DIR ?= notebooks
+
+lab: install ## emulators up, JupyterLab on 127.0.0.1 (LAB_DIR=student: the student edition)
+	@test -d "$(LAB_DIR)" || { echo 'LAB_DIR=$(LAB_DIR) is not a folder here: use notebooks (the default) or student'; exit 2; }
 	$(PY) -m helpers.services up
-	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab-check: install ## notebook 01 run in JupyterLab by headless Chromium (Debian: apt-get install chromium chromium-driver); screenshot in build/lab-check/
 	$(PY) -m helpers.lab_check

@@ -1,4 +1,5 @@
-"""Checks what `make install` cannot install for you: Python 3.11, Java 17+ and Node.js 20+.
+"""Checks what `make install` cannot install for you: Python 3.11, Java 17+, Node.js 20+, and
+the disk space it needs.
 
 Run as ``python3.11 -m helpers.preflight`` (``make preflight``). Uses the standard library only,
 so it works before any virtual environment exists. Exit code 0 when all is well, 1 otherwise,
@@ -11,10 +12,13 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 PYTHON_VERSION = (3, 11)
 JAVA_MIN, JAVA_MAX = 17, 21  # Spark 4.2 runs on Java 17 and 21
 NODE_MIN = 20
+DISK_NEEDED_GB = 5  # a fresh install keeps 3.6 GB (README, "Prerequisites"); runs add build/ and .state/
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _version_of(command: list[str]) -> str | None:
@@ -94,8 +98,22 @@ def check_node() -> str | None:
     return None
 
 
+def check_disk(root: Path = ROOT) -> str | None:
+    """Free space for a first install; none is asked of a folder `make install` already filled."""
+    if (root / ".venv" / ".installed").exists():
+        return None
+    free_gb = shutil.disk_usage(root).free / 2**30
+    if free_gb < DISK_NEEDED_GB:
+        return (
+            f"{free_gb:.1f} GB free on the disk of this folder; `make install` needs about {DISK_NEEDED_GB} GB "
+            "(environments, jars, emulators and their caches). Free some space, or clone the workbook onto a "
+            "larger disk; `make distclean` removes what an earlier install left here."
+        )
+    return None
+
+
 def problems() -> list[str]:
-    return [p for p in (check_python(), check_java(), check_javac(), check_node()) if p]
+    return [p for p in (check_python(), check_java(), check_javac(), check_node(), check_disk()) if p]
 
 
 def main() -> int:

@@ -193,9 +193,40 @@ def on_this_machine(master: str) -> bool:
 def driver_java_options(*extra: str, archive: bool = True) -> str:
     """The driver JVM's options: Derby (Spark's metastore) kept in ``build/``, the compiler and
     collector of :data:`helpers.spark_start.DRIVER_JVM_OPTIONS`, the class-data archive when
-    there is one (:mod:`helpers.spark_start`), plus ``extra``."""
+    there is one (:mod:`helpers.spark_start`), the proxy of :func:`proxy_java_options`, plus ``extra``."""
     shared = spark_start.class_archive_options() if archive else []
-    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *spark_start.DRIVER_JVM_OPTIONS, *shared, *extra])
+    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *spark_start.DRIVER_JVM_OPTIONS, *shared,
+                     *proxy_java_options(), *extra])
+
+
+JAVA_DIRECT_HOSTS = ("localhost", "127.*", "[::1]")  # Java's own default: loopback never goes through a proxy
+
+
+def proxy_java_options(environ: dict[str, str] | None = None) -> list[str]:
+    """Java's proxy properties from ``HTTPS_PROXY`` / ``HTTP_PROXY`` and ``NO_PROXY``, the variables
+    uv, npm, boto3 and the Azure SDK already follow; Java ignores them, so without these Ivy could
+    not fetch the jars behind a corporate proxy. Loopback (the emulators) always goes direct."""
+    from urllib.parse import urlparse
+
+    environ = os.environ if environ is None else environ
+    options = []
+    for scheme in ("https", "http"):
+        value = environ.get(f"{scheme.upper()}_PROXY") or environ.get(f"{scheme}_proxy")
+        if not value:
+            continue
+        parsed = urlparse(value if "://" in value else f"http://{value}")
+        try:
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        except ValueError:
+            port = None
+        if not parsed.hostname or port is None:
+            raise SessionError(f"{scheme.upper()}_PROXY={value!r} is not a proxy address: set it like http://proxy.example.com:3128.")
+        options += [f"-D{scheme}.proxyHost={parsed.hostname}", f"-D{scheme}.proxyPort={port}"]
+    if options:
+        no_proxy = environ.get("NO_PROXY") or environ.get("no_proxy") or ""
+        extra = [f"*{h}" if h.startswith(".") else h for h in (h.strip() for h in no_proxy.split(",")) if h]
+        options.append(f"-Dhttp.nonProxyHosts={'|'.join(dict.fromkeys([*JAVA_DIRECT_HOSTS, *extra]))}")
+    return options
 
 
 def _s3a_conf() -> dict[str, str]:
@@ -421,7 +452,8 @@ def _explain_start_failure(error: Exception, log_file: Path) -> str:
     if "unresolved dependency" in log or "download failed" in log.lower():
         return (
             "Spark could not download its jars from Maven Central (see "
-            f"{config.shown(log_file)}). Check the network or proxy (JAVA_TOOL_OPTIONS=-Dhttps.proxyHost=...), "
+            f"{config.shown(log_file)}). Check the network; behind a proxy, set HTTPS_PROXY=http://<proxy>:<port> "
+            "(the workbook passes it to Java); "
             "or run `make prefetch` where the network works and bring .cache/ivy along."
         )
     tail = "\n".join(log.strip().splitlines()[-15:])

@@ -21,3 +21,29 @@ def test_missing_java_and_node_are_explained(monkeypatch, tmp_path):
 
 def test_this_machine_passes():
     assert preflight.problems() == []
+
+
+def test_putting_the_jdk_and_node_on_path_fixes_it(monkeypatch, tmp_path):
+    """The fix the messages give: a folder with the JDK's and Node's programs first on PATH."""
+    import shutil
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for program in ("java", "javac", "node", "npm"):
+        (tools / program).symlink_to(shutil.which(program))
+    monkeypatch.setenv("PATH", str(tools))
+    assert (preflight.check_java(), preflight.check_javac(), preflight.check_node()) == (None, None, None)
+
+
+def test_too_little_disk_is_explained_before_installing(monkeypatch, tmp_path):
+    import collections
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 98 * 2**30, 2 * 2**30))
+    assert "2.0 GB free" in preflight.check_disk(tmp_path) and "make distclean" in preflight.check_disk(tmp_path)
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / ".installed").touch()
+    assert preflight.check_disk(tmp_path) is None, "an installed folder needs no more room"
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 90 * 2**30, 10 * 2**30))
+    (tmp_path / ".venv" / ".installed").unlink()
+    assert preflight.check_disk(tmp_path) is None, "freeing space fixes it"

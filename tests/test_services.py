@@ -35,7 +35,11 @@ def test_busy_port_is_explained(private_services, monkeypatch):
         monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(squatter.getsockname()[1]))
         with pytest.raises(services.ServiceError, match="taken by another program") as error:
             services.up(["moto"], quiet=True)
-    assert "WORKBOOK_MOTO_PORT" in str(error.value)
+        assert "WORKBOOK_MOTO_PORT" in str(error.value)
+        # the fix the message gives: another port, while the squatter still holds the first
+        monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(services.free_port()))
+        assert services.up(["moto"], quiet=True) == ["moto"]
+        assert services.status(["moto"])[0].answering
 
 
 def test_missing_node_is_explained(private_services, monkeypatch, tmp_path):
