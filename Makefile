@@ -29,8 +29,9 @@ UV := $(CACHE)/bootstrap/bin/uv
 # After building a source distribution (pyspark has no wheel), uv keeps its unpacked source
 # (944 MB for pyspark 4.2.0) and the built wheel (430 MB) beside the unpacked wheel it installs
 # from. Reinstalling, offline too, needs only the unpacked wheel: the other two are deleted.
-# Environments are installed without compiling every module to bytecode (302 MB across them):
-# Python compiles what a notebook imports the first time it imports it.
+# Environments are compiled to bytecode at install (about 300 MB): the writers run with
+# PYTHONDONTWRITEBYTECODE=1 (helpers/processes.py), as do machines that set it, and without
+# compiled files every writer process would compile deltalake's and pyarrow's modules again.
 PRUNE_SDIST_BUILDS = rm -rf $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/src $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/*.whl
 PY := $(CURDIR)/.venv/bin/python
 ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
@@ -55,7 +56,7 @@ $(UV):
 
 .venv/.installed: requirements/kernel.txt pyproject.toml | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .venv
-	$(UV) pip sync --quiet --python .venv/bin/python --require-hashes requirements/kernel.txt
+	$(UV) pip sync --quiet --compile-bytecode --python .venv/bin/python --require-hashes requirements/kernel.txt
 	$(PRUNE_SDIST_BUILDS)
 	$(UV) pip install --quiet --python .venv/bin/python --no-deps --editable .
 	@# nbgrader is here for `make student`; learners get JupyterLab without its course-management panels
@@ -68,7 +69,7 @@ $(KERNEL_SPEC): .venv/.installed helpers/workbook.py
 
 .envs/%/.installed: requirements/writer-%.txt | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/$*
-	$(UV) pip sync --quiet --python .envs/$*/bin/python --require-hashes $<
+	$(UV) pip sync --quiet --compile-bytecode --python .envs/$*/bin/python --require-hashes $<
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
