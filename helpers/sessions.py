@@ -165,7 +165,7 @@ def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str,
         "spark.sql.warehouse.dir": str(config.BUILD_DIR / "spark-warehouse"),
         "spark.driver.extraJavaOptions": driver_java_options(),
     }
-    if conf["spark.master"].startswith("local") or on_this_machine(conf["spark.master"]):
+    if driver_on_loopback(conf["spark.master"]):
         conf["spark.driver.bindAddress"] = config.LOCALHOST
         conf["spark.driver.host"] = config.LOCALHOST
     if "s3" in stores:
@@ -188,6 +188,11 @@ def on_this_machine(master: str) -> bool:
 
     parsed = urlparse(master)
     return parsed.scheme == "spark" and parsed.hostname in (config.LOCALHOST, "localhost")
+
+
+def driver_on_loopback(master: str) -> bool:
+    """Local mode, or a cluster of this machine: the driver binds to and is reached at 127.0.0.1."""
+    return master.startswith("local") or on_this_machine(master)
 
 
 def driver_java_options(*extra: str, archive: bool = True) -> str:
@@ -393,7 +398,7 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
     builder = SparkSession.builder
     for key, value in launch.items():
         builder = builder.config(key, value)
-    if conf["spark.master"].startswith("local") or on_this_machine(conf["spark.master"]):
+    if driver_on_loopback(conf["spark.master"]):
         os.environ.setdefault("SPARK_LOCAL_IP", config.LOCALHOST)
     if on_this_machine(conf["spark.master"]):  # executors on this machine run Python UDFs with the driver's Python
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -34,9 +34,9 @@ class SparkEngine(Engine):
       for this writer's session, applied last. Options Spark has no counterpart for (unsafe
       rename, ``conditional_put``) are refused by name. Defaults (:data:`DEFAULT_CONF`), for a JVM
       that lives for one append beside three others on 2 cores: ``spark.master=local[1]``, driver
-      memory 1g, and Spark SQL expressions interpreted instead of compiled (the JIT's first tier
-      only and the serial GC, as every driver: ``spark_start.DRIVER_JVM_OPTIONS``) (measured alone: JVM start 18 → 16 s, first append 11.5 →
-      8.5 s). With ``WORKBOOK_SPARK_MASTER`` set, the driver runs its executors on that cluster
+      memory 1g, and Spark SQL expressions interpreted instead of compiled; with the JIT's first
+      tier only and the serial GC that every driver has (``spark_start.DRIVER_JVM_OPTIONS``),
+      measured alone: JVM start 18 → 16 s, first append 11.5 → 8.5 s. With ``WORKBOOK_SPARK_MASTER`` set, the driver runs its executors on that cluster
       instead (``make cluster``: one application, one core).
     * **Snapshot.** Before the barrier the table is opened (``DeltaLog.forTable``, which starts
       S3A and reads the log: the slow part, ~10 s); ``snapshot_version`` is the version it saw. Spark
