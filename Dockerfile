@@ -7,6 +7,10 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jdk-headless make procps \
  && rm -rf /var/lib/apt/lists/*
 
+# Telemetry off in every container of this image (JupyterLab, the Spark master and workers), as
+# natively (helpers/config.py NO_TELEMETRY)
+ENV DO_NOT_TRACK=1 DAFT_ANALYTICS_ENABLED=0 SCARF_NO_ANALYTICS=true
+
 WORKDIR /workbook
 COPY pyproject.toml Makefile README.md ./
 COPY requirements/ requirements/

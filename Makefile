@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3.11
 UV_VERSION := 0.13.8
-WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0
+WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3
 
 CACHE := $(CURDIR)/.cache
 export UV_CACHE_DIR := $(CACHE)/uv
@@ -20,6 +20,11 @@ export npm_config_cache := $(CACHE)/npm
 export npm_config_update_notifier := false
 export npm_config_fund := false
 export npm_config_audit := false
+# Nothing leaves the machine but downloads: Daft's usage telemetry off for everything a target
+# starts (the same variables as helpers/config.py NO_TELEMETRY; tests/test_privacy.py checks both)
+export DO_NOT_TRACK := 1
+export DAFT_ANALYTICS_ENABLED := 0
+export SCARF_NO_ANALYTICS := true
 ifdef OFFLINE
 export UV_OFFLINE := 1
 export npm_config_offline := true
@@ -38,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -64,7 +69,7 @@ $(UV):
 	.venv/bin/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS:%=nbgrader.server_extensions.%) >/dev/null 2>&1
 	touch $@
 
-$(KERNEL_SPEC): .venv/.installed helpers/workbook.py
+$(KERNEL_SPEC): .venv/.installed helpers/workbook.py helpers/config.py
 	$(PY) -m helpers.workbook kernel
 
 .envs/%/.installed: requirements/writer-%.txt | $(UV)
@@ -98,6 +103,9 @@ bench: install ## the commit-throughput benchmark, every protocol and writer cou
 
 torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
+
+matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot, each delta-rs era, set against the docs (about 1 min; results in build/matrix/full/)
+	$(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }

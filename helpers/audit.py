@@ -116,9 +116,10 @@ class Audit:
     """rows_before + the rows of every writer that reported success (None without writer results)."""
     rows_actual: int
     rows_lost: int | None
-    """Rows writers reported committed that the table does not hold (0 when nothing was lost)."""
+    """Rows of writers that reported success and are absent from the table, summed per writer
+    (gross: a phantom elsewhere does not make up for them; 0 when nothing was lost)."""
     rows_unexpected: int | None
-    """Rows the table holds beyond what writers reported (phantom writes)."""
+    """Rows the table holds beyond what writers reported committed (net, over the whole table)."""
     writers: object  # DataFrame, one row per writer
     commits: object  # DataFrame, one row per commit file
     orphan_files: list[str]
@@ -131,6 +132,9 @@ class Audit:
     overwritten by another writer's; a second identical version is a harmless re-copy."""
     silent_losses: list[str] = field(default_factory=list)
     phantoms: list[str] = field(default_factory=list)
+    rows_phantom: int | None = None
+    """Rows of writers that reported failure and are in the table (the phantoms' rows), counted
+    apart from :attr:`rows_lost`."""
 
     @property
     def orphans(self) -> int:
@@ -363,12 +367,12 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     object_versions, per_commit, distinct = _object_versions_frame(store.versions(delta_log.LOG_DIR))
 
     per_writer = None
-    rows_expected = rows_lost = rows_unexpected = None
+    rows_expected = rows_lost = rows_unexpected = rows_phantom = None
     if results is not None:
         per_writer = _writers_frame(results, before, after, commits, version_before)
         reported_rows = int(per_writer.loc[per_writer["reported"] == writers.COMMITTED, "rows_reported"].fillna(0).sum())
         rows_expected = rows_before + reported_rows
-        rows_lost = max(rows_expected - rows_actual, 0)
+        rows_lost, rows_phantom = _gross_rows(per_writer)
         rows_unexpected = max(rows_actual - rows_expected, 0)
 
     return Audit(
@@ -379,7 +383,16 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
         object_versions=object_versions, versions_per_commit=per_commit, commits_per_file=distinct,
         silent_losses=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == SILENT_LOSS, "writer_id"]),
         phantoms=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == PHANTOM, "writer_id"]),
+        rows_phantom=rows_phantom,
     )
+
+
+def _gross_rows(per_writer) -> tuple[int, int]:
+    """(rows lost, phantom rows), each summed writer by writer: the rows missing of every writer
+    that reported success, and the rows present of every writer that reported failure."""
+    committed = per_writer["reported"] == writers.COMMITTED
+    missing = (per_writer["rows_reported"].fillna(0) - per_writer["rows_present"]).clip(lower=0)
+    return int(missing[committed].sum()), int(per_writer.loc[~committed, "rows_present"].clip(lower=0).sum())
 
 
 def lock_items(table_uri: str):

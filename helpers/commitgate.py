@@ -127,24 +127,52 @@ def parse_lock_request(target: str, body: bytes | None, client: str) -> LockRequ
     )
 
 
-def claims_per_writer(lock_requests, writer_at_version: dict[int, str]):
+def staged_commit_writers(table_uri: str) -> dict[str, str]:
+    """Which writer staged each temporary commit file of a table: ``{tempPath: writer id}``, with
+    the path as a DynamoDB log store's claim names it (relative to ``_delta_log/``), and the writer
+    from the ``workbook.writer`` tag in the file's own commitInfo. The log store deletes a staged
+    file once its commit is complete, so the files are read from the bucket's object versions;
+    raises GateError for a store that keeps none."""
+    from helpers import storage
+    from helpers.writers.protocol import WRITER_TAG, commit_tags
+
+    found = storage.table_store(table_uri).versions(delta_log.LOG_DIR)
+    if found is None:
+        raise GateError(f"{table_uri} keeps no object versions, so its deleted staged commits cannot be read: "
+                        "use a bucket with versioning on (storage.ensure_bucket() makes one).")
+    writers = {}
+    for version in found:
+        if delta_log.commit_version(version.key) is not None or not version.key.startswith(delta_log.LOG_DIR):
+            continue
+        try:
+            writer = commit_tags(delta_log.read_commit(version.body)[0]).get(WRITER_TAG)
+        except ValueError:  # a checkpoint, a checksum: not a staged commit
+            continue
+        if writer:
+            writers[version.key[len(delta_log.LOG_DIR):]] = writer
+    return writers
+
+
+def claims_per_writer(lock_requests, writer_of_staged: dict[str, str]):
     """Each writer's claims of a commit version, from :meth:`CommitGate.lock_requests`.
 
-    A log store's writer claims version after version with the same temporary commit file
-    (``tempPath``) until DynamoDB accepts one; the accepted claim's version is a commit in the log,
-    whose tag names the writer (``writer_at_version``, read from the commit files). Returns a
-    DataFrame indexed by writer id: ``claims`` (PutItems sent), ``refused``, ``first_claimed`` and
-    ``won`` (versions); claims whose temporary file never won are under writer id ``None``."""
+    A log store's writer claims version after version with the same staged commit file
+    (``tempPath``) until DynamoDB accepts one. Each claim is attributed to the writer whose tag that
+    file carries (``writer_of_staged``, from :func:`staged_commit_writers`): what the writer
+    staged, not what the log says, so comparing ``won`` with the log's commits can fail. Returns a
+    DataFrame indexed by writer id: ``claims`` (PutItems sent), ``refused``, ``first_claimed``
+    (version) and ``won`` (the version of its accepted claim; <NA> if none); claims whose staged
+    file is unknown are under writer id ``None``."""
     import pandas as pd
 
     puts = lock_requests[lock_requests["operation"] == "PutItem"]
-    accepted = puts[puts["status"] == 200]
-    writer_of_temp = {temp: writer_at_version.get(int(version)) for temp, version in zip(accepted["temp_path"], accepted["version"])}
-    claims = puts.assign(writer_id=puts["temp_path"].map(writer_of_temp).astype(object), refused=puts["status"] != 200)
+    claims = puts.assign(writer_id=puts["temp_path"].map(writer_of_staged).astype(object), refused=puts["status"] != 200)
     claims["writer_id"] = claims["writer_id"].where(claims["writer_id"].notna(), "None")
+    claims["accepted"] = claims["version"].where(~claims["refused"])
     frame = claims.groupby("writer_id").agg(claims=("version", "size"), refused=("refused", "sum"),
-                                             first_claimed=("version", "min"), won=("version", "max"))
+                                             first_claimed=("version", "min"), won=("accepted", "max"))
     frame["refused"] = frame["refused"].astype(int)
+    frame["won"] = frame["won"].astype("Int64")
     return frame if len(frame) else pd.DataFrame(columns=["claims", "refused", "first_claimed", "won"])
 
 

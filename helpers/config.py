@@ -34,6 +34,19 @@ LOCALHOST = "127.0.0.1"
 
 PROFILES = ("local", "cloud")
 
+NO_TELEMETRY = {"DO_NOT_TRACK": "1", "DAFT_ANALYTICS_ENABLED": "0", "SCARF_NO_ANALYTICS": "true"}
+"""Set in every process the workbook starts: the notebooks' kernel (its kernel spec), every era
+process (:mod:`helpers.eras`), the tests, the ``make`` targets and docker-compose's JupyterLab.
+Importing Daft otherwise sends its version, OS, Python and CPU to two hosts outside the machine
+(``daft/scarf_telemetry.py``); ``DO_NOT_TRACK`` is the convention other tools honour too.
+``tests/test_privacy.py`` checks that nothing the workbook runs connects beyond loopback."""
+
+
+def without_telemetry(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default: this process's environment) with :data:`NO_TELEMETRY` added; a value
+    the user set already is kept."""
+    return {**NO_TELEMETRY, **(os.environ if environ is None else environ)}
+
 
 def without_machine_paths(text: str) -> str:
     """Text with this folder's absolute path (also as a ``file://`` URI) replaced by ``<workbook>``,

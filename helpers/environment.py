@@ -92,3 +92,43 @@ def tool_report() -> list[dict[str, object]]:
         {"tool": "Java", "required": f"{preflight.JAVA_MIN}-{preflight.JAVA_MAX}", "found": java, "problem": preflight.check_java()},
         {"tool": "Node.js", "required": f">={preflight.NODE_MIN}", "found": node, "problem": preflight.check_node()},
     ]
+
+
+def workbook_imports() -> list[str]:
+    """Every module outside the standard library and the workbook's own package that a notebook's
+    code cell or a module of ``helpers/`` imports by name (``import a.b`` and ``from a.b import c``
+    give ``a.b``), sorted. Notebook 00 imports each of them, so whatever a library does on import
+    (Daft's telemetry, for one) happens there, where ``tests/test_privacy.py`` watches."""
+    import ast
+    import json
+    import sys
+
+    sources = [path.read_text() for path in sorted((config.ROOT / "helpers").rglob("*.py"))]
+    for notebook in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        sources += ["\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
+                    for c in cells if c["cell_type"] == "code"]
+    found = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+    return sorted(m for m in found if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "helpers")
+
+
+def import_report(modules: list[str] | None = None) -> list[dict[str, object]]:
+    """Import each of :func:`workbook_imports` (or ``modules``) in this Python: one row each with
+    ``module`` and ``error`` (None when it imported)."""
+    import importlib
+
+    rows = []
+    for module in workbook_imports() if modules is None else modules:
+        try:
+            importlib.import_module(module)
+            error = None
+        except Exception as failure:  # the report is the record; notebook 00 turns it into a problem
+            error = f"{type(failure).__name__}: {failure}".splitlines()[0]
+        rows.append({"module": module, "error": error})
+    return rows

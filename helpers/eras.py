@@ -8,10 +8,11 @@ workbook keeps one isolated environment per era and runs writer processes in it 
 ``make install`` creates the writer environments under ``.envs/<name>/`` from
 ``requirements/writer-<name>.txt``; the current era is the notebook kernel's own environment.
 
-Two registers: :data:`ERAS` is the timeline of S3 commit behaviours (seeds' era, DynamoDB
+Three registers: :data:`ERAS` is the timeline of S3 commit behaviours (seeds' era, DynamoDB
 interop, today) that notebooks iterate, e.g. notebook 08's table of eras; :data:`LOCK_SHAPE_ERAS`
 holds an era kept for one comparison only, the seeds' own lock table (``key``-shaped, deltalake
-0.14.0, notebook 06). :func:`era` resolves a name from both (:data:`ALL_ERAS`).
+0.14.0, notebook 06); :data:`CONFLICT_MATRIX_ERAS` holds deltalake 1.6.3, kept for the conflict
+matrix (:mod:`helpers.matrix`). :func:`era` resolves a name from all of them (:data:`ALL_ERAS`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ ALL_ERAS: dict[str, Era] = {
             "the dynamodb_lock crate's lease, one item keyed by `key` (DYNAMO_LOCK_PARTITION_KEY_VALUE) per lock.",
             timeline=False,
         ),
+        Era(
+            "deltalake-1.6.3",
+            "1.6.3",
+            "The last release that refuses the second of two OPTIMIZEs built on one snapshot (1.6.4 to 1.6.6 "
+            "commit it, and every compacted row is then in the table twice): kept for the conflict matrix "
+            "(helpers.matrix), so the regression is bracketed by measurement.",
+            timeline=False,
+        ),
     )
 }
 """Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
@@ -80,14 +89,19 @@ ALL_ERAS: dict[str, Era] = {
 ERAS: dict[str, Era] = {name: era for name, era in ALL_ERAS.items() if era.timeline}
 """The timeline of S3 commit behaviours that notebooks iterate (e.g. notebook 08's table of eras)."""
 
-LOCK_SHAPE_ERAS: dict[str, Era] = {name: era for name, era in ALL_ERAS.items() if not era.timeline}
-"""Eras installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
-apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
-
 CURRENT = "deltalake-1.6.6"
 SEEDS = "deltalake-0.22.3"
 DYNAMODB_INTEROP = "deltalake-1.5.1"
 OLD_LOCK = "deltalake-0.14.0"
+LAST_REFUSING_DOUBLE_OPTIMIZE = "deltalake-1.6.3"
+
+LOCK_SHAPE_ERAS: dict[str, Era] = {OLD_LOCK: ALL_ERAS[OLD_LOCK]}
+"""The era installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
+apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
+
+CONFLICT_MATRIX_ERAS: dict[str, Era] = {LAST_REFUSING_DOUBLE_OPTIMIZE: ALL_ERAS[LAST_REFUSING_DOUBLE_OPTIMIZE]}
+"""Eras installed for the conflict matrix only (:mod:`helpers.matrix`), beside the timeline's:
+deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot."""
 
 
 class EraError(RuntimeError):
@@ -112,17 +126,20 @@ def python_for(name: str) -> Path:
 
 def run_in_era(name: str, args: list[str], *, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
     """Run ``python <args>`` in an era's environment, from the workbook's folder (so ``-m helpers...``
-    works), and wait; output is captured as text."""
+    works), with telemetry off (``config.NO_TELEMETRY`` added to ``env``), and wait; output is
+    captured as text."""
     kwargs.setdefault("cwd", config.ROOT)
+    kwargs["env"] = config.without_telemetry(kwargs.get("env"))
     return subprocess.run(
         [str(python_for(name)), *args], capture_output=True, text=True, timeout=timeout, **kwargs
     )
 
 
 def start_in_era(name: str, args: list[str], **popen_kwargs) -> subprocess.Popen:
-    """Start ``python <args>`` in an era's environment, from the workbook's folder, without waiting
-    (a writer process)."""
+    """Start ``python <args>`` in an era's environment, from the workbook's folder, with telemetry off
+    (as :func:`run_in_era`), without waiting (a writer process)."""
     popen_kwargs.setdefault("cwd", config.ROOT)
+    popen_kwargs["env"] = config.without_telemetry(popen_kwargs.get("env"))
     return subprocess.Popen([str(python_for(name)), *args], **popen_kwargs)
 
 

@@ -43,10 +43,18 @@ LAB_START_TIMEOUT_S = 180.0
 """JupyterLab not answering after this long is broken (a hang detector, far above its start time)."""
 RUN_TIMEOUT_S = 900.0
 """Notebook 01 still running after this long is hung (it runs in about a minute)."""
-CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+CHROMIUM_FLAGS = ("--headless=new", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1400,1000")
 """Headless, and nothing that reaches the network by itself (updates, sync, QUIC probes)."""
+
+
+def chromium_flags(euid: int | None = None) -> tuple[str, ...]:
+    """:data:`CHROMIUM_FLAGS`, plus ``--no-sandbox`` for root only (``euid``: this process's by
+    default). Chromium refuses to start its sandbox as root ("Running as root without --no-sandbox
+    is not supported"), and CI runs as root; as any other user the browser keeps its sandbox."""
+    root = (os.geteuid() if euid is None else euid) == 0
+    return (*CHROMIUM_FLAGS, "--no-sandbox") if root else CHROMIUM_FLAGS
 
 
 class LabCheckError(RuntimeError):
@@ -85,21 +93,33 @@ LAB_SETTINGS = {
 """Settings of the check's JupyterLab, in its own settings folder (a learner's are not read)."""
 
 
+def lab_command(folder: Path, port: int, work: Path) -> list[str]:
+    """The check's JupyterLab command line. It holds no secret: the token is in the environment
+    (:func:`lab_environment`), so ``ps`` does not show it to other users of the machine."""
+    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.ip={config.LOCALHOST}",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={work / 'lab-settings'}",
+               f"--LabApp.workspaces_dir={work / 'lab-workspaces'}", "--LabApp.news_url=",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    return command
+
+
+def lab_environment(token: str, work: Path) -> dict[str, str]:
+    """The check's JupyterLab environment: its token (``JUPYTER_TOKEN``, which Jupyter Server reads
+    when no token is given on the command line), and its own config and runtime folders, so a
+    learner's Jupyter configuration is neither read nor written."""
+    return {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_CONFIG_DIR": str(work / "jupyter-config"),
+            "JUPYTER_RUNTIME_DIR": str(work / "jupyter-runtime")}
+
+
 def _start_lab(folder: Path, port: int, token: str, log: Path) -> subprocess.Popen:
     settings = log.parent / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(json.dumps(values))
-    command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.ip={config.LOCALHOST}",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={settings}",
-               f"--LabApp.workspaces_dir={log.parent / 'lab-workspaces'}", "--LabApp.news_url=",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:
-        command.append("--allow-root")
-    # its own config and runtime folders: a learner's Jupyter configuration is neither read nor written
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(log.parent / "jupyter-config"),
-           "JUPYTER_RUNTIME_DIR": str(log.parent / "jupyter-runtime")}
+    command, env = lab_command(folder, port, log.parent), lab_environment(token, log.parent)
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=config.ROOT, env=env,
                                    start_new_session=True)
@@ -145,7 +165,7 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+    for flag in (*chromium_flags(), f"--user-data-dir={profile}"):
         options.add_argument(flag)
     browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
     try:

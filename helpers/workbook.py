@@ -284,10 +284,12 @@ def policy_problems(path: Path) -> list[str]:
 def install_kernel() -> Path:
     """Register :data:`KERNELSPEC` for this environment's Python under its own prefix
     (``.venv/share/jupyter/kernels/delta-lake-workbook/``), where JupyterLab and papermill started
-    from .venv find it; nothing is written outside the workbook's folder. Returns the spec's folder."""
+    from .venv find it; nothing is written outside the workbook's folder. The kernel runs with
+    :data:`config.NO_TELEMETRY` in its environment. Returns the spec's folder."""
     from ipykernel.kernelspec import install
 
-    return Path(install(kernel_name=KERNEL_NAME, display_name=KERNELSPEC["display_name"], prefix=sys.prefix))
+    return Path(install(kernel_name=KERNEL_NAME, display_name=KERNELSPEC["display_name"], prefix=sys.prefix,
+                        env=dict(config.NO_TELEMETRY)))
 
 
 def check(selection: Sequence[str] = ()) -> int:

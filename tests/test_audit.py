@@ -59,6 +59,22 @@ def test_a_writer_that_says_it_failed_but_committed_is_a_phantom(tmp_path):
     claimed.loc[0, "outcome"] = w.FAILED  # what a writer that crashed after committing would report
     checked = audit.audit_table(uri, results=claimed, version_before=0)
     assert checked.phantoms == ["w1"] and checked.rows_unexpected == 10 and checked.rows_lost == 0
+    assert checked.rows_phantom == 10
+
+
+def test_a_phantom_does_not_hide_a_silent_loss(tmp_path):
+    """One writer reported failure but committed (a phantom), another reported success but its rows
+    are absent (a silent loss): net, the table holds as many rows as reported; gross, 10 are lost."""
+    uri = str(tmp_path / "t")
+    runner.create_table(uri)
+    run = runner.run_writers(uri, n=2, progress=False)
+    claimed = run.results.copy()
+    claimed.loc[0, "outcome"] = w.FAILED  # committed, yet says it failed
+    claimed.loc[1, "batch"] = 999  # says it committed batch 999, which is not in the table
+    checked = audit.audit_table(uri, results=claimed, version_before=0)
+    assert (checked.phantoms, checked.silent_losses) == (["w1"], ["w2"])
+    assert (checked.rows_lost, checked.rows_phantom) == (10, 10)
+    assert checked.rows_actual - checked.rows_expected == 10  # the net count that used to read "0 lost"
 
 
 def test_audit_without_results_reads_the_table_alone(tmp_path):

@@ -63,6 +63,22 @@ def test_a_safe_protocol_that_lost_a_commit_fails_the_run_and_an_unsafe_one_does
     stats.check_safe("s3-conditional-put", stats.count_losses([record()], {("w1", 1): [1]}), safe=True)
 
 
+def test_a_commit_or_a_planned_append_without_a_record_fails_any_run():
+    """What the writers never reported cannot be counted: a tagged commit in the log with no record
+    (a writer that committed and died before writing its result), a planned append with no record
+    (a writer that stopped early). Either fails the run, safe protocol or not."""
+    records = [record("w1", 1), record("w2", 2)]
+    unrecorded_commit = stats.count_losses(records, {("w1", 1): [1], ("w2", 2): [2], ("w3", 3): [3]})
+    assert unrecorded_commit.in_log_without_record == (("w3", 3),) and unrecorded_commit.lost == 0
+    stopped_early = stats.count_losses(records, {("w1", 1): [1], ("w2", 2): [2]}, planned=[("w1", 1), ("w2", 2), ("w2", 3)])
+    assert stopped_early.planned_without_record == (("w2", 3),)
+    for losses in (unrecorded_commit, stopped_early):
+        for safe in (True, False):
+            with pytest.raises(stats.BenchError, match="records do not cover the run"):
+                stats.check_safe("azure", losses, safe=safe)
+    stats.check_safe("azure", stats.count_losses(records, {("w1", 1): [1], ("w2", 2): [2]}, planned=[("w1", 1), ("w2", 2)]), safe=True)
+
+
 # -- a run's figures -------------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from helpers import commitgate, config, runner, storage, tables
+from helpers import commitgate, config, delta_log, runner, storage, tables
 
 COMMIT = "_delta_log/00000000000000000001.json"
 
@@ -169,11 +169,16 @@ def _claims(rows):
     return frame
 
 
-def test_claims_are_attributed_to_writers_through_their_temporary_file():
+def test_claims_are_attributed_to_writers_through_their_staged_file():
     log = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400), ("UpdateItem", 2, None, 200),
                    ("PutItem", 3, "b.tmp", 200)])
-    frame = commitgate.claims_per_writer(log, {2: "w1", 3: "w2"})
+    frame = commitgate.claims_per_writer(log, {"a.tmp": "w1", "b.tmp": "w2"})
     assert frame.loc["w1"].tolist() == [1, 0, 2, 2] and frame.loc["w2"].tolist() == [2, 1, 2, 3]
+    never_won = commitgate.claims_per_writer(_claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400)]),
+                                             {"a.tmp": "w1", "b.tmp": "w2"})
+    assert never_won.loc["w2", "claims"] == 1 and never_won["won"].isna().tolist() == [False, True]
+    unknown = commitgate.claims_per_writer(_claims([("PutItem", 2, "c.tmp", 200)]), {"a.tmp": "w1"})
+    assert unknown.index.tolist() == ["None"]
 
 
 def test_the_claims_check_fails_when_the_lock_saw_fewer_attempts_than_the_log_implies():
@@ -181,8 +186,36 @@ def test_the_claims_check_fails_when_the_lock_saw_fewer_attempts_than_the_log_im
 
     implied = {"w1": 1, "w2": 2}  # commit version - snapshot version, as the auditor infers them
     missing_refusal = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 3, "b.tmp", 200)])  # w2's refused claim never reached the store
-    seen = commitgate.claims_per_writer(missing_refusal, {2: "w1", 3: "w2"})["claims"].to_dict()
+    seen = commitgate.claims_per_writer(missing_refusal, {"a.tmp": "w1", "b.tmp": "w2"})["claims"].to_dict()
     with pytest.raises(checks.CheckFailed, match=r"expected \{'w1': 1, 'w2': 2\}, found \{'w1': 1, 'w2': 1\}"):
         checks.equal("each writer's claims at the lock", seen, implied)
-    lost_winner = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400)])  # b never won: attributed to nobody
-    assert "None" in commitgate.claims_per_writer(lost_winner, {2: "w1"}).index
+
+
+def test_the_winning_claim_check_fails_when_the_log_credits_another_writer():
+    """Notebook 07's check "each writer's winning claim is its commit in the log": the claim is
+    attributed through what its staged file holds, the commit through the log's tag, so a version
+    w1 won at the lock whose commit carries w2's tag (and the reverse) is caught."""
+    from helpers import checks
+
+    lock = _claims([("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400), ("PutItem", 3, "b.tmp", 200)])
+    won = commitgate.claims_per_writer(lock, {"a.tmp": "w1", "b.tmp": "w2"})["won"].to_dict()
+    checks.equal("each writer's winning claim is its commit in the log", won, {"w1": 2, "w2": 3})
+    swapped_log = {"w1": 3, "w2": 2}  # the commit files' tags say the opposite
+    with pytest.raises(checks.CheckFailed, match="winning claim"):
+        checks.equal("each writer's winning claim is its commit in the log", won, swapped_log)
+
+
+@pytest.mark.services
+def test_staged_commits_are_read_back_from_object_versions_with_their_writer(stores, table_name):
+    """A staged commit the log store deleted is still in the bucket's versions, with its tag."""
+    uri = tables.s3_uri(table_name)
+    client, bucket = storage.s3_client(), config.names().s3_bucket
+    staged = f"{table_name}/_delta_log/_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp"
+    client.put_object(Bucket=bucket, Key=staged, Body=b'{"commitInfo": {"workbook.writer": "w7", "workbook.batch": "3"}}\n')
+    client.delete_object(Bucket=bucket, Key=staged)
+    client.put_object(Bucket=bucket, Key=f"{table_name}/_delta_log/{delta_log.commit_file_name(0)}",
+                      Body=b'{"commitInfo": {"workbook.writer": "w1"}}\n')
+    try:
+        assert commitgate.staged_commit_writers(uri) == {"_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp": "w7"}
+    finally:
+        storage.remove_table(uri)

@@ -63,3 +63,12 @@ def test_a_misspelt_parameter_is_refused(tmp_path):
 @pytest.mark.parametrize("prompt, ran", [("[7]:", True), ("[12]:", True), ("[ ]:", False), ("[*]:", False), ("", False)])
 def test_a_prompt_says_whether_its_cell_ran(prompt, ran):
     assert bool(lab_check.PROMPT.match(prompt)) is ran
+
+
+def test_the_token_is_not_on_the_command_line_and_the_sandbox_is_dropped_for_root_only(tmp_path):
+    token = "0123456789abcdef"
+    command = lab_check.lab_command(tmp_path / "nb", 8899, tmp_path)
+    assert not any(token in part or "IdentityProvider.token" in part for part in command)
+    assert lab_check.lab_environment(token, tmp_path)["JUPYTER_TOKEN"] == token
+    assert "--no-sandbox" in lab_check.chromium_flags(euid=0)
+    assert "--no-sandbox" not in lab_check.chromium_flags(euid=1000)

@@ -138,7 +138,7 @@ def test_retries_off_one_wins_then_retries_on_all_commit(store, stores, table_na
     assert race.error_classes == {"CommitFailedError": N - 1}
     assert race.reported_versions == [1]
     checked = audit.audit(race)
-    assert checked.rows_lost == 0 and checked.rows_actual == 10
+    assert checked.rows_lost == 0 and checked.rows_phantom == 0 and checked.rows_actual == 10
     assert checked.silent_losses == [] and checked.phantoms == []
     assert checked.orphans == N - 1  # the losers' data files stay behind
 
@@ -168,7 +168,9 @@ def test_a_mixed_run_races_two_eras_for_one_version(tmp_path):
     assert list(run.results["era"]) == [eras.CURRENT, eras.DYNAMODB_INTEROP]
     assert run.same_snapshot and run.outcomes == {"committed": 1, "failed": 1}, run.summary()
     assert list(run.table().columns[:2]) == ["engine", "era"]
-    assert audit.audit(run).rows_lost == 0
+    checked = audit.audit(run)
+    assert (checked.rows_lost, checked.rows_phantom, checked.silent_losses, checked.phantoms) == (0, 0, [], [])
+    assert checked.rows_actual == 10  # the winner's rows, and the loser's are not there
 
 
 def test_timeline_has_a_lane_per_writer(tmp_path):

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from helpers import eras, storage
+from helpers.checks import Checklist
 from helpers.bench import model, plots, run, stats
 
 
@@ -73,6 +74,12 @@ def main(argv: list[str] | None = None) -> int:
           f"(processes, imports, JVMs, data: {results.runs['setup_s_mean'].mean():.1f} s per writer on average), "
           "table creation, the probe and the checks, none of it in the figures.")
     print(f"Results: {results.folder}")
+    check = Checklist()
+    stats.check_runs(check, results.runs, args.appends)
+    if not check.passed:
+        print(f"bench: the run falls short of what notebook 11 asserts: {check.report()}", file=sys.stderr)
+        return 1
+    print(f"All {check.count} checks of notebook 11 held.")
     return 0
 
 

@@ -215,7 +215,8 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     for c in commits:
         c["attempts"] = attempts.get((c["writer"], c["batch"])) if meter is not None else None
         c["in_log"] = len(found.get((c["writer"], c["batch"]), ()))
-    losses = stats.count_losses(commits, found)
+    planned = [(writer, batch) for writer, batches in batches_of(writers, appends).items() for batch in batches]
+    losses = stats.count_losses(commits, found, planned)
     stats.check_safe(proto.name, losses, proto.safe)
     figures = stats.run_figures(commits, losses, t_go=t_go, setup_s=[r["setup_s"] for r in results])
     row = {"run_id": run_id, "protocol": proto.name, "label": proto.label, "backend": proto.backend,

@@ -50,12 +50,22 @@ class Losses:
     unacknowledged_in_log: int
     """Reported as failed, yet the log holds it (the library gave up after its commit landed)."""
     lost_keys: tuple = ()
+    in_log_without_record: tuple = ()
+    """(writer, batch) tags of commits in the log that no writer sent a record of: uncounted."""
+    planned_without_record: tuple = ()
+    """(writer, batch) appends the run planned that no writer sent a record of: uncounted."""
 
 
-def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Sequence[int]]) -> Losses:
-    """Check every commit record against ``log`` ({(writer, batch): [versions holding it]})."""
+def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Sequence[int]],
+                 planned: Iterable[tuple[str, int]] = ()) -> Losses:
+    """Check every commit record against ``log`` ({(writer, batch): [versions holding it]}), and
+    the records against the log and the ``planned`` (writer, batch) appends: a commit or a planned
+    append with no record would escape the count (:attr:`Losses.in_log_without_record`,
+    :attr:`Losses.planned_without_record`)."""
     acknowledged = found = duplicated = unacknowledged = 0
     lost = []
+    commits = list(commits)
+    recorded = {(str(r["writer"]), int(r["batch"])) for r in commits}
     for record in commits:
         key = (str(record["writer"]), int(record["batch"]))
         versions = log.get(key, ())
@@ -68,7 +78,8 @@ def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Seque
                 lost.append(key)
         elif versions:
             unacknowledged += 1
-    return Losses(acknowledged, found, len(lost), duplicated, unacknowledged, tuple(sorted(lost)))
+    return Losses(acknowledged, found, len(lost), duplicated, unacknowledged, tuple(sorted(lost)),
+                  tuple(sorted(set(log) - recorded)), tuple(sorted(set(planned) - recorded)))
 
 
 @dataclass(frozen=True)
@@ -140,7 +151,15 @@ def ratios_to_serial(rows: Sequence[Mapping], *, value: str = "commits_per_s", s
 
 
 def check_safe(protocol: str, losses: Losses, safe: bool) -> None:
-    """A safe protocol that lost or duplicated an acknowledged commit fails the run (BenchError names them)."""
+    """A run whose records do not cover its log and its plan fails, whatever the protocol (what
+    was not recorded cannot be counted); a safe protocol that lost or duplicated an acknowledged
+    commit fails too. BenchError names them."""
+    if losses.in_log_without_record or losses.planned_without_record:
+        raise BenchError(
+            f"{protocol}: the writers' records do not cover the run: {len(losses.in_log_without_record)} commit(s) in the log "
+            f"without a record (e.g. {list(losses.in_log_without_record)[:5]}), {len(losses.planned_without_record)} planned "
+            f"append(s) without a record (e.g. {list(losses.planned_without_record)[:5]})."
+        )
     if safe and (losses.lost or losses.duplicated):
         raise BenchError(
             f"{protocol} is a safe protocol, yet storage holds {losses.found} of {losses.acknowledged} acknowledged commits "
@@ -177,3 +196,26 @@ def contended_verdicts(runs: Sequence[Mapping], parts: Mapping[str, str], *, wri
                          "attempts_mean": row["attempts_mean"], "attempts_max": row["attempts_max"], "latency_p95_s": row["latency_p95_s"],
                          "grew_most": grew, "grew_by_s": growth[grew], "alone_s": serial[parts[grew]]})
     return verdicts
+
+
+def check_runs(check, runs, appends: int) -> None:
+    """Record in ``check`` (a :class:`helpers.checks.Checklist`) what every run of a benchmark must
+    show, from its ``runs`` table (one row per protocol and writer count): every planned append
+    recorded, none lost or doubled, versions = commits that landed, and, where the store was
+    metered, every claim attributed, one accepted claim per commit, and no retry by a single
+    writer. Notebook 11 and ``python -m helpers.bench`` (``make bench``) both judge a run by it."""
+    for row in runs.to_dict("records"):
+        name = f"{row['protocol']} N={row['writers']}"
+        check.equal(f"{name}: commits recorded", int(row["commits"]), int(row["writers"]) * appends)
+        check.equal(f"{name}: acknowledged commits lost (from the commit files)", int(row["lost"]), 0)
+        check.equal(f"{name}: acknowledged commits in more than one commit file", int(row["duplicated"]), 0)
+        check.equal(f"{name}: versions in the log = commits that landed", int(row["versions"]),
+                    int(row["committed"]) + int(row["unacknowledged_in_log"]))
+        if not row.get("metered"):
+            continue
+        check.equal(f"{name}: claims the meter could not attribute", int(row["unattributed_claims"]), 0)
+        check.equal(f"{name}: accepted claims per commit", float(row["n_claim_accepted"]), 1.0)
+        check.holds(f"{name}: every commit took at least one attempt", bool(row["attempts_mean"] >= 1),
+                    expected=">= 1", found=row["attempts_mean"])
+        if int(row["writers"]) == 1:
+            check.equal(f"{row['protocol']}: a single writer never retries", float(row["attempts_mean"]), 1.0)

@@ -6,9 +6,9 @@ import argparse
 import signal
 import sys
 
-from helpers import config
-from helpers.torture import plan
-from helpers.torture.run import TortureError, torture
+from helpers import checks, config
+from helpers.torture import plan, verdict
+from helpers.torture.run import TortureError, load, torture
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +19,10 @@ def main(argv: list[str] | None = None) -> int:
                         "1,000 commits of a safe one, 25 for an unsafe one: plan.FULL_RUN_PER_WRITER)")
     parser.add_argument("--kills", type=int, default=16, help="writers killed per safe protocol (default 16: each kill point 4 or 8 times)")
     parser.add_argument("--restarts", type=int, default=1, help="service restarts per protocol that has one (default 1)")
+    parser.add_argument("--min-commits", type=int, default=None, help="commits each safe protocol must make (default: "
+                        f"{plan.FULL_RUN_MIN_COMMITS:,} with the full run's operation counts, else 0)")
     args = parser.parse_args(argv)
+    min_commits = args.min_commits if args.min_commits is not None else 0 if args.per_writer else plan.FULL_RUN_MIN_COMMITS
     # `kill` (SIGTERM) ends the run as Ctrl-C does: its writers and emulators are stopped on the way out
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
@@ -31,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torture: {error}", file=sys.stderr)
         return 1
     print(f"Results in {config.shown(folder)}")
+    check = checks.Checklist()
+    verdict.check_run(check, load(folder), min_commits=min_commits)  # what notebook 12 asserts of its run
+    if not check.passed:
+        print(f"torture: the run falls short: {check.report()}", file=sys.stderr)
+        return 1
+    print(f"All {check.count} checks held (at least {min_commits:,} commits per safe protocol).")
     return 0
 
 

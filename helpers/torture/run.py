@@ -434,6 +434,7 @@ class Verdict:
             failed=sum(o["outcome"] == "failed" for o in self.operations), killed_in_flight=sum(o["outcome"] == "killed" for o in self.operations),
             lost=verdicts.count(checker.LOST), duplicated=verdicts.count(checker.DUPLICATED), landed_unacknowledged=verdicts.count(checker.LANDED),
             versions=len(check.commit_versions) - 1, commits_tagged=len(logged),
+            unjournaled_commits=len({e.op for e in logged} - {o["op"] for o in self.operations}),
             appends=sum(o["kind"] == "append" for o in self.operations), deletes=sum(o["kind"] == "delete" for o in self.operations),
             compactions=sum(o["kind"] == "compact" for o in self.operations),
             staged_leftovers=len(check.staged_leftovers), orphans=len(checker.orphans(self.uri, check)),

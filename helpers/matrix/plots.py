@@ -1,0 +1,93 @@
+"""One grid per engine, drawn as a write-conflict table is drawn.
+
+Rows: the operation that commits first (A); columns: the one that commits after it from the
+older snapshot (B). Colour: refused / serializable / anomaly (grey: not available, black: the
+harness could not run the pair). Each cell names what happened: the conflict Delta's name for
+a refusal, the kind of an anomaly, ``B→A`` when only that serial order matches; a red corner
+marks a disagreement with the documented table. Below the grid, the retried append: each retry
+from the snapshot its writer already had, and after reloading the table.
+"""
+
+from __future__ import annotations
+
+from helpers.matrix import operations as ops
+
+COLOURS = {"refused": "#4c78a8", "serializable": "#59a14f", "anomaly": "#e15759", "not available": "#d9d9d9",
+           "error": "#222222"}
+SHORT_KINDS = {"duplicated rows": "dup", "lost update": "lost", "resurrected rows": "resurr", "removed twice": "2×rm",
+               "broken log": "log", "other": "diff"}
+
+
+def _text(row: dict, outcome_key: str = "outcome", kind_key: str = "anomaly_kind") -> str:
+    outcome = row[outcome_key]
+    if outcome == "refused":
+        return (row["conflict"] or row["error_class"]).removeprefix("Concurrent") or "refused"
+    if outcome == "anomaly":
+        return "+".join(SHORT_KINDS.get(k, k) for k in row[kind_key].split(" + "))
+    if outcome == "serializable":
+        return "B→A" if row["matched"] == "B→A" else "ok"
+    return {"not available": "n/a", "error": "error"}.get(outcome, outcome)
+
+
+def grid(rows: list[dict], engine: str, *, title: str | None = None):
+    """The Figure of one engine's rows (dicts as in ``matrix.csv``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Polygon, Rectangle
+
+    mine = [r for r in rows if r["engine"] == engine]
+    matrix = {(r["first"], r["second"]): r for r in mine if not ops.OPERATIONS[r["second"]].is_retry}
+    retries = [r for r in mine if ops.OPERATIONS[r["second"]].is_retry]
+    names = [n for n in ops.MATRIX_OPS if any(n in pair for pair in matrix)]
+    size = len(names)
+    extra = 2.2 if retries else 0.0
+    fig, ax = plt.subplots(figsize=(1.05 * size + 3.2, 0.62 * size + 2.6 + extra))
+
+    def cell(x: float, y: float, colour: str, text: str, disagrees: bool, width: float = 1.0) -> None:
+        ax.add_patch(Rectangle((x, y), width, 1, facecolor=colour, edgecolor="white", linewidth=1.5))
+        if disagrees:
+            ax.add_patch(Polygon([(x + width - 0.28, y), (x + width, y), (x + width, y + 0.28)], closed=True,
+                                 facecolor="#b00020", edgecolor="none"))
+        ax.text(x + width / 2, y + 0.5, text, ha="center", va="center", fontsize=7,
+                color="white" if colour in (COLOURS["error"], COLOURS["refused"], COLOURS["anomaly"]) else "black")
+
+    for i, first in enumerate(names):
+        for j, second in enumerate(names):
+            row = matrix.get((first, second))
+            if row:
+                cell(j, i, COLOURS[row["outcome"]], _text(row), row["agrees_with_docs"] == "no")
+    labels = [ops.OPERATIONS[n].label for n in names]
+    ax.set_xticks([j + 0.5 for j in range(size)], labels, rotation=40, ha="left", fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_xlabel("B: commits second, from the snapshot both read", fontsize=9)
+    ax.xaxis.set_label_position("top")
+    ax.set_ylabel("A: commits first", fontsize=9)
+    ticks, tick_labels, bottom = [i + 0.5 for i in range(size)], labels, size
+    if retries:
+        top = size + 1.6  # a gap, then the strip's own column labels
+        width = size / len(retries)
+        ax.text(0, size + 0.45, "The append that landed, unacknowledged, then retried:", fontsize=8, va="center")
+        for k, row in enumerate(retries):
+            x = k * width
+            ax.text(x + width / 2, top - 0.3, ops.OPERATIONS[row["second"]].label, ha="center", va="bottom", fontsize=7.5)
+            cell(x, top, COLOURS[row["outcome"]], _text(row), row["agrees_with_docs"] == "no", width)
+            if row.get("retry_after_reload"):
+                cell(x, top + 1, COLOURS[row["retry_after_reload"]],
+                     _text(row, "retry_after_reload", "retry_after_reload_kind"), False, width)
+        ticks = ticks + [top + 0.5, top + 1.5]
+        tick_labels = labels + ["retry from its\nold snapshot", "retry after\nreloading"]
+        bottom = top + 2
+    ax.set_yticks(ticks, tick_labels, fontsize=8)
+    ax.set_xlim(0, size)
+    ax.set_ylim(bottom, 0)
+    ax.set_aspect("auto")
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(length=0)
+    handles = [Patch(facecolor=c, label=o) for o, c in COLOURS.items() if any(r["outcome"] == o for r in mine)]
+    handles.append(Patch(facecolor="#b00020", label="disagrees with the docs"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    version = mine[0]["engine_version"] if mine else ""
+    shown = f"deltalake {version}" if engine.startswith("deltalake-") else f"{engine} ({version})"
+    ax.set_title(title or f"{shown}: A commits, then B from the older snapshot", fontsize=10, pad=60)
+    fig.tight_layout()
+    return fig

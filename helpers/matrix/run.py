@@ -1,0 +1,212 @@
+"""Run the conflict matrix: one worker process per engine, every verdict into one tidy CSV.
+
+:func:`run` starts :mod:`helpers.matrix.worker` in each engine's environment (at most ``jobs`` at a
+time), reads its JSON lines as they come, classes each pair (:mod:`helpers.matrix.classify`), sets it
+against the documentation (:mod:`helpers.matrix.documented`), prints one line per pair, and writes
+into ``build/matrix/<name>/``:
+
+* ``matrix.csv``: one row per engine × first × second (:data:`CSV_COLUMNS`);
+* ``pairs.jsonl``: every pair's raw record (each table's rows, errors, log problems);
+* ``grid-<engine>.png``: the grid of :func:`helpers.matrix.plots.grid`;
+* ``meta.json``: engines and versions, operations, wall time, the documentation's pages.
+
+Tables go to ``tables/<engine>/``; a pair's tables are kept only when its verdict is an anomaly or
+an error, for a look by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from helpers import config, eras
+from helpers.matrix import classify, documented, engines
+from helpers.matrix import operations as ops
+
+DEFAULT_OUT = config.BUILD_DIR / "matrix"
+SILENCE_LIMIT_S = 300.0
+"""A worker that reports nothing for this long is stuck: it is stopped and the run fails."""
+CSV_COLUMNS = (
+    "engine", "engine_version", "first", "second", "outcome", "error_class", "conflict", "anomaly_kind", "matched",
+    "rows_race", "rows_serial_ab", "rows_serial_ba", "rows_a_alone", "docs_category_first", "docs_category_second",
+    "docs_delta_io", "docs_write_serializable", "docs_serializable", "agrees_with_docs", "disagreement",
+    "retry_after_reload", "retry_after_reload_kind", "b_read_version", "b_operations", "b_note",
+    "error_serial_ab", "error_serial_ba", "detail", "seconds",
+)
+
+
+class MatrixError(RuntimeError):
+    """An engine's worker could not run; the message names the engine and its error."""
+
+
+def _rows(state: dict | None) -> int | str:
+    if not state:
+        return ""
+    return "unreadable" if "unreadable" in state else len(state["rows"])
+
+
+def _error(step: dict | None) -> str:
+    """``"SchemaMismatchError: <message>"`` for a serial step that raised, else ``""``."""
+    error = (step or {}).get("error")
+    return f"{error['class']}: {error['message']}" if error else ""
+
+
+def tidy_row(record: dict, base: dict, version: str) -> dict:
+    """One ``matrix.csv`` row from a worker's pair record."""
+    verdict = classify.classify(record, base)
+    expected = documented.expectation(record["first"], record["second"])
+    agrees, disagreement = documented.compare(verdict, expected)
+    reload = classify.retry_after_reload(record, base)
+    race = record.get("race", {})
+    first, second = ops.OPERATIONS[record["first"]], ops.OPERATIONS[record["second"]]
+    return {
+        "engine": record["engine"], "engine_version": version, "first": record["first"], "second": record["second"],
+        "outcome": verdict.outcome, "error_class": verdict.error_class, "conflict": verdict.conflict,
+        "anomaly_kind": verdict.kind, "matched": verdict.matched, "rows_race": _rows(race.get("state")),
+        "rows_serial_ab": _rows(record.get("serial_ab", {}).get("state")),
+        "rows_serial_ba": _rows(record.get("serial_ba", {}).get("state")), "rows_a_alone": _rows(record.get("alone_a")),
+        "docs_category_first": first.category or "", "docs_category_second": second.category or "",
+        "docs_delta_io": expected.delta_io, "docs_write_serializable": expected.write_serializable,
+        "docs_serializable": expected.serializable, "agrees_with_docs": agrees, "disagreement": disagreement,
+        "retry_after_reload": reload.outcome if reload else "", "retry_after_reload_kind": reload.kind if reload else "",
+        "b_read_version": "" if race.get("b_read_version") is None else race["b_read_version"],
+        "b_operations": " ".join(o or "?" for o in race.get("b_operations", [])), "b_note": race.get("note") or "",
+        "error_serial_ab": _error(record.get("serial_ab")), "error_serial_ba": _error(record.get("serial_ba")),
+        "detail": verdict.detail + (f" | after reloading: {reload.outcome}"
+                                    f"{': ' + reload.detail if reload.detail else ''}" if reload else ""),
+        "seconds": record.get("seconds", ""),
+    }
+
+
+def progress_line(row: dict, done: int, total: int) -> str:
+    what = row["outcome"]
+    if row["outcome"] == "refused":
+        what += f" ({row['conflict'] or row['error_class']})"
+    elif row["outcome"] == "anomaly":
+        what += f": {row['anomaly_kind']}"
+    elif row["matched"] == "B→A":
+        what += " (equals B→A)"
+    if row["retry_after_reload"]:
+        what += f"; after reloading: {row['retry_after_reload']}"
+    flag = "  ≠ docs" if row["agrees_with_docs"] == "no" else ""
+    return f"[{row['engine']}] {done:>3}/{total} {row['first']} → {row['second']}: {what}{flag}"
+
+
+def _reader(process: subprocess.Popen, name: str, lines: queue.Queue) -> None:
+    for line in process.stdout:
+        if line.startswith("{"):
+            lines.put((name, json.loads(line)))
+    process.wait()
+    lines.put((name, {"event": "exit", "code": process.returncode, "stderr": process.stderr.read()[-2000:]}))
+
+
+def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print) -> list[dict]:
+    """Run every pair of ``op_names`` on every engine; write the files (see the module's text) and
+    return the CSV's rows. Raises MatrixError if an engine's worker gives no result."""
+    pairs = ops.pairs(op_names)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("grid-*.png"):  # an earlier run's grids, of engines this run may not have
+        stale.unlink()
+    started, rows, versions, bases = time.perf_counter(), [], {}, {}
+    lines: queue.Queue = queue.Queue()
+    waiting, running, problems = list(engine_names), {}, []
+    counts: Counter = Counter()
+    echo(f"conflict matrix: {len(pairs)} pairs × {len(engine_names)} engine(s) ({', '.join(engine_names)}) into {folder}")
+    with (folder / "pairs.jsonl").open("w", encoding="utf-8") as raw:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                name = waiting.pop(0)
+                tables = folder / "tables" / name
+                if tables.resolve().is_relative_to(config.ROOT):  # the worker runs in the workbook's folder
+                    tables = tables.resolve().relative_to(config.ROOT)
+                process = eras.start_in_era(engines.ENGINES[name].era,
+                                            ["-u", "-m", "helpers.matrix.worker", name, str(tables), json.dumps(pairs)],
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                running[name] = process
+                threading.Thread(target=_reader, args=(process, name, lines), daemon=True).start()
+            try:
+                name, event = lines.get(timeout=SILENCE_LIMIT_S)
+            except queue.Empty:
+                for process in running.values():
+                    process.kill()
+                raise MatrixError(f"no word from {', '.join(running)} for {SILENCE_LIMIT_S:.0f} s: stopped") from None
+            if event["event"] == "start":
+                versions[name], bases[name] = event["version"], event["base"]
+            elif event["event"] == "pair":
+                raw.write(json.dumps(event, default=str) + "\n")
+                row = tidy_row(event, bases[name], versions[name])
+                rows.append(row)
+                counts[name] += 1
+                echo(progress_line(row, counts[name], len(pairs)))
+                if row["outcome"] not in (classify.ANOMALY, classify.ERROR) and event.get("folder"):
+                    shutil.rmtree(config.ROOT / event["folder"], ignore_errors=True)
+            elif event["event"] == "fatal":
+                problems.append(f"{name}: {event['error']}")
+            elif event["event"] == "exit":
+                running.pop(name)
+                if counts[name] < len(pairs) and not any(p.startswith(f"{name}:") for p in problems):
+                    problems.append(f"{name}: its worker exited ({event['code']}) after {counts[name]} of {len(pairs)} "
+                                    f"pairs: {event['stderr'].strip()[-600:]}")
+    seconds = time.perf_counter() - started
+    write_outputs(folder, rows, engine_names, versions, op_names, seconds)
+    if problems:
+        raise MatrixError("; ".join(problems))
+    return rows
+
+
+def write_outputs(folder: Path, rows: list[dict], engine_names: list[str], versions: dict, op_names: list[str],
+                  seconds: float) -> None:
+    """``matrix.csv`` (rows in engine, then pair order), ``meta.json`` and one grid per engine."""
+    order = {pair: i for i, pair in enumerate(ops.pairs(op_names))}
+    rows.sort(key=lambda r: (engine_names.index(r["engine"]), order[(r["first"], r["second"])]))
+    with (folder / "matrix.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    meta = {"engines": {name: versions.get(name) for name in engine_names}, "operations": list(op_names),
+            "pairs_per_engine": len(order), "wall_seconds": round(seconds, 1),
+            "documentation": [{"page": page, "read_on": read_on} for page, read_on in documented.sources()]}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers.matrix import plots
+
+    for name in engine_names:
+        if any(r["engine"] == name for r in rows):
+            figure = plots.grid(rows, name)
+            figure.savefig(folder / f"grid-{name}.png", dpi=110)
+            plt.close(figure)
+
+
+def summary(rows: list[dict]) -> str:
+    """Counts per outcome per engine, then every anomaly and every disagreement with the docs."""
+    lines = []
+    for name in dict.fromkeys(r["engine"] for r in rows):
+        mine = [r for r in rows if r["engine"] == name]
+        counted = Counter(r["outcome"] for r in mine)
+        reloaded = Counter(r["retry_after_reload"] for r in mine if r["retry_after_reload"])
+        line = f"{name}: " + ", ".join(f"{counted[o]} {o}" for o in classify.OUTCOMES if counted[o])
+        if reloaded:
+            line += "; retries after reloading: " + ", ".join(f"{reloaded[o]} {o}" for o in classify.OUTCOMES if reloaded[o])
+        lines.append(line)
+    anomalies = [r for r in rows if r["outcome"] == classify.ANOMALY or r["retry_after_reload"] == classify.ANOMALY]
+    lines.append(f"\n{len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'}:")
+    for r in anomalies:
+        kind = " | ".join(filter(None, (r["anomaly_kind"] if r["outcome"] == classify.ANOMALY else "",
+                                          f"after reloading: {r['retry_after_reload_kind']}"
+                                          if r["retry_after_reload"] == classify.ANOMALY else "")))
+        lines.append(f"- {r['engine']}: {r['first']} → {r['second']}: {kind} ({r['detail']})")
+    disagreements = [r for r in rows if r["agrees_with_docs"] == "no"]
+    lines.append(f"\n{len(disagreements)} disagreement(s) with the documentation:")
+    lines += [f"- {r['engine']}: {r['first']} → {r['second']}: {r['disagreement']}" for r in disagreements]
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""helpers.matrix: the oracle's verdicts on crafted tables, the documented conflict table, bad names
+refused by name, and one small real run (deltalake 1.6.3 and 1.6.6, a few pairs each)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from helpers.matrix import __main__ as cli
+from helpers.matrix import classify, documented, engines, operations, run
+
+BASE = {"columns": ["id", "value"], "properties": {}, "rows": [[1, 10], [2, 20], [3, 30]]}
+
+
+def state(rows, columns=("id", "value"), properties=None) -> dict:
+    return {"columns": list(columns), "properties": dict(properties or {}), "rows": [list(r) for r in rows]}
+
+
+def record(first, second, race_rows, *, ab, ba, alone, b_error=None, problems=(), race_state=None) -> dict:
+    """A pair record as the worker writes it, around crafted tables."""
+    return {"first": first, "second": second, "status": "ran", "alone_a": alone,
+            "race": {"a_error": None, "error": b_error, "note": None, "problems": list(problems),
+                     "state": race_state or state(race_rows)},
+            "serial_ab": {"state": ab, "error": None, "problems": []},
+            "serial_ba": {"state": ba, "error": None, "problems": []}}
+
+
+CONFLICT = {"class": "CommitFailedError",
+            "message": "Failed to commit transaction: Commit failed: a concurrent transaction deleted data this operation read."}
+
+
+def test_refused_when_b_raised_and_the_table_is_a_alone():
+    alone = state([(1, 10), (3, 30)])
+    verdict = classify.classify(record("delete", "append", [(1, 10), (3, 30)], ab=alone, ba=alone, alone=alone,
+                                       b_error=CONFLICT), BASE)
+    assert (verdict.outcome, verdict.error_class, verdict.conflict) == ("refused", "CommitFailedError", "ConcurrentDeleteRead")
+
+
+def test_serializable_names_the_serial_order_it_equals():
+    ab, ba = state([(1, 10), (3, 30)]), state([(1, 10), (3, 30), (4, 40)])
+    verdict = classify.classify(record("append", "delete", [(1, 10), (3, 30), (4, 40)], ab=ab, ba=ba, alone=ab), BASE)
+    assert (verdict.outcome, verdict.matched) == ("serializable", "B→A")
+    same = classify.classify(record("append", "append", [(1, 10), (1, 10)], ab=state([(1, 10), (1, 10)]),
+                                    ba=state([(1, 10), (1, 10)]), alone=state([(1, 10)])), BASE)
+    assert (same.outcome, same.matched) == ("serializable", "A→B = B→A")
+
+
+def test_two_compactions_from_one_snapshot_are_duplicated_rows_and_a_file_removed_twice():
+    base = BASE["rows"]
+    problem = {"kind": "removed twice", "file": "part-0.parquet", "version": 5, "detail": "..."}
+    verdict = classify.classify(record("optimize", "optimize", base + base, ab=BASE, ba=BASE, alone=BASE,
+                                       problems=[problem]), BASE)
+    assert verdict.outcome == "anomaly"
+    assert verdict.kinds == ("duplicated rows", "removed twice")
+    assert "ids 1, 2, 3" in verdict.detail
+
+
+def test_a_table_equal_to_neither_serial_order_is_an_anomaly_even_with_a_clean_log():
+    # B committed and every serial order says id 2 is gone and id 3 is 31: the race kept 2, and 3 is 30
+    ab = ba = state([(1, 10), (3, 31)])
+    verdict = classify.classify(record("update", "delete", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE)
+    assert verdict.outcome == "anomaly"
+    assert verdict.kinds == ("lost update", "resurrected rows")
+
+
+def test_rows_every_serial_order_keeps_missing_are_a_lost_update():
+    ab = ba = state([(1, 10), (2, 20), (3, 30), (7, 70)])
+    verdict = classify.classify(record("append", "overwrite", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE)
+    assert verdict.kinds == ("lost update",) and "rows of id 7 missing" in verdict.detail
+
+
+def test_a_property_lost_to_a_stale_metadata_commit_is_a_lost_update():
+    both = state(BASE["rows"], ("id", "value", "note"), {"delta.logRetentionDuration": "interval 30 days"})
+    race = state([r + [None] for r in BASE["rows"]], ("id", "value", "note"))
+    rec = record("set_property", "add_column", [], ab=both, ba=both, alone=both, race_state=race)
+    rec["serial_ab"]["state"]["rows"] = rec["serial_ba"]["state"]["rows"] = [r + [None] for r in BASE["rows"]]
+    verdict = classify.classify(rec, BASE)
+    assert verdict.kinds == ("lost update",) and "delta.logRetentionDuration" in verdict.detail
+
+
+def test_an_unreadable_table_is_a_broken_log():
+    unreadable = {"unreadable": {"class": "DeltaError", "message": "Object at location <table>/part-1.parquet not found"}}
+    verdict = classify.classify(record("vacuum", "append", [], ab=BASE, ba=BASE, alone=BASE, race_state=unreadable), BASE)
+    assert (verdict.outcome, verdict.kinds) == ("anomaly", ("broken log",))
+
+
+def test_a_refusal_that_changed_the_table_is_an_anomaly():
+    alone = state([(1, 10)])
+    verdict = classify.classify(record("optimize", "vacuum", [(1, 10), (1, 10)], ab=alone, ba=alone, alone=alone,
+                                       b_error=CONFLICT), BASE)
+    assert verdict.outcome == "anomaly" and verdict.kinds == ("duplicated rows",)
+
+
+def test_a_retry_is_judged_against_the_append_alone_from_its_snapshot_and_after_reloading():
+    alone = state([(1, 10), (101, 1010)])
+    twice = state([(1, 10), (101, 1010), (101, 1010)])
+    rec = record("append_txn", "retry_txn", [(1, 10), (101, 1010)], ab=twice, ba=None, alone=alone,
+                 b_error={"class": "CommitFailedError", "message": "Failed to commit transaction: Concurrent transaction failed."})
+    del rec["serial_ba"]
+    assert classify.classify(rec, BASE).conflict == "ConcurrentTransaction"
+    reloaded = classify.retry_after_reload(rec, BASE)
+    assert (reloaded.outcome, reloaded.kinds) == ("anomaly", ("duplicated rows",))
+
+
+def test_not_available_and_harness_errors_are_their_own_outcomes():
+    assert classify.classify({"first": "append", "second": "retry_checked", "status": "not available",
+                              "reason": "transaction_version is missing"}, BASE).outcome == "not available"
+    assert classify.classify({"first": "a", "second": "b", "status": "error", "reason": "x"}, BASE).outcome == "error"
+
+
+def test_the_documented_table_loads_with_its_pages_and_date():
+    table = documented.table()
+    assert len(table) == 39
+    assert table[("COMPACTION", "INSERT", "WriteSerializable")]["says"] == "cannot conflict"
+    assert table[("UPDATE, DELETE, MERGE INTO", "INSERT", "WriteSerializable")]["says"] == "cannot conflict"
+    assert table[("UPDATE, DELETE, MERGE INTO", "INSERT", "Serializable")]["says"] == "can conflict"
+    pages = dict(documented.sources())
+    assert "https://docs.delta.io/concurrency-control" in pages and all(pages.values())
+    with documented.CONFLICTS_CSV.open(newline="") as handle:
+        assert {row["first"] for row in csv.DictReader(handle)} == set(operations.CATEGORIES)
+
+
+def test_the_docs_comparison_names_needless_failures_and_commits_where_they_conflict():
+    needless = documented.compare(classify.Verdict("refused", conflict="ConcurrentDeleteRead"),
+                                  documented.expectation("optimize", "append"))
+    assert needless[0] == "no" and needless[1].startswith("needless failure")
+    committed = documented.compare(classify.Verdict("anomaly", ("duplicated rows",)), documented.expectation("optimize", "optimize"))
+    assert committed[0] == "no" and "can conflict" in committed[1]
+    assert documented.compare(classify.Verdict("refused"), documented.expectation("add_column", "append")) == ("yes", "")
+    assert documented.expectation("vacuum", "append").write_serializable == "not covered"
+    assert documented.compare(classify.Verdict("serializable"), documented.expectation("append", "retry")) == ("", "")
+
+
+def test_pairs_are_every_ordered_pair_then_each_retry_after_its_original():
+    pairs = operations.pairs()
+    assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS)
+    assert pairs[0] == ("append", "append") and ("append_txn", "retry_checked") in pairs
+    assert operations.pairs(["optimize", "append"]) == [("append", "append"), ("append", "optimize"),
+                                                        ("optimize", "append"), ("optimize", "optimize")]
+
+
+def test_unknown_names_are_refused_by_name_with_the_valid_choices(capsys):
+    with pytest.raises(operations.UnknownName, match=r"unknown operation 'upsert'; choose from append, .*retry_checked"):
+        operations.pairs(["append", "upsert"])
+    assert cli.main(["--ops", "append,upsert"]) == 2
+    assert cli.main(["--engines", "deltalake-0.6.0"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == ("python -m helpers.matrix: unknown operation 'upsert'; choose from "
+                        + ", ".join(operations.CHOICES))
+    assert lines[1].startswith("python -m helpers.matrix: unknown engine 'deltalake-0.6.0'; choose from deltalake-0.22.3")
+    assert len(lines) == 2
+
+
+def test_every_default_engine_is_an_installed_era():
+    from helpers import eras
+
+    assert set(engines.DEFAULT_ENGINES) == {"deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", "deltalake-1.6.6"}
+    assert all(eras.era(spec.era) for spec in engines.ENGINES.values())
+
+
+def test_a_small_real_run_brackets_the_double_optimize_regression(tmp_path):
+    rows = run.run(["deltalake-1.6.3", "deltalake-1.6.6"], ["append", "optimize", "retry_txn", "retry_checked"],
+                   tmp_path / "small", echo=lambda line: None)
+    cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
+    old, new = cell[("deltalake-1.6.3", "optimize", "optimize")], cell[("deltalake-1.6.6", "optimize", "optimize")]
+    assert (old["outcome"], old["conflict"]) == ("refused", "ConcurrentDeleteDelete")
+    assert (new["outcome"], new["anomaly_kind"]) == ("anomaly", "duplicated rows + removed twice")
+    assert new["agrees_with_docs"] == "no" and old["agrees_with_docs"] == "yes"
+    assert (new["rows_race"], new["rows_serial_ab"], new["rows_serial_ba"]) == (22, 11, 11)
+    appends = cell[("deltalake-1.6.6", "append", "append")]
+    assert (appends["outcome"], appends["rows_race"], appends["agrees_with_docs"]) == ("serializable", 19, "yes")
+    retried = cell[("deltalake-1.6.6", "append_txn", "retry_txn")]
+    assert (retried["retry_after_reload"], retried["retry_after_reload_kind"]) == ("anomaly", "duplicated rows")
+    checked = cell[("deltalake-1.6.6", "append_txn", "retry_checked")]
+    assert (checked["outcome"], checked["retry_after_reload"], checked["rows_race"]) == ("serializable", "serializable", 15)
+    assert checked["b_note"].startswith("skipped")
+    written = sorted(p.name for p in (tmp_path / "small").iterdir())
+    assert {"matrix.csv", "grid-deltalake-1.6.3.png", "grid-deltalake-1.6.6.png", "meta.json", "pairs.jsonl"} <= set(written)
