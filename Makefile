@@ -104,8 +104,11 @@ bench: install ## the commit-throughput benchmark, every protocol and writer cou
 torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 
-matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot, each delta-rs era, set against the docs (about 1 min; results in build/matrix/full/)
-	$(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
+matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3 (about 10 min); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
+	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
+	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
+	cp build/matrix/full/meta.json data/conflict_matrix_meta.json
+	$(PY) -m helpers.answer
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }

@@ -52,8 +52,9 @@ ALL_ERAS: dict[str, Era] = {
         Era(
             "deltalake-0.22.3",
             "0.22.3",
-            "The seeds' era (last release before conditional writes): an S3 commit is a copy + delete "
-            "'rename' that needs a lock client, or AWS_S3_ALLOW_UNSAFE_RENAME=true and the hope of a single writer.",
+            "The seeds' era (last release before conditional put became the S3 default): an S3 commit is a "
+            "copy + delete 'rename' that needs a lock client, or AWS_S3_ALLOW_UNSAFE_RENAME=true and the hope of "
+            "a single writer.",
         ),
         Era(
             "deltalake-1.5.1",

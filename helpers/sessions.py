@@ -286,7 +286,8 @@ def dynamodb_log_store_conf() -> dict[str, str]:
 
 
 def log_store_jar() -> Path:
-    """The jar of ``workbook.storage.EndpointS3DynamoDBLogStore``, compiled from ``helpers/java/``
+    """The jar of ``workbook.storage.EndpointS3DynamoDBLogStore`` (and of the conflict matrix's held
+    log stores, ``workbook.matrix``), compiled from ``helpers/java/``
     with the JDK's javac the first time it is needed (and again when the source changes). It
     compiles against the Delta and AWS SDK jars in the Ivy cache, fetching them first if needed."""
     import fcntl

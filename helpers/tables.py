@@ -36,7 +36,7 @@ crate waits longer by default). It sets the pace of a queue of waiting writers, 
 waiting writer gives up only when one holder keeps the lock past its whole lease."""
 KERNEL_IGNORES = ("AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME",
                   "DYNAMO_LOCK_PARTITION_KEY_VALUE", "DYNAMO_LOCK_REFRESH_PERIOD_MILLIS")
-"""Lock options of earlier eras that the kernel's deltalake (1.6) no longer has (it logs a warning for them)."""
+"""Lock options of earlier eras that the kernel's deltalake (1.6.6) no longer has (it logs a warning for them)."""
 
 
 class TableError(ValueError):
@@ -137,9 +137,9 @@ def s3_storage_options(
 
 
 def kernel_storage_options(storage_options: dict[str, str] | None) -> dict[str, str]:
-    """Options of any era as the kernel's deltalake (1.6) takes them: the DynamoDB log-store keys
-    are left out, since 1.6 no longer has that store and would only log a warning about them;
-    its reads and conditional-put writes are unaffected."""
+    """Options of any era as the kernel's deltalake (1.6.6) takes them: the DynamoDB log-store keys
+    are left out, since 1.6.1 and later no longer have that store and would only log a warning
+    about them; its reads and conditional-put writes are unaffected."""
     return {k: v for k, v in (storage_options or {}).items() if k not in KERNEL_IGNORES}
 
 

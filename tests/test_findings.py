@@ -91,3 +91,14 @@ def test_an_overwrite_after_a_concurrent_optimize_still_keeps_the_rows_it_replac
     assert "63 rows (any serial order leaves 3)" in done.stdout, done.stdout
     bracket = _reproduce("deltalake-overwrite-after-optimize-keeps-rows", eras.python_for(eras.LAST_REFUSING_DOUBLE_OPTIMIZE), tmp_path)
     _assert_not_reproduced(bracket, "deltalake 1.6.3 refusing the overwrite")
+
+
+def test_every_finding_is_listed_in_both_tables():
+    """README's Findings table and findings/README.md name every finding folder (and nothing else)."""
+    import re
+
+    folders = {p.name for p in FINDINGS.iterdir() if (p / "repro.py").is_file()}
+    assert all((FINDINGS / name / "REPORT.md").is_file() for name in folders)
+    for table, prefix in ((config.ROOT / "README.md", "findings/"), (FINDINGS / "README.md", "")):
+        linked = set(re.findall(rf"\]\({re.escape(prefix)}([\w.-]+)/(?:REPORT\.md|repro\.py)\)", table.read_text()))
+        assert linked == folders, f"{table.name}: {sorted(linked ^ folders)}"

@@ -1,10 +1,11 @@
 """The engine interface of the conflict matrix, and the register of engines by name.
 
 An engine is whatever writes Delta tables: delta-rs in one era, Delta Spark. The pair runner
-(:mod:`helpers.matrix.pairs`) needs this of it, on local paths, in one process::
+(:mod:`helpers.matrix.pairs`) needs this of it, in one process (``path``: a local path, or an
+``s3://`` URI for an engine on S3)::
 
     class Engine:
-        name: str                                  # "deltalake-1.6.6", later "delta-spark-4.4"
+        name: str                                  # "deltalake-1.6.6", "delta-spark-4.4"
         version: str                               # what the process really imports
         def unavailable(op) -> str | None          # None, or why this engine cannot run op
         def create_base(path) -> None              # the base table (operations.BASE_*)
@@ -17,21 +18,30 @@ An engine is whatever writes Delta tables: delta-rs in one era, Delta Spark. The
 ``run`` must commit from the handle's snapshot even when the table moved on since ``open``:
 that is how a pair is raced without a clock (A commits, then B runs from its older handle).
 
-An engine runs in a process of its own Python (an era's environment, or the kernel's for Spark):
-:data:`ENGINES` says which, and which module builds it (its ``engine(name)`` function).
+An engine runs in a worker process of its own Python (an era's environment, or the kernel's for
+Spark): :data:`ENGINES` says which, and which module builds it (its ``engine(name)`` function).
 ``python -m helpers.matrix.worker`` is that process: it builds the engine and streams one JSON
-line per pair. To add Delta Spark: a module ``helpers/matrix/spark.py`` with a class that has the
-five methods above, ``engine(name)`` returning it, and an entry here such as
-``"delta-spark-4.4": EngineSpec("delta-spark-4.4", "helpers.matrix.spark", eras.CURRENT)``.
-A mixed pair (A by one engine, B by another) needs both in one process: the kernel has Delta
-Spark and deltalake 1.6.6 side by side, and :class:`helpers.matrix.pairs.Runner` takes one
-engine for A and one for B (the worker would build both).
+line per pair. Engines with the same :attr:`EngineSpec.process` share one worker process, so one
+Spark session (one JVM, compiled once) serves every Spark engine's pairs.
+
+Three kinds of entry besides one engine on local disk:
+
+* a **mixed pair** (:attr:`EngineSpec.parts`): A by one engine, B by another, in one process (the
+  kernel has Delta Spark and deltalake 1.6.6 side by side); :class:`helpers.matrix.pairs.Runner`
+  takes one engine for A and one for B, and the serial orders use the same two;
+* an engine on **S3** (:attr:`EngineSpec.store`): the same engine, its tables under a prefix of
+  the S3 emulator's bucket; it confirms a local engine's cells (:attr:`EngineSpec.confirms`), and
+  the summary lists every cell where the two differ;
+* an engine whose process cannot hold a snapshot (Delta Spark) has ``run_held(op, path, first)``:
+  B is held before its commit while ``first()`` runs A (:mod:`helpers.matrix.spark`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from helpers import eras
 
 
 class Engine(Protocol):
@@ -45,6 +55,11 @@ class Engine(Protocol):
     def read(self, path: str) -> dict: ...
 
 
+SPARK = "delta-spark-4.4"
+CURRENT_RS = eras.CURRENT
+"""The delta-rs era of the kernel (deltalake 1.6.6), the one mixed pairs and the S3 run use."""
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     name: str
@@ -54,6 +69,31 @@ class EngineSpec:
     """The environment its worker runs in (:mod:`helpers.eras`): an era's, or the kernel's."""
     default: bool = True
     """In the full matrix (``make matrix``) unless ``--engines`` names others."""
+    parts: tuple[str, str] | None = None
+    """A mixed pair: the engines of A and of B (names of single-engine entries)."""
+    store: str = "local"
+    """Where its tables live: ``local`` (a folder) or ``s3`` (a prefix of the emulator's bucket)."""
+    confirms: str | None = None
+    """The engine whose cells this one re-runs on another store (the summary compares them)."""
+    sample: bool = False
+    """Run only the confirmed engine's non-refused pairs and a sample of its refused ones
+    (:func:`helpers.matrix.worker.confirmation_pairs`); needs the confirmed engine in the same process."""
+    process: str | None = None
+    """Engines with the same key share one worker process (default: the engine's own name)."""
+    threads: int = 1
+    """How many of its process's engines run at once (threads: one Spark session, both cores busy)."""
+    base_of: str | None = None
+    """Another engine of the same process, run before this one, whose base table, "alone" tables and
+    serial results this one reuses (the two mixed pairs: A→B of one is B→A of the other); run
+    without it, it creates its own base with its first engine."""
+
+    def after(self) -> tuple[str, ...]:
+        """The engines of its process that must finish before it starts (when they are in it)."""
+        return tuple(filter(None, (self.base_of, self.confirms if self.sample else None)))
+
+    @property
+    def process_key(self) -> str:
+        return self.process or self.name
 
 
 def _delta_rs(era: str, default: bool = True) -> EngineSpec:
@@ -66,7 +106,14 @@ ENGINES: dict[str, EngineSpec] = {
         _delta_rs("deltalake-0.22.3"),
         _delta_rs("deltalake-1.5.1"),
         _delta_rs("deltalake-1.6.3"),
-        _delta_rs("deltalake-1.6.6"),
+        _delta_rs(CURRENT_RS),
+        EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2),
+        EngineSpec(f"spark-then-{CURRENT_RS}", "", eras.CURRENT, parts=(SPARK, CURRENT_RS), process="spark", threads=2),
+        EngineSpec(f"{CURRENT_RS}-then-spark", "", eras.CURRENT, parts=(CURRENT_RS, SPARK), process="spark", threads=2,
+                   base_of=f"spark-then-{CURRENT_RS}"),
+        EngineSpec(f"{SPARK}@s3", "helpers.matrix.spark", eras.CURRENT, store="s3", confirms=SPARK, sample=True,
+                   process="spark", threads=2),
+        EngineSpec(f"{CURRENT_RS}@s3", "helpers.matrix.deltars", eras.CURRENT, store="s3", confirms=CURRENT_RS),
     )
 }
 """Every engine the matrix can run, by name (``--engines`` accepts these)."""
@@ -74,8 +121,22 @@ ENGINES: dict[str, EngineSpec] = {
 DEFAULT_ENGINES = tuple(name for name, spec in ENGINES.items() if spec.default)
 
 
+def processes(names: list[str]) -> list[tuple[str, list[str]]]:
+    """The worker processes for these engines: ``(era, [engine, ...])`` per :attr:`EngineSpec.process`
+    key, in the order of each key's first engine, the largest groups first (they take longest)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(ENGINES[name].process_key, []).append(name)
+    ordered = sorted(groups.values(), key=len, reverse=True)
+    return [(ENGINES[group[0]].era, group) for group in ordered]
+
+
 def build(name: str):
-    """The engine called ``name``, built in this process (its environment must be the right one)."""
+    """The engine called ``name``, built in this process (its environment must be the right one).
+    A mixed pair has no engine of its own: build each of its :attr:`EngineSpec.parts`."""
     import importlib
 
-    return importlib.import_module(ENGINES[name].module).engine(name)
+    spec = ENGINES[name]
+    if spec.parts:
+        raise ValueError(f"{name} is a mixed pair: build its parts {spec.parts}")
+    return importlib.import_module(spec.module).engine(name)

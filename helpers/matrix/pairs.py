@@ -7,77 +7,81 @@ For a pair (A, B) on the base table::
     serial A→B A alone on a fresh copy, then B from a snapshot loaded after A.
     serial B→A the other way round (not for a retry: a retry only follows its original).
 
+An engine that cannot hold a snapshot (Delta Spark reads the latest one when an operation starts)
+runs its B with ``run_held`` instead: B starts first, reads the base version, writes its files and is
+held just before its commit file; A then runs to its commit; then B goes on from the snapshot it
+read, now stale (:mod:`helpers.matrix.spark`). Either way both read the base version and A's commit
+lands first.
+
 Each leaves a table whose contents (:meth:`Engine.read`), log (:func:`helpers.integrity.check_table`)
 and, for the race, B's commits are recorded. :mod:`helpers.matrix.classify` then compares them.
 "A alone" and "B alone" are computed once per operation (:class:`Runner`) and copied, so a serial
-run costs one operation, not two.
+run costs one operation, not two; and a serial order is run once: with one engine, A→B of the pair
+(A, B) is B→A of the pair (B, A), the same two operations on the same table.
 
-Engine-neutral and local-disk only: it runs inside the engine's process
-(:mod:`helpers.matrix.worker`), with any object that has the methods of
-:class:`helpers.matrix.engines.Engine`.
+Engine-neutral: it runs inside the engine's process (:mod:`helpers.matrix.worker`), with any object
+that has the methods of :class:`helpers.matrix.engines.Engine`, on tables in a local folder or under
+an ``s3://`` prefix (:mod:`helpers.matrix.stores`).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
-from helpers import delta_log, integrity
 from helpers.matrix import operations as ops
+from helpers.matrix import stores
 
 
-def error_record(error: BaseException, table: Path | None = None) -> dict:
+def error_record(error: BaseException, table: str | Path | None = None) -> dict:
     """``{"class": "CommitFailedError", "message": "<first line>"}`` for an exception; the table's
-    folder, where the message names it, is written ``<table>``."""
+    folder (or URI), where the message names it, is written ``<table>``."""
     text = str(error)
     if table is not None:
-        folder = str(Path(table).resolve())
-        text = text.replace(folder, "<table>").replace(folder.lstrip("/"), "<table>")
+        for shown in stores.for_location(str(table)).shown(str(table)):
+            text = text.replace(shown, "<table>")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return {"class": type(error).__name__, "message": (lines[0] if lines else "")[:300]}
 
 
-def commit_versions(path: Path) -> list[int]:
-    """The commit versions in a local table's ``_delta_log``."""
-    log = path / "_delta_log"
-    versions = [delta_log.commit_version(f"_delta_log/{p.name}") for p in log.iterdir()] if log.is_dir() else []
-    return sorted(v for v in versions if v is not None)
+def commit_versions(path: str | Path) -> list[int]:
+    """The commit versions in a table's ``_delta_log``."""
+    return stores.for_location(str(path)).versions(str(path))
 
 
-def commit_infos(path: Path, versions: list[int]) -> list[dict]:
+def commit_infos(path: str | Path, versions: list[int]) -> list[dict]:
     """The ``commitInfo`` of each of these commits (``{}`` where a commit has none)."""
-    infos = []
-    for version in versions:
-        info = {}
-        for line in (path / delta_log.commit_file(version)).read_text().splitlines():
-            if line.strip().startswith('{"commitInfo"'):
-                info = json.loads(line)["commitInfo"]
-        infos.append(info)
-    return infos
+    store = stores.for_location(str(path))
+    return [store.commit_info(str(path), version) for version in versions]
 
 
-def problems(path: Path) -> list[dict]:
+def problems(path: str | Path) -> list[dict]:
     """What :func:`helpers.integrity.check_table` finds wrong with the table's log, as dicts."""
-    check = integrity.check_table(str(path))
-    return [{"kind": p.kind, "file": p.file, "version": p.version, "detail": p.detail} for p in check.problems]
+    return stores.problems(str(path))
 
 
 class Runner:
-    """Runs pairs for one engine (or, for a mixed pair, two) under ``root``; each table is a folder."""
+    """Runs pairs for one engine (or, for a mixed pair, two) under ``root`` (a folder or an
+    ``s3://`` prefix); each table is a folder under it."""
 
-    def __init__(self, first, second=None, root: str | Path = "build/matrix/tables") -> None:
+    def __init__(self, first, second=None, root: str | Path = "build/matrix/tables", *,
+                 shares: Runner | None = None) -> None:
+        """``shares``: a runner (prepared, of the same store) whose base table, "alone" tables and
+        serial results this one reuses: its cached results are keyed by engine and operation, so
+        the mixed pair (X, Y) reuses what the mixed pair (Y, X) ran."""
         self.first, self.second = first, second or first
-        self.root = Path(root)
-        self.base = self.root / "base"
-        self._alone: dict[tuple[str, str], dict] = {}
+        self.root = str(root)
+        self.store = stores.for_location(self.root)
+        self.shares = shares
+        self.base = shares.base if shares else self.store.join(self.root, "base")
+        self._alone: dict[tuple[str, str], dict] = shares._alone if shares else {}
+        self._serial: dict[tuple[str, str, str, str], dict] = shares._serial if shares else {}
 
     def prepare(self) -> dict:
-        """Create the base table (by the first engine) and return its contents."""
-        shutil.rmtree(self.root, ignore_errors=True)
-        self.root.mkdir(parents=True)
-        self.first.create_base(str(self.base))
-        return self.first.read(str(self.base))
+        """Create the base table (by the first engine; or take the shared runner's) and return its contents."""
+        self.store.reset(self.root)
+        if self.shares is None:
+            self.first.create_base(self.base)
+        return self.first.read(self.base)
 
     def unavailable(self, a: str, b: str) -> str | None:
         """Why this pair cannot run (an engine lacks one of its operations), or None."""
@@ -91,10 +95,19 @@ class Runner:
         """``op`` on a fresh copy of the base, once per engine and operation: its folder, state, error."""
         key = (engine.name, op)
         if key not in self._alone:
-            folder = self.root / "alone" / f"{engine.name}--{op}"
-            result = self._step(engine, op, self._copy(self.base, folder), fresh=True)
+            folder = self.store.join(self.root, "alone", f"{engine.name}--{op}")
+            result = self._step(engine, op, self.store.copy(self.base, folder), fresh=True)
             self._alone[key] = {"folder": folder, **result}
         return self._alone[key]
+
+    def serial(self, engine_x, x: str, engine_y, y: str, folder: str) -> dict:
+        """``x`` alone (by ``engine_x``), then ``y`` (by ``engine_y``) from a snapshot loaded after
+        it, in ``folder``; once per engines and operations (a later pair gets the same result)."""
+        key = (engine_x.name, x, engine_y.name, y)
+        if key not in self._serial:
+            self._serial[key] = self._step(engine_y, y, self.store.copy(self.alone(engine_x, x)["folder"], folder),
+                                           fresh=True)
+        return self._serial[key]
 
     def run_pair(self, a: str, b: str) -> dict:
         """Race ``a`` then stale ``b``, and run the serial orders; every result as plain data."""
@@ -105,26 +118,41 @@ class Runner:
         alone_a = self.alone(self.first, a)
         if alone_a["error"]:
             return {**record, "status": "error", "reason": f"{a} fails on the base table: {alone_a['error']['message']}"}
-        folder = self.root / "pairs" / f"{a}--{b}"
-        record.update(status="ran", folder=str(folder), alone_a=alone_a["state"], race=self._race(a, b, folder / "race"))
-        record["serial_ab"] = self._step(self.second, b, self._copy(alone_a["folder"], folder / "a-then-b"), fresh=True)
+        folder = self.store.join(self.root, "pairs", f"{a}--{b}")
+        record.update(status="ran", folder=folder, alone_a=alone_a["state"],
+                      race=self._race(a, b, self.store.join(folder, "race")))
+        record["serial_ab"] = self.serial(self.first, a, self.second, b, self.store.join(folder, "a-then-b"))
         if not ops.OPERATIONS[b].is_retry:
             alone_b = self.alone(self.second, b)
             record["alone_b_error"] = alone_b["error"]
-            record["serial_ba"] = self._step(self.first, a, self._copy(alone_b["folder"], folder / "b-then-a"), fresh=True)
+            record["serial_ba"] = self.serial(self.second, b, self.first, a, self.store.join(folder, "b-then-a"))
         return record
 
-    def _race(self, a: str, b: str, path: Path) -> dict:
-        self._copy(self.base, path)
-        handle_a, handle_b = self.first.open(str(path)), self.second.open(str(path))
+    def _race(self, a: str, b: str, path: str) -> dict:
+        self.store.copy(self.base, path)
+        held = getattr(self.second, "run_held", None)
+        handle_a = self.first.open(path)
+        handle_b = None if held else self.second.open(path)
         start = commit_versions(path)[-1]
         race = {"base_version": start, "a_error": None}
-        try:
-            self.first.run(a, handle_a, str(path))
-        except Exception as error:  # noqa: BLE001  (reported: A must commit for the pair to mean anything)
-            race["a_error"] = error_record(error, path)
-        after_a = commit_versions(path)[-1]
-        step = self._step(self.second, b, path, handle=handle_b)
+        after: dict = {}
+
+        def run_a() -> None:
+            try:
+                self.first.run(a, handle_a, path)
+            except Exception as error:  # noqa: BLE001  (reported: A must commit for the pair to mean anything)
+                race["a_error"] = error_record(error, path)
+            after["a"] = commit_versions(path)[-1]
+
+        if held:  # B starts first and is held before its commit while A runs (the module's text)
+            step = self._step(self.second, b, path, before_commit=run_a)
+        else:
+            run_a()
+            step = self._step(self.second, b, path, handle=handle_b)
+        if held and step.get("held_at") is None:  # B ended before any commit of its own: no race took place
+            why = (step["error"] or {}).get("message") or "it committed nothing"
+            race["a_error"] = {"class": "NotRaced", "message": f"B reached no commit to hold it at ({why})"}
+        after_a = after.get("a", start)
         b_versions = [v for v in commit_versions(path) if v > after_a]
         infos = commit_infos(path, b_versions)
         race.update(step, a_versions=list(range(start + 1, after_a + 1)), b_versions=b_versions,
@@ -132,22 +160,23 @@ class Runner:
                     b_read_version=next((i["readVersion"] for i in infos if i.get("readVersion") is not None), None))
         return race
 
-    def _step(self, engine, op: str, path: Path, *, handle=None, fresh: bool = False) -> dict:
-        """Run ``op`` on the table at ``path`` (from ``handle``, or a snapshot loaded now), then read it."""
+    def _step(self, engine, op: str, path: str, *, handle=None, fresh: bool = False, before_commit=None) -> dict:
+        """Run ``op`` on the table at ``path`` (from ``handle``, or a snapshot loaded now; or, with
+        ``before_commit``, held before its commit while that runs), then read it."""
         result = {"error": None, "note": None}
         try:
-            result["note"] = engine.run(op, engine.open(str(path)) if fresh else handle, str(path))
+            if before_commit is not None:
+                held = engine.run_held(op, path, before_commit)
+                result.update(note=held["note"], held_at=held["held_at"])
+                if held["error"] is not None:
+                    raise held["error"]
+            else:
+                result["note"] = engine.run(op, engine.open(path) if fresh else handle, path)
         except Exception as error:  # noqa: BLE001  (a refusal is a result)
             result["error"] = error_record(error, path)
         try:
-            result["state"] = engine.read(str(path))
+            result["state"] = engine.read(path)
         except Exception as error:  # noqa: BLE001  (an unreadable table is a result too)
             result["state"] = {"unreadable": error_record(error, path)}
         result["problems"] = problems(path)
         return result
-
-    @staticmethod
-    def _copy(source: Path, target: Path) -> Path:
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(source, target)
-        return target

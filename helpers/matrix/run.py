@@ -1,17 +1,20 @@
-"""Run the conflict matrix: one worker process per engine, every verdict into one tidy CSV.
+"""Run the conflict matrix: worker processes for the engines, every verdict into one tidy CSV.
 
-:func:`run` starts :mod:`helpers.matrix.worker` in each engine's environment (at most ``jobs`` at a
-time), reads its JSON lines as they come, classes each pair (:mod:`helpers.matrix.classify`), sets it
-against the documentation (:mod:`helpers.matrix.documented`), prints one line per pair, and writes
-into ``build/matrix/<name>/``:
+:func:`run` starts :mod:`helpers.matrix.worker` in each engine's environment, one process per
+group of engines that share one (:func:`helpers.matrix.engines.processes`: the Spark engines share
+a session), at most ``jobs`` at a time; it reads their JSON lines as they come, classes each pair
+(:mod:`helpers.matrix.classify`), sets it against the documentation (:mod:`helpers.matrix.documented`),
+prints one line per pair, and writes into ``build/matrix/<name>/``:
 
 * ``matrix.csv``: one row per engine × first × second (:data:`CSV_COLUMNS`);
 * ``pairs.jsonl``: every pair's raw record (each table's rows, errors, log problems);
 * ``grid-<engine>.png``: the grid of :func:`helpers.matrix.plots.grid`;
 * ``meta.json``: engines and versions, operations, wall time, the documentation's pages.
 
-Tables go to ``tables/<engine>/``; a pair's tables are kept only when its verdict is an anomaly or
-an error, for a look by hand.
+Tables go to ``tables/<engine>/`` (an engine on S3: a prefix of the emulator's bucket,
+:func:`helpers.matrix.worker.s3_root`); a pair's tables are kept only when its verdict is an
+anomaly or an error, for a look by hand. :func:`summary` also sets each engine run on S3 against
+the same engine's local cells (:func:`confirmations`).
 """
 
 from __future__ import annotations
@@ -100,60 +103,92 @@ def progress_line(row: dict, done: int, total: int) -> str:
 
 
 def _reader(process: subprocess.Popen, name: str, lines: queue.Queue) -> None:
+    errors: list[str] = []
+
+    def drain() -> None:  # a worker's JVM may write more than a pipe holds: read it as it comes
+        for line in process.stderr:
+            errors.append(line)
+            del errors[:-200]
+
+    draining = threading.Thread(target=drain, daemon=True)
+    draining.start()
     for line in process.stdout:
         if line.startswith("{"):
             lines.put((name, json.loads(line)))
     process.wait()
-    lines.put((name, {"event": "exit", "code": process.returncode, "stderr": process.stderr.read()[-2000:]}))
+    draining.join(timeout=10)
+    lines.put((name, {"event": "exit", "code": process.returncode, "stderr": "".join(errors)[-2000:]}))
 
 
-def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print) -> list[dict]:
-    """Run every pair of ``op_names`` on every engine; write the files (see the module's text) and
-    return the CSV's rows. Raises MatrixError if an engine's worker gives no result."""
+def _remove_table(folder: str) -> None:
+    """Delete a pair's tables (a folder under the workbook's, or an ``s3://`` prefix)."""
+    if folder.startswith("s3://"):
+        from helpers.matrix import stores
+
+        stores.for_location(folder).remove(folder)
+    else:
+        shutil.rmtree(config.ROOT / folder, ignore_errors=True)
+
+
+def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print,
+        only: list[tuple[str, str]] | None = None) -> list[dict]:
+    """Run every pair of ``op_names`` on every engine (``only``: just these pairs of them, e.g. the
+    anomalies of a full run raced again); write the files (see the module's text) and return the
+    CSV's rows. Raises MatrixError if an engine's worker gives no result.
+
+    Engines that share a process (:func:`helpers.matrix.engines.processes`) run in one worker (up to
+    :attr:`~helpers.matrix.engines.EngineSpec.threads` of them at once); at most ``jobs`` workers run
+    at once, the largest groups first."""
     pairs = ops.pairs(op_names)
+    if only is not None:
+        wanted = {tuple(pair) for pair in only}
+        pairs = [pair for pair in pairs if pair in wanted]
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("grid-*.png"):  # an earlier run's grids, of engines this run may not have
         stale.unlink()
     started, rows, versions, bases = time.perf_counter(), [], {}, {}
     lines: queue.Queue = queue.Queue()
-    waiting, running, problems = list(engine_names), {}, []
+    waiting, running, problems = engines.processes(list(engine_names)), {}, []
     counts: Counter = Counter()
+    totals = {name: len(pairs) for name in engine_names}
     echo(f"conflict matrix: {len(pairs)} pairs × {len(engine_names)} engine(s) ({', '.join(engine_names)}) into {folder}")
+    tables = folder / "tables"
+    if tables.resolve().is_relative_to(config.ROOT):  # the worker runs in the workbook's folder
+        tables = tables.resolve().relative_to(config.ROOT)
     with (folder / "pairs.jsonl").open("w", encoding="utf-8") as raw:
         while waiting or running:
             while waiting and len(running) < jobs:
-                name = waiting.pop(0)
-                tables = folder / "tables" / name
-                if tables.resolve().is_relative_to(config.ROOT):  # the worker runs in the workbook's folder
-                    tables = tables.resolve().relative_to(config.ROOT)
-                process = eras.start_in_era(engines.ENGINES[name].era,
-                                            ["-u", "-m", "helpers.matrix.worker", name, str(tables), json.dumps(pairs)],
+                era, group = waiting.pop(0)
+                key = ",".join(group)
+                process = eras.start_in_era(era, ["-u", "-m", "helpers.matrix.worker", key, str(tables), json.dumps(pairs)],
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                running[name] = process
-                threading.Thread(target=_reader, args=(process, name, lines), daemon=True).start()
+                running[key] = process
+                threading.Thread(target=_reader, args=(process, key, lines), daemon=True).start()
             try:
-                name, event = lines.get(timeout=SILENCE_LIMIT_S)
+                key, event = lines.get(timeout=SILENCE_LIMIT_S)
             except queue.Empty:
                 for process in running.values():
                     process.kill()
                 raise MatrixError(f"no word from {', '.join(running)} for {SILENCE_LIMIT_S:.0f} s: stopped") from None
+            name = event.get("engine", key)
             if event["event"] == "start":
-                versions[name], bases[name] = event["version"], event["base"]
+                versions[name], bases[name], totals[name] = event["version"], event["base"], event["pairs"]
             elif event["event"] == "pair":
                 raw.write(json.dumps(event, default=str) + "\n")
                 row = tidy_row(event, bases[name], versions[name])
                 rows.append(row)
                 counts[name] += 1
-                echo(progress_line(row, counts[name], len(pairs)))
+                echo(progress_line(row, counts[name], totals[name]))
                 if row["outcome"] not in (classify.ANOMALY, classify.ERROR) and event.get("folder"):
-                    shutil.rmtree(config.ROOT / event["folder"], ignore_errors=True)
+                    _remove_table(event["folder"])
             elif event["event"] == "fatal":
                 problems.append(f"{name}: {event['error']}")
             elif event["event"] == "exit":
-                running.pop(name)
-                if counts[name] < len(pairs) and not any(p.startswith(f"{name}:") for p in problems):
-                    problems.append(f"{name}: its worker exited ({event['code']}) after {counts[name]} of {len(pairs)} "
-                                    f"pairs: {event['stderr'].strip()[-600:]}")
+                running.pop(key)
+                for member in key.split(","):
+                    if counts[member] < totals[member] and not any(p.startswith(f"{member}:") for p in problems):
+                        problems.append(f"{member}: its worker exited ({event['code']}) after {counts[member]} of "
+                                        f"{totals[member]} pairs: {event['stderr'].strip()[-600:]}")
     seconds = time.perf_counter() - started
     write_outputs(folder, rows, engine_names, versions, op_names, seconds)
     if problems:
@@ -172,20 +207,34 @@ def write_outputs(folder: Path, rows: list[dict], engine_names: list[str], versi
         writer.writerows(rows)
     meta = {"engines": {name: versions.get(name) for name in engine_names}, "operations": list(op_names),
             "pairs_per_engine": len(order), "wall_seconds": round(seconds, 1),
+            "run_on": time.strftime("%Y-%m-%d"),
             "documentation": [{"page": page, "read_on": read_on} for page, read_on in documented.sources()]}
     (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "inline" not in matplotlib.get_backend():  # a notebook keeps its inline plots
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from helpers.matrix import plots
 
     for name in engine_names:
         if any(r["engine"] == name for r in rows):
-            figure = plots.grid(rows, name)
+            figure = plots.grid(rows, name, title=grid_title(name, versions.get(name) or ""))
             figure.savefig(folder / f"grid-{name}.png", dpi=110)
             plt.close(figure)
+
+
+def grid_title(name: str, version: str) -> str | None:
+    """A grid's title for an engine the plain title would misname (a mixed pair, Spark, a run on S3);
+    None for a delta-rs era on local disk (the grid's own title)."""
+    spec = engines.ENGINES.get(name)
+    if spec is None or (spec.module == "helpers.matrix.deltars" and spec.store == "local"):
+        return None
+    where = " on the S3 emulator" if spec.store == "s3" else ""
+    if spec.parts:
+        return f"A by {spec.parts[0]}, then B by {spec.parts[1]} from the older snapshot{where}\n({version})"
+    return f"{name.split('@')[0]}{where} ({version}): A commits, then B from the older snapshot"
 
 
 def summary(rows: list[dict]) -> str:
@@ -206,7 +255,35 @@ def summary(rows: list[dict]) -> str:
                                           f"after reloading: {r['retry_after_reload_kind']}"
                                           if r["retry_after_reload"] == classify.ANOMALY else "")))
         lines.append(f"- {r['engine']}: {r['first']} → {r['second']}: {kind} ({r['detail']})")
+    lines += confirmations(rows)
     disagreements = [r for r in rows if r["agrees_with_docs"] == "no"]
     lines.append(f"\n{len(disagreements)} disagreement(s) with the documentation:")
     lines += [f"- {r['engine']}: {r['first']} → {r['second']}: {r['disagreement']}" for r in disagreements]
     return "\n".join(lines)
+
+
+CELL = ("outcome", "conflict", "anomaly_kind", "matched", "rows_race", "retry_after_reload", "retry_after_reload_kind")
+"""What must match for two engines' cells to be the same cell (the store must not change any of it)."""
+
+
+def confirmations(rows: list[dict]) -> list[str]:
+    """For each engine that re-runs another's cells on another store (:attr:`EngineSpec.confirms`):
+    how many cells it compared, and every cell that differs, field by field."""
+    lines = []
+    present = {r["engine"] for r in rows}
+    for name in dict.fromkeys(r["engine"] for r in rows):
+        confirmed = engines.ENGINES[name].confirms if name in engines.ENGINES else None
+        if not confirmed or confirmed not in present:
+            continue
+        local = {(r["first"], r["second"]): r for r in rows if r["engine"] == confirmed}
+        mine = [r for r in rows if r["engine"] == name and (r["first"], r["second"]) in local]
+        differ = []
+        for r in mine:
+            other = local[(r["first"], r["second"])]
+            fields = [f"{f}: {other[f]!r} → {r[f]!r}" for f in CELL if str(r[f]) != str(other[f])]
+            if fields:
+                differ.append(f"- {r['first']} → {r['second']}: {'; '.join(fields)}")
+        lines.append(f"\n{name} against {confirmed}: {len(mine)} cells compared, {len(differ)} differ"
+                     + (":" if differ else ""))
+        lines += differ
+    return lines

@@ -14,7 +14,7 @@ Kill points, the steps of a commit at which a writer is SIGKILLed by its gate
 
 * ``data-written``: data files written, the commit not yet begun (every protocol);
 * ``staged``: the commit written to a temporary file, the version not yet claimed (the DynamoDB
-  log stores; delta-rs 1.6 and Azure put the commit in place directly);
+  log stores; delta-rs 1.6.1 and later (here 1.6.6) and Azure put the commit in place directly);
 * ``claimed``: the store accepted the claim of a version (the conditional write of ``N.json``,
   or the DynamoDB item), and the writer dies before it hears so;
 * ``copied``: the DynamoDB log stores' commit copied to ``N.json``, its item not yet marked complete.

@@ -10,9 +10,9 @@ only when the staged file is gone. A writer that dies after the copy and before 
 both files; the repair's copy is then refused because ``N.json`` exists, it reports "version N
 already exists", and so does every later attempt to open or write the table with that deltalake,
 until someone steps in. Delta Spark's log store (Delta's class and the workbook's) looks for
-``N.json`` before copying and is not caught; deltalake 1.6, which no longer reads DynamoDB, reads
-the table as its files stand. The way out needs no data: the commit is already in ``N.json``, so
-delete the staged file, and the next open finishes the item.
+``N.json`` before copying and is not caught; deltalake 1.6.1 and later (the kernel's 1.6.6), which
+no longer read DynamoDB, read the table as its files stand. The way out needs no data: the commit
+is already in ``N.json``, so delete the staged file, and the next open finishes the item.
 
 The demonstration kills one writer at exactly that point, through a :class:`~helpers.torture.faults.KillGate`
 armed with ``before-cleanup`` (the delete of the staged file, held back and the writer killed),
@@ -60,7 +60,7 @@ def wedge_in_era(era: str, table_uri: str) -> dict:
     """Create the table with ``era``'s deltalake through the DynamoDB lock (version 0, then batch 1
     as version 1), kill a writer of batch 2 between its copy to ``2.json`` and its cleanup, then
     read the storage and open the table: with the era's deltalake (:data:`OPENS` times, then an
-    append of batch 3), with the kernel's (1.6, no DynamoDB), and with the era's again after the
+    append of batch 3), with the kernel's (1.6.6, no DynamoDB), and with the era's again after the
     staged file is deleted."""
     from helpers import config, eras, runner, storage, tables
     from helpers.torture import faults

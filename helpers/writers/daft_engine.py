@@ -27,7 +27,9 @@ class DaftEngine(Engine):
       becomes ``allow_unsafe_rename=True`` (Daft's ``_configure_deltalake_storage_options`` sets
       exactly those keys back). With neither, Daft sets ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` itself
       only on deltalake < 0.23 (with a DeprecationWarning); Daft 0.7.26 requires deltalake 1.6, where
-      it sets nothing. ``AWS_ENDPOINT_URL_DYNAMODB`` is accepted but Daft cannot forward it.
+      it sets nothing, and from 1.6.1 on (the kernel's 1.6.6) delta-rs ignores the DynamoDB keys, so
+      every parameter commits by conditional put. ``AWS_ENDPOINT_URL_DYNAMODB`` is accepted but Daft
+      cannot forward it.
     * **No held snapshot.** Daft opens the table itself when ``write_deltalake`` runs (a URI is
       loaded afresh; a ``DeltaTable`` passed in is refreshed with ``update_incremental()``), names
       its data files ``<that version + 1>-<uuid>-<n>.parquet``, and commits with delta-rs's

@@ -1,0 +1,252 @@
+"""docs/answer.md: current, every cell true to what it cites, every version from the one home.
+
+Each property is a checker that raises AssertionError naming what is wrong; each test runs it on
+the committed inputs (it must pass) and on a crafted input (it must fail), so no check here passes
+whatever the page says:
+
+* the page is what ``python -m helpers.answer`` writes now;
+* every cell decided by the conflict matrix has the verdict that data/conflict_matrix.csv gives by
+  the stated rule, recomputed here (not read back from helpers.answer), and the versions it ran;
+* every notebook check a cell cites is a check of that notebook's code, and every section the page
+  links is a heading of its notebook;
+* every version the page names is in helpers/boundaries.py or helpers/eras.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import fnmatch
+import json
+import re
+
+import pytest
+
+from helpers import answer, answer_page, boundaries, config, eras
+
+VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
+CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
+
+
+def _page() -> str:
+    return answer_page.PAGE.read_text(encoding="utf-8")
+
+
+def _matrix_rows() -> list[dict]:
+    with answer.MATRIX_CSV.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+# (i) the page is current --------------------------------------------------------------------------
+
+def assert_page_current(page: str) -> None:
+    assert page == answer_page.render(), "docs/answer.md differs from a fresh render: run `python -m helpers.answer`"
+
+
+def test_the_committed_page_is_a_fresh_render():
+    assert_page_current(_page())
+
+
+def test_a_page_edited_by_hand_is_caught(tmp_path):
+    edited = _page().replace("**duplicates data**", "**safe**", 1)
+    with pytest.raises(AssertionError, match="differs from a fresh render"):
+        assert_page_current(edited)
+    (tmp_path / "answer.md").write_text(edited, encoding="utf-8")
+    assert answer.main(["--check", "--page", str(tmp_path / "answer.md")]) == 1
+    (tmp_path / "answer.md").write_text(_page(), encoding="utf-8")
+    assert answer.main(["--check", "--page", str(tmp_path / "answer.md")]) == 0
+
+
+# (ii) matrix cells follow from the CSV by the rule -----------------------------------------------
+
+def expected_verdict(rows: list[dict | None]) -> str:
+    """The rule, written out again: missing/unavailable/error → not measured; anomaly → by its kinds
+    (lost update or broken log: loses data; duplicated rows: duplicates data; else wrong result);
+    else any refused → refused (retry); else safe. A retry counts its run after reloading too."""
+    if not rows or any(row is None for row in rows):
+        return "not measured"
+    classes = {row["outcome"] for row in rows} | {row["retry_after_reload"] for row in rows} - {""}
+    kinds = {kind for row in rows for text in (row["anomaly_kind"], row["retry_after_reload_kind"])
+             for kind in text.split(" + ")} - {""}
+    if classes & {"not available", "error"}:
+        return "not measured"
+    if "anomaly" in classes:
+        if kinds & {"lost update", "broken log"}:
+            return "loses data"
+        return "duplicates data" if "duplicated rows" in kinds else "wrong result"
+    return "refused (retry)" if "refused" in classes else "safe"
+
+
+def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
+    """The page's table, by (row key, column key): each cell split on " · "."""
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| engine |"))
+    body = lines[start + 2:start + 2 + len(answer.ROWS)]
+    cells = {}
+    for row, line in zip(answer.ROWS, body, strict=True):
+        parts = [part.strip() for part in line.strip()[1:-1].split(" | ")]
+        assert parts[:4] == [row.engine, row.versions, row.store, row.setting], f"rows out of order at {parts[:4]}"
+        for column, text in zip(answer.COLUMNS, parts[4:], strict=True):
+            cells[row.key, column.key] = text.split(" · ")
+    return cells
+
+
+def _verdict(parts: list[str]) -> str:
+    found = re.match(r"\*\*(.+?)\*\*", parts[0])
+    return found.group(1) if found else parts[0].split(" [")[0]
+
+
+def assert_matrix_cells_follow(page: str, matrix_rows: list[dict]) -> None:
+    cells = table_cells(page)
+    names = list(dict.fromkeys(row["engine"] for row in matrix_rows))
+    by_pair = {(row["engine"], row["first"], row["second"]): row for row in matrix_rows}
+    checked = 0
+    for row in answer.ROWS:
+        for column in answer.COLUMNS:
+            cited = answer.evidence(row, column)
+            if not isinstance(cited, answer.MatrixCells):
+                continue
+            present = [n for n in names if any(fnmatch.fnmatchcase(n, pattern) for pattern in cited.engines)]
+            rows = [by_pair.get((n, first, second)) for n in present for first, second in cited.pairs
+                    if (n, first, second) in by_pair or not n.endswith("@s3")]  # an S3 confirmation may be a sample
+            parts, checked = cells[row.key, column.key], checked + 1
+            where = f"{row.key} / {column.title}"
+            said, due = _verdict(parts), expected_verdict(rows)
+            assert said == due, f"{where}: the page says {said!r}, the CSV {due!r}"
+            if present:
+                ran = sorted({answer.short_version(r["engine_version"]) for r in matrix_rows if r["engine"] in present})
+                assert sorted(parts[1].split(", ")) == ran, f"{where}: the page names {parts[1]!r}, the CSV ran {ran}"
+    assert checked, "no cell cites the matrix"
+
+
+def test_every_matrix_cell_follows_from_the_csv_by_the_rule():
+    assert_matrix_cells_follow(_page(), _matrix_rows())
+
+
+def _flipped(rows: list[dict], engine: str, first: str, second: str, **values) -> list[dict]:
+    target = (engine, first, second)
+    assert any((r["engine"], r["first"], r["second"]) == target for r in rows), target
+    return [{**r, **values} if (r["engine"], r["first"], r["second"]) == target else r for r in rows]
+
+
+@pytest.mark.parametrize("flip", [
+    ("deltalake-1.6.3", "optimize", "optimize", {"outcome": "anomaly", "anomaly_kind": "duplicated rows"}),
+    ("deltalake-1.6.6", "optimize", "append", {"outcome": "refused", "conflict": "ConcurrentDeleteRead"}),
+    ("deltalake-0.22.3", "overwrite", "append", {"outcome": "refused", "conflict": "ConcurrentDeleteRead"}),
+    ("deltalake-1.5.1", "append", "append", {"outcome": "anomaly", "anomaly_kind": "lost update"}),
+], ids=lambda flip: f"{flip[0]}:{flip[1]}-{flip[2]}" if isinstance(flip, tuple) else None)
+def test_a_cell_the_csv_contradicts_is_caught(flip):
+    engine, first, second, values = flip
+    with pytest.raises(AssertionError, match="the page says"):
+        assert_matrix_cells_follow(_page(), _flipped(_matrix_rows(), engine, first, second, **values))
+
+
+def test_an_engine_missing_from_the_csv_is_caught():
+    without = [r for r in _matrix_rows() if r["engine"] != "deltalake-1.6.6"]
+    with pytest.raises(AssertionError, match="the CSV 'not measured'"):
+        assert_matrix_cells_follow(_page(), without)
+
+
+# (iii) cited checks and sections exist ------------------------------------------------------------
+
+def _notebook(name: str) -> dict:
+    return json.loads((config.NOTEBOOKS_DIR / name).read_text(encoding="utf-8"))
+
+
+def check_names(notebook: dict) -> set[str]:
+    """Every ``check.equal``/``check.holds`` name in the notebook's code, as its source spells it."""
+    return {name for cell in notebook["cells"] if cell["cell_type"] == "code"
+            for name in CHECK_NAME.findall("".join(cell["source"]))}
+
+
+def has_section(notebook: dict, section: answer.Section) -> bool:
+    heading = re.compile(rf"^#{{2,4}} {re.escape(section.number)}\. {re.escape(section.title)}$", re.M)
+    return any(heading.search("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "markdown")
+
+
+def cited_checks() -> list[answer.Check]:
+    found = [answer.evidence(row, column) for row in answer.ROWS for column in answer.COLUMNS]
+    return list(dict.fromkeys(e for e in found if isinstance(e, answer.Check)))
+
+
+def linked_sections() -> list[answer.Section]:
+    cells = answer.grid_of(answer.Results.load()).values()
+    return list(dict.fromkeys(c.section for c in cells if c.section))
+
+
+def assert_checks_exist(checks: list[answer.Check], sections: list[answer.Section]) -> None:
+    for check in checks:
+        names = check_names(_notebook(check.section.notebook))
+        assert check.check in names, f"{check.section.notebook} has no check named {check.check!r}"
+    for section in sections:
+        assert has_section(_notebook(section.notebook), section), \
+            f"{section.notebook} has no section {section.number}. {section.title}"
+
+
+def test_every_cited_check_and_linked_section_exists():
+    checks, sections = cited_checks(), linked_sections()
+    assert len(checks) >= 10 and {c.section for c in checks} <= set(sections)
+    assert_checks_exist(checks, sections)
+
+
+def test_a_check_or_section_that_is_not_there_is_caught():
+    real = cited_checks()[0]
+    with pytest.raises(AssertionError, match="has no check named"):
+        assert_checks_exist([dataclasses.replace(real, check=real.check + " (renamed)")], [])
+    with pytest.raises(AssertionError, match="has no section"):
+        assert_checks_exist([], [dataclasses.replace(real.section, title="A section nobody wrote")])
+
+
+# (iv) versions come from the one home -------------------------------------------------------------
+
+def known_versions() -> set[str]:
+    texts = [" ".join(dataclasses.astuple(boundary)) for boundary in boundaries.BOUNDARIES]
+    found = {version for text in texts for version in VERSION.findall(text)}
+    return found | {era.deltalake_version for era in eras.ALL_ERAS.values()}
+
+
+def assert_versions_known(page: str) -> None:
+    known = known_versions()
+    prefixes = {".".join(v.split(".")[:n]) for v in known for n in range(2, len(v.split(".")) + 1)}
+    unknown = sorted(set(VERSION.findall(page)) - prefixes)
+    assert not unknown, f"versions named in the page but in neither helpers/boundaries.py nor helpers/eras.py: {unknown}"
+
+
+def test_every_version_on_the_page_comes_from_boundaries_or_eras():
+    assert {"0.23.0", "1.6.1", "1.6.4", "1.3.0"} <= set(VERSION.findall(_page()))
+    assert_versions_known(_page())
+
+
+def test_a_version_from_nowhere_is_caught():
+    with pytest.raises(AssertionError, match=r"\['1\.6\.7'\]"):
+        assert_versions_known(_page() + "\nWith deltalake 1.6.7, run OPTIMIZE from one job.\n")
+
+
+# the rule and the data itself ---------------------------------------------------------------------
+
+def test_every_cell_has_a_known_verdict_and_a_loss_row_loses_everywhere():
+    grid = answer.grid_of(answer.Results.load())
+    assert {cell.verdict for cell in grid.values()} <= set(answer.VERDICTS)
+    for row in answer.ROWS:
+        if row.loses:
+            assert {grid[row.key, c.key].verdict for c in answer.COLUMNS} == {answer.LOSES}, row.key
+
+
+def test_the_module_rule_agrees_with_the_rule_written_out_here():
+    rows = _matrix_rows()
+    by_engine_pair = {}
+    for row in rows:
+        by_engine_pair.setdefault((row["first"], row["second"]), []).append(row)
+    for pair_rows in by_engine_pair.values():
+        for row in pair_rows:
+            assert answer.verdict_of([row]) == expected_verdict([row]), (row["engine"], row["first"], row["second"])
+    assert answer.verdict_of([]) == expected_verdict([]) == "not measured"
+
+
+def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebooks():
+    readme = (config.ROOT / "README.md").read_text(encoding="utf-8")
+    assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), "README links the page near its top"
+    assert "(answer.md)" in (config.ROOT / "docs" / "facilitator.md").read_text(encoding="utf-8").split("wrap-up", 1)[1][:300]
+    for name in ("11_commit_throughput.ipynb", "12_torture.ipynb"):
+        last = _notebook(name)["cells"][-1]
+        assert last["cell_type"] == "markdown" and "(../docs/answer.md)" in "".join(last["source"]), name
