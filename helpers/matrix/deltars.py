@@ -90,12 +90,7 @@ class DeltaRs:
         return DeltaTable(path)
 
     def read(self, path: str) -> dict:
-        table = DeltaTable(path)
-        data = table.to_pyarrow_table()
-        columns = list(data.column_names)
-        return {"version": table.version(), "columns": columns,
-                "properties": dict(table.metadata().configuration),
-                "rows": [[row[c] for c in columns] for row in data.to_pylist()]}
+        return read_table(path)
 
     def run(self, op: str, handle: DeltaTable, path: str) -> str | None:
         """Run ``op`` from ``handle``'s snapshot; raises what delta-rs raises. Returns a note when
@@ -163,6 +158,16 @@ class DeltaRs:
 
         write_to_deltalake(table_uri=path, data=pa.RecordBatchReader.from_batches(data.schema, data.to_batches()),
                            mode=mode, table=handle._table, predicate=predicate, commit_properties=properties)
+
+
+def read_table(path: str) -> dict:
+    """A table's contents as the oracle compares them: its version, columns, properties and rows,
+    read with this environment's deltalake (every engine's tables are read this way)."""
+    table = DeltaTable(path)
+    data = table.to_pyarrow_table()
+    columns = list(data.column_names)
+    return {"version": table.version(), "columns": columns, "properties": dict(table.metadata().configuration),
+            "rows": [[row[c] for c in columns] for row in data.to_pylist()]}
 
 
 def engine(name: str) -> DeltaRs:

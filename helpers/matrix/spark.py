@@ -142,13 +142,9 @@ class DeltaSpark:
 
     def read(self, path: str) -> dict:
         """The table's contents for the oracle, read with the kernel's deltalake (see the module's text)."""
-        from deltalake import DeltaTable
+        from helpers.matrix.deltars import read_table
 
-        table = DeltaTable(path)
-        data = table.to_pyarrow_table()
-        columns = list(data.column_names)
-        return {"version": table.version(), "columns": columns, "properties": dict(table.metadata().configuration),
-                "rows": [[row[c] for c in columns] for row in data.to_pylist()]}
+        return read_table(path)
 
     def read_with_spark(self, path: str) -> dict:
         """The same contents as Delta Spark reads them (a query and DESCRIBE DETAIL)."""
