@@ -107,7 +107,7 @@ DAFT_SEEDS = Boundary(
 )
 DAFT_TODAY = Boundary(
     "Daft", "0.7.26", "",
-    "the Daft of today's era requires deltalake 1.6 and commits by conditional put whatever its locking "
+    "the Daft of today's era requires `deltalake>=1.6.0,<1.7.0` and commits by conditional put whatever its locking "
     "parameters (`dynamo_table_name`, `allow_unsafe_rename`)",
     "measured: notebook 08 §4b–§4c (every parameter commits; concurrent Daft writers lose nothing)",
 )

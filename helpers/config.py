@@ -9,6 +9,7 @@ notebooks run against the native emulators, the docker-compose ones, or a real c
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,22 @@ def shown(path: Path | str) -> str:
         return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
+
+
+MASKED = "<masked>"
+_SECRET_KEY = re.compile(r"secret|token|password|(^|[._])(access[._])?key([._]|$)|_key$|key_id$", re.IGNORECASE)
+
+
+def is_secret(key: str) -> bool:
+    """Does a storage option or Spark setting of this name hold a credential? (``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_ACCESS_KEY_ID``, ``AZURE_STORAGE_ACCOUNT_KEY``, ``spark.hadoop.fs.s3a.secret.key``,
+    ``spark.hadoop.fs.azure.account.key.<account>...``)"""
+    return bool(_SECRET_KEY.search(key))
+
+
+def masked(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` as a notebook may show them: every credential's value replaced by :data:`MASKED`."""
+    return {key: MASKED if is_secret(key) else value for key, value in settings.items()}
 
 
 class ConfigError(RuntimeError):

@@ -33,7 +33,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from helpers import config, services
+from helpers import config, services, workbook
 
 NOTEBOOK = "01_local_delta_table.ipynb"
 PARAMETERS = {"table_name": "lab_check"}
@@ -100,7 +100,8 @@ def lab_command(folder: Path, port: int, work: Path) -> list[str]:
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
                f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={work / 'lab-settings'}",
                f"--LabApp.workspaces_dir={work / 'lab-workspaces'}", "--LabApp.news_url=",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               f"--KernelManager.transport={workbook.KERNEL_TRANSPORT}"]
     if os.geteuid() == 0:
         command.append("--allow-root")
     return command
@@ -214,8 +215,6 @@ def _parameterized_copy(source: Path, target: Path, parameters: dict) -> None:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
-    from helpers import workbook
-
     workbook.check_parameters(source, parameters)
     nb = load_notebook_node(str(source))
     for cell in nb.cells:
@@ -226,8 +225,6 @@ def _parameterized_copy(source: Path, target: Path, parameters: dict) -> None:
 
 def check(notebook: str = NOTEBOOK) -> list[str]:
     """Run the check; return the failed checks (empty: all passed). Raises LabCheckError if it cannot run."""
-    from helpers import workbook
-
     chromium, driver_path = browser_binaries()
     shutil.rmtree(WORK_DIR, ignore_errors=True)
     folder = WORK_DIR / "notebooks"

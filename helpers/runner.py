@@ -271,18 +271,39 @@ def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return path
 
 
+def _writer_spec(run_dir: Path, number: int, table_uri: str, storage_options: dict[str, str], engine: str, era: str,
+                 batch: int, max_commit_retries: int | None, hold_snapshot: bool | None) -> writers.WriterSpec:
+    writer_id = f"w{number}"
+    holds = hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
+    return writers.WriterSpec(
+        writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
+        landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
+        result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
+        barrier_dir=str(run_dir / "barrier"), hold_snapshot=holds, runner_pid=os.getpid(),
+    )
+
+
+def writer_code(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None, *, era: str = eras.CURRENT,
+                engine: str = "deltalake", max_commit_retries: int | None = None, hold_snapshot: bool | None = None,
+                writer: int = 1, batch: int | None = None) -> str:
+    """What writer ``w<writer>`` of :func:`run_writers` with these arguments runs (the same spec the
+    run builds, rendered by its engine: :func:`helpers.writers.code`), as Python to copy. ``batch``:
+    its landing batch (default: the one the run would give it, read from the table)."""
+    era_name = eras.era(era).name  # an unknown era is refused here, by name
+    if batch is None:
+        batch = table_state(str(table_uri), dict(storage_options or {})).next_batch + writer - 1
+    spec = _writer_spec(RUNS_DIR / "preview", writer, str(table_uri), dict(storage_options or {}), engine, era_name, batch,
+                        max_commit_retries, hold_snapshot)
+    writers.engine_class(engine).check_spec(spec)
+    return writers.code(spec)
+
+
 def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], kinds: Sequence[tuple[str, str]],
                      batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool | None) -> list[_Writer]:
     procs = []
     for number, (batch, (engine, era)) in enumerate(zip(batches, kinds), start=1):
-        writer_id = f"w{number}"
-        holds = hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
-        spec = writers.WriterSpec(
-            writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
-            landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
-            result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
-            barrier_dir=str(run_dir / "barrier"), hold_snapshot=holds, runner_pid=os.getpid(),
-        )
+        spec = _writer_spec(run_dir, number, table_uri, storage_options, engine, era, batch, max_commit_retries, hold_snapshot)
+        writer_id = spec.writer_id
         spec_path = run_dir / "specs" / f"{writer_id}.json"
         spec_path.write_text(spec.to_json())
         procs.append(_Writer(name=writer_id, era=era, module=writers.MODULE, spec_path=spec_path, batch=batch, engine=engine,

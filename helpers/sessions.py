@@ -527,9 +527,8 @@ def main(argv: list[str] | None = None) -> int:
             if archive is not None:
                 print(f"Class-data archive for Spark's JVMs: {config.shown(archive)} ({archive.stat().st_size // 2**20} MiB)")
         else:
-            for key, value in spark_conf(*SPARK_STORES).items():
-                secret = "secret" in key or key.endswith(".key") or ".key." in key
-                print(f"{key}={'<from helpers.config>' if secret else value}")
+            for key, value in config.masked(spark_conf(*SPARK_STORES)).items():
+                print(f"{key}={value}")
     except (SessionError, config.ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

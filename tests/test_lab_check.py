@@ -69,6 +69,7 @@ def test_the_token_is_not_on_the_command_line_and_the_sandbox_is_dropped_for_roo
     token = "0123456789abcdef"
     command = lab_check.lab_command(tmp_path / "nb", 8899, tmp_path)
     assert not any(token in part or "IdentityProvider.token" in part for part in command)
+    assert f"--KernelManager.transport={workbook.KERNEL_TRANSPORT}" in command  # no TCP ports, no TCP warning
     assert lab_check.lab_environment(token, tmp_path)["JUPYTER_TOKEN"] == token
     assert "--no-sandbox" in lab_check.chromium_flags(euid=0)
     assert "--no-sandbox" not in lab_check.chromium_flags(euid=1000)

@@ -75,24 +75,23 @@ def test_the_summary_names_every_cell_the_store_changed():
 
 
 def test_a_small_real_run_of_delta_spark_and_a_mixed_pair(tmp_path):
+    # the pairs whose details are asserted below, each engine its own; notebook 13 races every pair of
+    # these four operations on Delta Spark and checks each cell against the full matrix's
+    chosen = {SPARK: [("append", "append"), ("append", "delete"), ("append_txn", "retry_txn")],
+              MIXED: [("optimize", "optimize"), ("append_txn", "retry_txn")]}
     rows = run.run([SPARK, MIXED], ["append", "delete", "optimize", "retry_txn"], tmp_path / "spark",
-                   echo=lambda line: None)
+                   echo=lambda line: None, only=chosen)
     cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
-    assert len(rows) == 20
+    assert sorted(cell) == sorted((engine, *pair) for engine, pairs in chosen.items() for pair in pairs)
 
     appends = cell[(SPARK, "append", "append")]  # two blind appends: B commits at N+2
     assert (appends["outcome"], appends["matched"], appends["rows_race"], appends["b_read_version"]) == \
         ("serializable", "A→B = B→A", 19, 3)
-    compactions = cell[(SPARK, "optimize", "optimize")]
-    assert (compactions["outcome"], compactions["error_class"], compactions["conflict"]) == \
-        ("refused", "ConcurrentDeleteReadException", "ConcurrentDeleteRead")
-    after_delete = cell[(SPARK, "delete", "append")]  # the stale blind append commits after the DELETE
-    assert (after_delete["outcome"], after_delete["matched"], after_delete["rows_race"]) == ("serializable", "A→B", 12)
     # Delta Spark's tables are Serializable (its only level): a DELETE after an append conflicts
     before_delete = cell[(SPARK, "append", "delete")]
-    assert (before_delete["outcome"], before_delete["conflict"]) == ("refused", "ConcurrentAppend")
+    assert (before_delete["outcome"], before_delete["error_class"], before_delete["conflict"]) == \
+        ("refused", "ConcurrentAppendException", "ConcurrentAppend")
     assert (before_delete["docs_write_serializable"], before_delete["docs_serializable"]) == ("cannot conflict", "can conflict")
-    assert cell[(SPARK, "optimize", "delete")]["conflict"] == "ConcurrentAppend"  # OPTIMIZE's files count as added
     retried = cell[(SPARK, "append_txn", "retry_txn")]  # txnAppId/txnVersion: refused in flight, skipped after
     assert (retried["outcome"], retried["conflict"]) == ("refused", "ConcurrentTransaction")
     assert (retried["retry_after_reload"], retried["rows_serial_ab"]) == ("serializable", 15)

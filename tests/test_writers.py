@@ -151,3 +151,49 @@ def test_retries_off_still_tries_once_in_every_era(era, tmp_path):
     done, result = _run_writer(spec, era=era)
     assert result["outcome"] == w.COMMITTED, result["error_message"]
     assert result["library_max_commit_retries"] == (1 if era == eras.SEEDS else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The code a writer shows: what it runs, copyable
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_code_shown_before_a_run_is_the_code_of_the_spec_the_run_used(tmp_path):
+    table = str(tmp_path / "shown")
+    runner.create_table(table)
+    arguments = dict(era=eras.CURRENT, max_commit_retries=0)
+    run = runner.run_writers(table, n=1, progress=False, run_dir=tmp_path / "run", **arguments)
+    used = w.WriterSpec.from_dict(json.loads((run.run_dir / "specs" / "w1.json").read_text()))
+    assert runner.writer_code(table, batch=run.batches[0], **arguments) == w.code(used)
+
+
+def test_the_deltalake_code_shown_commits_when_run_as_it_is(tmp_path):
+    table = str(tmp_path / "copied")
+    runner.create_table(table)
+    shown = runner.writer_code(table, max_commit_retries=0, batch=3)
+    assert "write_deltalake(table, data, mode=\"append\", commit_properties=properties)" in shown
+    exec(compile(shown, "shown", "exec"), {"landing_file": str(landing.landing_file(3))})  # noqa: S102  (a learner's paste)
+    state = runner.table_state(table)
+    assert (state.version, state.rows) == (1, len(landing.batch_ids(3)))
+    from deltalake import DeltaTable
+
+    info = DeltaTable(table).history(1)[0]  # the commit the pasted code made, tagged
+    assert (info.get(w.WRITER_TAG), info.get(w.BATCH_TAG)) == ("w1", "3")
+
+
+@pytest.mark.parametrize("engine, era, uri", [
+    ("deltalake", eras.CURRENT, "az"), ("deltalake", "deltalake-0.22.3", "s3"), ("deltalake", "deltalake-0.14.0", "s3"),
+    ("daft", eras.CURRENT, "s3"), ("spark", eras.CURRENT, "s3a"),
+])
+def test_the_code_shown_masks_every_credential_and_names_no_machine_path(engine, era, uri):
+    if uri == "az":
+        table, options = tables.azure_uri("shown/t"), tables.azure_storage_options()
+    else:
+        table, options = tables.s3_uri("shown/t").replace("s3://", f"{uri}://"), tables.s3_storage_options()
+    if engine == "spark":
+        options = {}
+    shown = runner.writer_code(table, options, era=era, engine=engine, batch=1)  # no table needed
+    secrets = [config.EMULATOR_AWS_SECRET_ACCESS_KEY, config.AZURITE_ACCOUNT_KEY]  # (the access key id, "workbook", is masked too)
+    assert not [secret for secret in secrets if secret in shown]
+    assert config.MASKED in shown and str(config.ROOT) not in shown
+    compile(shown, "shown", "exec")  # valid Python

@@ -131,18 +131,19 @@ def _remove_table(folder: str) -> None:
 
 
 def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print,
-        only: list[tuple[str, str]] | None = None) -> list[dict]:
-    """Run every pair of ``op_names`` on every engine (``only``: just these pairs of them, e.g. the
-    anomalies of a full run raced again); write the files (see the module's text) and return the
-    CSV's rows. Raises MatrixError if an engine's worker gives no result.
+        only: list[tuple[str, str]] | dict[str, list[tuple[str, str]]] | None = None) -> list[dict]:
+    """Run every pair of ``op_names`` on every engine (``only``: just these pairs of them, on every
+    engine, or per engine as ``{engine: pairs}``, e.g. each engine's anomalies of a full run raced
+    again); write the files (see the module's text) and return the CSV's rows. Raises MatrixError
+    if an engine's worker gives no result.
 
     Engines that share a process (:func:`helpers.matrix.engines.processes`) run in one worker (up to
     :attr:`~helpers.matrix.engines.EngineSpec.threads` of them at once); at most ``jobs`` workers run
     at once, the largest groups first."""
     pairs = ops.pairs(op_names)
-    if only is not None:
-        wanted = {tuple(pair) for pair in only}
-        pairs = [pair for pair in pairs if pair in wanted]
+    wanted = {name: only.get(name, ()) if isinstance(only, dict) else only for name in engine_names}
+    todo = {name: pairs if wanted[name] is None else [pair for pair in pairs if pair in {tuple(p) for p in wanted[name]}]
+            for name in engine_names}
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("grid-*.png"):  # an earlier run's grids, of engines this run may not have
         stale.unlink()
@@ -150,8 +151,10 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
     lines: queue.Queue = queue.Queue()
     waiting, running, problems = engines.processes(list(engine_names)), {}, []
     counts: Counter = Counter()
-    totals = {name: len(pairs) for name in engine_names}
-    echo(f"conflict matrix: {len(pairs)} pairs × {len(engine_names)} engine(s) ({', '.join(engine_names)}) into {folder}")
+    totals = {name: len(todo[name]) for name in engine_names}
+    counted = (f"{len(pairs)} pairs × {len(engine_names)} engine(s)" if only is None
+               else f"{sum(totals.values())} chosen pairs on {len(engine_names)} engine(s)")
+    echo(f"conflict matrix: {counted} ({', '.join(engine_names)}) into {folder}")
     tables = folder / "tables"
     if tables.resolve().is_relative_to(config.ROOT):  # the worker runs in the workbook's folder
         tables = tables.resolve().relative_to(config.ROOT)
@@ -160,7 +163,8 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
             while waiting and len(running) < jobs:
                 era, group = waiting.pop(0)
                 key = ",".join(group)
-                process = eras.start_in_era(era, ["-u", "-m", "helpers.matrix.worker", key, str(tables), json.dumps(pairs)],
+                process = eras.start_in_era(era, ["-u", "-m", "helpers.matrix.worker", key, str(tables),
+                                                   json.dumps({name: todo[name] for name in group})],
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 running[key] = process
                 threading.Thread(target=_reader, args=(process, key, lines), daemon=True).start()

@@ -6,7 +6,8 @@
 process must be their era's Python: :mod:`helpers.matrix.run` starts it with
 :func:`helpers.eras.start_in_era`); ``FOLDER`` is where their tables go,
 ``FOLDER/<engine>`` each (replaced), or for an engine on S3 a prefix of the emulator's bucket named
-after ``FOLDER`` (:func:`s3_root`); ``PAIRS`` a JSON list of ``[first, second]``. Lines on stdout,
+after ``FOLDER`` (:func:`s3_root`); ``PAIRS`` a JSON object giving each engine its list of
+``[first, second]``. Lines on stdout,
 per engine in order: ``{"event": "start", "engine", "version", "base", "pairs"}``, one
 ``{"event": "pair", ...}`` per pair (:meth:`helpers.matrix.pairs.Runner.run_pair`'s record),
 ``{"event": "done"}``; or ``{"event": "fatal", "engine", "error"}`` if that engine cannot run at
@@ -152,10 +153,10 @@ class Schedule:
             self.ready.notify_all()
 
 
-def run_thread(schedule: Schedule, folder: str, todo: list[tuple[str, str]], built: dict, done: dict) -> None:
+def run_thread(schedule: Schedule, folder: str, todo: dict[str, list[tuple[str, str]]], built: dict, done: dict) -> None:
     while (name := schedule.next()) is not None:
         try:
-            run_engine(name, folder, list(todo), built, done)
+            run_engine(name, folder, list(todo[name]), built, done)
         finally:
             schedule.finish(name)
 
@@ -165,7 +166,10 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     names, folder, pairs_json = argv[0].split(","), argv[1], argv[2]
-    todo = [tuple(pair) for pair in json.loads(pairs_json)]
+    todo = {name: [tuple(pair) for pair in pairs] for name, pairs in json.loads(pairs_json).items()}
+    if sorted(todo) != sorted(names):
+        print(f"PAIRS names {sorted(todo)}, the engines are {sorted(names)}", file=sys.stderr)
+        return 2
     try:
         from helpers.matrix import engines
 

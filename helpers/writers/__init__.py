@@ -16,3 +16,9 @@ from helpers.writers.protocol import (  # noqa: F401
 
 MODULE = "helpers.writers"
 """What the runner runs: ``<era python> -m helpers.writers SPEC``, from the workbook's folder."""
+
+
+def code(spec: WriterSpec) -> str:
+    """What a writer process runs for ``spec``: its engine's library calls, as Python to copy
+    (:meth:`Engine.code`; credentials masked). Imports no engine library."""
+    return engine_class(spec.engine).code(spec)

@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 from helpers import delta_log
 from helpers.writers.deltalake_engine import open_delta_table
-from helpers.writers.protocol import WRITER_TAG, Engine, EngineUnavailable, SpecError, WriterSpec, commit_tags, writer_tags
+from helpers.writers.protocol import (READ_LANDING, WRITER_TAG, Engine, EngineUnavailable, SpecError, WriterSpec, commit_tags,
+                                      literal, writer_tags)
 
 
 class DaftEngine(Engine):
@@ -141,20 +142,55 @@ class DaftEngine(Engine):
         }
 
     @staticmethod
-    def io_config(spec: WriterSpec):
-        """The ``daft.io.IOConfig`` for the spec's table (None for a local path)."""
+    def s3_settings(spec: WriterSpec) -> dict[str, Any] | None:
+        """The ``daft.io.S3Config`` arguments for the spec's table (None for a local path)."""
         from urllib.parse import urlparse
 
         if urlparse(spec.table_uri).scheme not in ("s3", "s3a"):
             return None
-        from daft.io import IOConfig, S3Config
-
         settings: dict[str, Any] = {"anonymous": False}
         for key, value in spec.storage_options.items():
             if key in DAFT_S3_CONFIG_KEYS:
                 name, convert = DAFT_S3_CONFIG_KEYS[key]
                 settings[name] = convert(value)
+        return settings
+
+    @classmethod
+    def io_config(cls, spec: WriterSpec):
+        """The ``daft.io.IOConfig`` for the spec's table (None for a local path)."""
+        settings = cls.s3_settings(spec)
+        if settings is None:
+            return None
+        from daft.io import IOConfig, S3Config
+
         return IOConfig(s3=S3Config(**settings))
+
+    @classmethod
+    def call_arguments(cls, spec: WriterSpec) -> dict[str, Any]:
+        """The arguments of this writer's ``write_deltalake`` besides the table and ``io_config``."""
+        return {"mode": "append", "custom_metadata": writer_tags(spec), **cls.write_arguments(spec)}
+
+    @classmethod
+    def code(cls, spec: WriterSpec) -> str:
+        """What the writer process runs for ``spec`` (:meth:`append` uses the same :meth:`s3_settings`
+        and :meth:`call_arguments`), as Python to copy; credentials masked."""
+        from helpers import config, eras
+
+        settings = cls.s3_settings(spec)
+        version = f"Daft over deltalake {eras.era(spec.era).deltalake_version}"
+        lines = ["import daft", "", "from helpers import landing"]
+        if settings is not None:
+            lines[1:1] = ["from daft.io import IOConfig, S3Config"]
+            lines += ["",
+                      f"io_config = IOConfig(s3=S3Config(**{literal(config.masked(settings))}))"]
+        lines += [READ_LANDING,
+                  f"daft.from_arrow(data).write_deltalake(  # {version}: Daft opens the table itself when it writes",
+                  f"    {literal(spec.table_uri)},"]
+        if settings is not None:
+            lines.append("    io_config=io_config,")
+        lines += [f"    {name}={literal(value, wrap=False)}," for name, value in cls.call_arguments(spec).items()]
+        lines.append(")")
+        return "\n".join(lines)
 
     @classmethod
     def delta_storage_options(cls, spec: WriterSpec) -> dict[str, str]:
@@ -195,11 +231,8 @@ class DaftEngine(Engine):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                written = frame.write_deltalake(
-                    spec.table_uri, mode="append", io_config=self.io_config(spec),
-                    custom_metadata=writer_tags(spec),
-                    **self.write_arguments(spec),
-                ).to_pydict()
+                written = frame.write_deltalake(spec.table_uri, io_config=self.io_config(spec),
+                                                **self.call_arguments(spec)).to_pydict()
                 files = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
             finally:
                 keep_write_record(spec, files, _daft_warnings(caught))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from helpers.writers.protocol import Engine, TableNotFoundError, WriterSpec, one_line, writer_tags
+from helpers.writers.protocol import (READ_LANDING, Engine, TableNotFoundError, WriterSpec, literal, one_line, shown_options,
+                                      writer_tags)
 
 
 def open_delta_table(table_uri: str, storage_options: dict[str, str]):
@@ -51,6 +52,9 @@ class DeltalakeEngine(Engine):
         self.version = deltalake.__version__
         self.major = int(self.version.split(".")[0])
         self.has_commit_properties = hasattr(deltalake, "CommitProperties")
+        if self.has_commit_properties != has_commit_properties(self.version):
+            raise RuntimeError(f"deltalake {self.version}: CommitProperties is {'' if self.has_commit_properties else 'not '}"
+                               "there, against has_commit_properties(); correct that function.")
 
     def load(self, spec: WriterSpec):
         """Open the table (:func:`open_delta_table`)."""
@@ -62,9 +66,49 @@ class DeltalakeEngine(Engine):
 
     def library_max_commit_retries(self, retries: int | None) -> int | None:
         """The value to pass as ``max_commit_retries`` so that it means retries in every era."""
-        if retries is None or self.major >= 1 or not self.has_commit_properties:
-            return retries
-        return retries + 1
+        return max_commit_retries_for(self.version, retries)
+
+    @staticmethod
+    def commit_properties(spec: WriterSpec, version: str) -> dict:
+        """The ``CommitProperties`` arguments of this writer's append with deltalake ``version``."""
+        return {"max_commit_retries": max_commit_retries_for(version, spec.max_commit_retries),
+                "custom_metadata": writer_tags(spec)}
+
+    @classmethod
+    def code(cls, spec: WriterSpec) -> str:
+        """What the writer process runs for ``spec`` with its era's deltalake (:meth:`append` builds
+        its call from the same :meth:`commit_properties`), as Python to copy; credentials masked."""
+        from helpers import eras
+
+        version = eras.era(spec.era).deltalake_version
+        has_properties = has_commit_properties(version)
+        lines = [                 f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
+                 "", "from helpers import landing", "",
+                 f"storage_options = {literal(shown_options(spec.storage_options))}",
+                 READ_LANDING,
+                 f"table = DeltaTable({literal(spec.table_uri)}, storage_options=storage_options)"
+                 + ("  # before the barrier: every writer holds this snapshot" if spec.hold_snapshot else "")]
+        if not spec.hold_snapshot:
+            lines.append("table.update_incremental()  # after the barrier: the latest version")
+        elif int(version.split(".")[0]) < 1:
+            lines += [f"# deltalake {version}'s write_deltalake refreshes the table first; the race switches that off so",
+                      "# that every writer commits from the snapshot above (leave this line out of a real job):",
+                      "table.update_incremental = lambda: None"]
+        if not has_properties:
+            lines.append('write_deltalake(table, data, mode="append")  # no CommitProperties: no tags, 15 retries, fixed')
+            return "\n".join(lines)
+        arguments = cls.commit_properties(spec, version)
+        retries = arguments["max_commit_retries"]
+        meaning = ("the library's default" if retries is None else "one attempt, no retry" if retries == spec.max_commit_retries == 0
+                   else f"{spec.max_commit_retries} retries")
+        if retries is not None and retries != spec.max_commit_retries:
+            meaning += f": deltalake {version} counts attempts"
+        lines += ["properties = CommitProperties(",
+                  f"    max_commit_retries={retries!r},  # {meaning}",
+                  f"    custom_metadata={literal(arguments['custom_metadata'], wrap=False)},  # tags in commitInfo: whose commit it is",
+                  ")",
+                  'write_deltalake(table, data, mode="append", commit_properties=properties)']
+        return "\n".join(lines)
 
     def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
         """Append ``data`` to ``table``; return (reported_version, how it was observed)."""
@@ -74,10 +118,7 @@ class DeltalakeEngine(Engine):
             return self._append_without_commit_properties(table, data, spec)
         from deltalake import CommitProperties
 
-        properties = CommitProperties(
-            max_commit_retries=self.library_max_commit_retries(spec.max_commit_retries),
-            custom_metadata=writer_tags(spec),
-        )
+        properties = CommitProperties(**self.commit_properties(spec, self.version))
         if not spec.hold_snapshot:
             table.update_incremental()
         if self.major >= 1:
@@ -111,6 +152,19 @@ class DeltalakeEngine(Engine):
             table.__dict__.pop("update_incremental", None)
         table.update_incremental()
         return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+
+def has_commit_properties(version: str) -> bool:
+    """Does deltalake ``version`` have ``CommitProperties``? (Of the eras installed, 0.14.0 does not.)"""
+    return tuple(int(part) for part in version.split(".")[:2]) >= (0, 18)
+
+
+def max_commit_retries_for(version: str, retries: int | None) -> int | None:
+    """The ``max_commit_retries`` to pass deltalake ``version`` so that it means retries: 1.x counts
+    retries after the first attempt; 0.x counts attempts, so it is given one more."""
+    if retries is None or int(version.split(".")[0]) >= 1 or not has_commit_properties(version):
+        return retries
+    return retries + 1
 
 
 class UnsupportedSetting(ValueError):

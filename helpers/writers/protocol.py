@@ -64,6 +64,30 @@ def one_line(text: str, limit: int = 2000) -> str:
     return " ".join(text.split())[:limit]
 
 
+def literal(value: Any, *, wrap: bool = True) -> str:
+    """A Python literal of ``value`` a learner can paste, strings in double quotes; a dict of several
+    keys one per line (``wrap=False``: on one line)."""
+    if isinstance(value, str):
+        return repr(value) if '"' in value and "'" not in value else json.dumps(value)
+    if isinstance(value, dict):
+        items = [f"{literal(k)}: {literal(v, wrap=False)}" for k, v in value.items()]
+        if wrap and len(items) > 1:
+            return "{\n" + "".join(f"    {item},\n" for item in items) + "}"
+        return "{" + ", ".join(items) + "}"
+    return repr(value)
+
+
+READ_LANDING = "data = landing.read_landing_file(landing_file)  # the file that started this writer: a pyarrow Table"
+"""How every engine's writer reads its data (:func:`helpers.landing.read_landing_file`), as its code is shown."""
+
+
+def shown_options(options: dict[str, str]) -> dict[str, str]:
+    """Storage options as a writer's code is shown: credentials masked (:func:`helpers.config.masked`)."""
+    from helpers import config
+
+    return config.masked(options)
+
+
 # ---------------------------------------------------------------------------------------------
 # Tags
 # ---------------------------------------------------------------------------------------------
@@ -123,6 +147,12 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def append(self, table: Any, data: Any, spec: "WriterSpec") -> tuple[int | None, str]:
         """Append ``data`` (a pyarrow Table); return (the version it believes it committed, how it knows)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def code(cls, spec: "WriterSpec") -> str:
+        """The library calls :meth:`load` and :meth:`append` make for ``spec`` in its era, as Python a
+        learner can copy (built from the arguments those methods use; credentials masked)."""
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers import config, sessions
 from helpers.writers.protocol import (WRITER_TAG, Engine, EngineUnavailable, SpecError, TableNotFoundError, WriterSpec,
-                                      commit_tags, writer_tags)
+                                      READ_LANDING, commit_tags, literal, writer_tags)
 
 
 class SparkEngine(Engine):
@@ -145,6 +145,40 @@ class SparkEngine(Engine):
         """The commit's ``userMetadata``: this writer's tags as JSON."""
         return json.dumps(writer_tags(spec), sort_keys=True)
 
+    @classmethod
+    def write_options(cls, spec: WriterSpec) -> dict[str, str]:
+        """The options of this writer's ``df.write`` (its tags, as ``userMetadata``)."""
+        return {"userMetadata": cls.user_metadata(spec)}
+
+    @classmethod
+    def full_conf(cls, spec: WriterSpec) -> dict[str, str]:
+        """Every setting of this writer's session, as :meth:`load` asks ``sessions.spark_session`` for it."""
+        return {**sessions.spark_conf(*cls.stores(spec), app_name=cls.app_name(spec)), **cls.session_conf(spec)}
+
+    @staticmethod
+    def app_name(spec: WriterSpec) -> str:
+        return f"writer-{spec.writer_id}"
+
+    @classmethod
+    def code(cls, spec: WriterSpec) -> str:
+        """What the writer process runs for ``spec`` (:meth:`load` and :meth:`append` use the same
+        :meth:`full_conf` and :meth:`write_options`), as Python to copy; credentials masked."""
+        conf = {key: config.without_machine_paths(value) for key, value in config.masked(cls.full_conf(spec)).items()}
+        write = "".join(f".option({literal(key)}, {literal(value)})" for key, value in cls.write_options(spec).items())
+        return "\n".join([
+                        "from pyspark.sql import SparkSession",
+            "",
+            "from helpers import landing",
+            "",
+            f"conf = {literal(conf)}",
+            "builder = SparkSession.builder",
+            "for key, value in conf.items():",
+            "    builder = builder.config(key, value)",
+            f"spark = builder.getOrCreate()  # Delta Spark {config.DELTA_JARS_VERSION}: one JVM per writer, 'one cluster' each",
+            READ_LANDING,
+            f'spark.createDataFrame(data).write.format("delta").mode("append"){write}.save({literal(spec.table_uri)})',
+        ])
+
     # -- the steps -----------------------------------------------------------------------------
 
     def _delta_log(self, uri: str):
@@ -155,7 +189,7 @@ class SparkEngine(Engine):
         """Start this writer's Spark and open the table (its log), before the barrier. Raises
         TableNotFoundError (named for the URI) if there is no Delta table there."""
         started = time.monotonic()
-        self.spark = sessions.spark_session(*self.stores(spec), app_name=f"writer-{spec.writer_id}", extra_conf=self.session_conf(spec))
+        self.spark = sessions.spark_session(*self.stores(spec), app_name=self.app_name(spec), extra_conf=self.session_conf(spec))
         self.start_seconds = time.monotonic() - started
         from delta.tables import DeltaTable
 
@@ -170,7 +204,7 @@ class SparkEngine(Engine):
     def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
         """Append with Delta Spark; return (the version Delta says it committed, how that is known)."""
         frame = self.spark.createDataFrame(data)
-        frame.write.format("delta").mode("append").option("userMetadata", self.user_metadata(spec)).save(spec.table_uri)
+        frame.write.format("delta").mode("append").options(**self.write_options(spec)).save(spec.table_uri)
         version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
         found = self.find_commits(spec, after=self._snapshot_version)
         if found.get(version) == spec.writer_id:
