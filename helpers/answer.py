@@ -79,7 +79,7 @@ class Section:
 N09 = "09_spark_multi_cluster_s3.ipynb"
 S03_3 = Section("03_concurrent_writers_azure.ipynb", "3", "The same writers, retries on")
 S05_2 = Section("05_unsafe_rename_data_loss.ipynb", "2", "The auditor: rows, commits, object versions, orphans")
-S06_7 = Section("06_dynamodb_lock.ipynb", "7", "Two lock mechanisms on one Delta table")
+S06_5 = Section("06_dynamodb_lock.ipynb", "5", "Two lock mechanisms on one Delta table")
 S07_1 = Section("07_transaction_retries.ipynb", "1", "Concurrent writers, the lock, retries on")
 S07_2 = Section("07_transaction_retries.ipynb", "2", "Where retries must not save you")
 S08_3 = Section("08_s3_conditional_writes_today.ipynb", "3", "Retries on")
@@ -89,7 +89,7 @@ S09_4 = Section(N09, "4", "Several drivers, the DynamoDB log store")
 S09_5 = Section(N09, "5", "Spark and delta-rs through one lock table")
 S09_6 = Section(N09, "6", "The hazard: writers that coordinate differently")
 S12_6 = Section("12_torture.ipynb", "6", "Two OPTIMIZEs at once: a finding")
-S12_8 = Section("12_torture.ipynb", "8", "The full run: `make torture`")
+S12_7 = Section("12_torture.ipynb", "7", "The full run: `make torture`")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
@@ -223,7 +223,7 @@ ROWS = (
     Row("spark-dynamodb", "Delta Spark", SPARK, "S3 + DynamoDB", "S3DynamoDBLogStore",
         f"Delta Spark {SPARK} with the DynamoDB log store", engines=SPARK_ENGINES, **SPARK_FIX,
         cells={"append": Check(S09_4, "rows lost with the DynamoDB log store", SAFE, SPARK),
-               "other": Check(S12_8, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False,
+               "other": Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False,
                               note=f"with deltalake {LOG_STORE} through the same lock table: safe ({S09_5.label})")}),
     Row("mixed-lock", "Delta Spark + deltalake", f"{SPARK} + {LOG_STORE}", "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
@@ -233,13 +233,13 @@ ROWS = (
     Row("mixed-put", "Delta Spark + deltalake", f"{SPARK} + {GONE.version}–{CURRENT}", "S3 + DynamoDB",
         "Spark through the DynamoDB log store, deltalake by conditional put",
         f"Delta Spark with the DynamoDB log store beside deltalake {GONE.version} or later",
-        loses=Check(S12_8, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + {CURRENT}", every_run=False)),
+        loses=Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + {CURRENT}", every_run=False)),
     Row("mixed-local", "Delta Spark + deltalake", f"{SPARK} + {CURRENT}", "local disk",
         "each engine's own put-if-absent commit (the matrix's mixed pairs)",
         f"Delta Spark {SPARK} and deltalake {CURRENT} on one local table", engines=MIXED_ENGINES, other_from_matrix=True),
     Row("two-locks", "deltalake + deltalake", f"{OLD_LOCK} + {SEEDS}", "S3 + DynamoDB",
         "each writer its own lock (the seeds' lease, the log store)", "two lock mechanisms on one table",
-        loses=Check(S06_7, "two-lock race: rows lost", LOSES, f"{OLD_LOCK} + {SEEDS}")),
+        loses=Check(S06_5, "two-lock race: rows lost", LOSES, f"{OLD_LOCK} + {SEEDS}")),
 )
 
 

@@ -38,7 +38,7 @@ DYNAMODB_LOG_STORE = Boundary(
     "deltalake", "0.15.0", "0.14.0",
     "the S3 lock moves from the dynamodb_lock crate's lease (one item keyed by `key`) to the DynamoDB log "
     "store Delta Spark's S3DynamoDBLogStore uses (`tablePath` + `fileName`, one item per commit)",
-    "measured: notebook 06 §5–§6 (0.14.0 and 0.22.3, each refused at the other's lock table); traced: "
+    "measured: notebook 06, appendices A and B (0.14.0 and 0.22.3, each refused at the other's lock table); traced: "
     "delta-rs commits f239a3a64 and f87afceb6, first in tag python-v0.15.0",
 )
 CONDITIONAL_PUT_OPT_IN = Boundary(
@@ -77,7 +77,7 @@ STUCK_REPAIR = Boundary(
     "the DynamoDB log store's repair copies a staged commit onto `N.json` conditionally, so a commit whose "
     "writer died between that copy and its clean-up wedges the table: every open and write fails with "
     "\"version N already exists\" until the staged file is deleted (1.6.0 too; nothing is lost)",
-    "measured: notebook 12 §7 (0.22.3 repairs, 1.5.1 is stuck), findings/deltalake-dynamodb-repair-already-exists "
+    "measured: notebook 12's appendix (0.22.3 repairs, 1.5.1 is stuck), findings/deltalake-dynamodb-repair-already-exists "
     "(0.22.3, 1.0.2, 1.2.1, 1.4.2 and 1.5.0 repair; 1.5.1 and 1.6.0 are stuck)",
 )
 DYNAMODB_LOG_STORE_REMOVED = Boundary(
@@ -102,14 +102,14 @@ DAFT_SEEDS = Boundary(
     "Daft's `deltalake` extra moves from `deltalake<1.3.0` to `>=1.5.0,<1.6.0`: 0.7.9 is the last Daft "
     "over deltalake 0.22.3, whose `write_deltalake` without `dynamo_table_name` falls back to the unsafe "
     "rename when it creates a table",
-    "measured: notebook 08 §4a (Daft 0.7.9 over 0.22.3: concurrent first writes lose rows); traced: the "
+    "measured: notebook 08, appendix A (Daft 0.7.9 over 0.22.3: concurrent first writes lose rows); traced: the "
     "two releases' package metadata",
 )
 DAFT_TODAY = Boundary(
     "Daft", "0.7.26", "",
     "the Daft of today's era requires `deltalake>=1.6.0,<1.7.0` and commits by conditional put whatever its locking "
     "parameters (`dynamo_table_name`, `allow_unsafe_rename`)",
-    "measured: notebook 08 §4b–§4c (every parameter commits; concurrent Daft writers lose nothing)",
+    "measured: notebook 08 §4 and appendix B (concurrent Daft writers lose nothing; every parameter commits)",
 )
 DELTA_SPARK = Boundary(
     "Delta Spark", "4.4.0", "",
