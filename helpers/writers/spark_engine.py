@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -163,13 +164,16 @@ class SparkEngine(Engine):
     def code(cls, spec: WriterSpec) -> str:
         """What the writer process runs for ``spec`` (:meth:`load` and :meth:`append` use the same
         :meth:`full_conf` and :meth:`write_options`), as Python to copy; credentials masked."""
-        conf = {key: config.without_machine_paths(value) for key, value in config.masked(cls.full_conf(spec)).items()}
+        conf = {key: config.without_machine_paths(re.sub(r"\s*-XX:SharedArchiveFile=\S+", "", value))
+                for key, value in config.masked(cls.full_conf(spec)).items()}
         write = "".join(f".option({literal(key)}, {literal(value)})" for key, value in cls.write_options(spec).items())
         return "\n".join([
                         "from pyspark.sql import SparkSession",
             "",
             "from helpers import landing",
             "",
+            "# every setting of the writer's session but one: its JVM also maps a class-data archive built",
+            "# for this machine (-XX:SharedArchiveFile, helpers/spark_start.py), which only makes it start faster",
             f"conf = {literal(conf)}",
             "builder = SparkSession.builder",
             "for key, value in conf.items():",
