@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from helpers.writers.protocol import (READ_LANDING, Engine, TableNotFoundError, WriterSpec, literal, one_line, shown_options,
-                                      writer_tags)
+from helpers.writers.protocol import READ_LANDING, Engine, TableNotFoundError, WriterSpec, literal, one_line, writer_tags
 
 
 def open_delta_table(table_uri: str, storage_options: dict[str, str]):
@@ -51,10 +50,7 @@ class DeltalakeEngine(Engine):
 
         self.version = deltalake.__version__
         self.major = int(self.version.split(".")[0])
-        self.has_commit_properties = hasattr(deltalake, "CommitProperties")
-        if self.has_commit_properties != has_commit_properties(self.version):
-            raise RuntimeError(f"deltalake {self.version}: CommitProperties is {'' if self.has_commit_properties else 'not '}"
-                               "there, against has_commit_properties(); correct that function.")
+        self.has_commit_properties = has_commit_properties(self.version)
 
     def load(self, spec: WriterSpec):
         """Open the table (:func:`open_delta_table`)."""
@@ -78,13 +74,13 @@ class DeltalakeEngine(Engine):
     def code(cls, spec: WriterSpec) -> str:
         """What the writer process runs for ``spec`` with its era's deltalake (:meth:`append` builds
         its call from the same :meth:`commit_properties`), as Python to copy; credentials masked."""
-        from helpers import eras
+        from helpers import config, eras
 
         version = eras.era(spec.era).deltalake_version
         has_properties = has_commit_properties(version)
-        lines = [                 f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
+        lines = [f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
                  "", "from helpers import landing", "",
-                 f"storage_options = {literal(shown_options(spec.storage_options))}",
+                 f"storage_options = {literal(config.masked(spec.storage_options))}",
                  READ_LANDING,
                  f"table = DeltaTable({literal(spec.table_uri)}, storage_options=storage_options)"
                  + ("  # before the barrier: every writer holds this snapshot" if spec.hold_snapshot else "")]

@@ -81,13 +81,6 @@ READ_LANDING = "data = landing.read_landing_file(landing_file)  # the file that 
 """How every engine's writer reads its data (:func:`helpers.landing.read_landing_file`), as its code is shown."""
 
 
-def shown_options(options: dict[str, str]) -> dict[str, str]:
-    """Storage options as a writer's code is shown: credentials masked (:func:`helpers.config.masked`)."""
-    from helpers import config
-
-    return config.masked(options)
-
-
 # ---------------------------------------------------------------------------------------------
 # Tags
 # ---------------------------------------------------------------------------------------------

@@ -168,7 +168,7 @@ class SparkEngine(Engine):
                 for key, value in config.masked(cls.full_conf(spec)).items()}
         write = "".join(f".option({literal(key)}, {literal(value)})" for key, value in cls.write_options(spec).items())
         return "\n".join([
-                        "from pyspark.sql import SparkSession",
+            "from pyspark.sql import SparkSession",
             "",
             "from helpers import landing",
             "",
