@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -98,11 +98,16 @@ TEST_WORKERS ?= 2
 test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/)
+bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
+	$(PY) -m helpers.full_runs publish bench build/bench/full
 
-torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/)
+torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 60 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
+	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 60
+
+torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/, its tables published to data/full_runs/torture/ when its checks pass)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
+	$(PY) -m helpers.full_runs publish torture build/torture/full
 
 matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3 (about 10 min); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
 	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)

@@ -10,7 +10,11 @@ metadata: an *answer cell* (``solution: true``) whose answer sits between ``### 
 and ``### END SOLUTION``, then a locked *check cell* (``grade: true``) that asserts the answer.
 nbgrader's ``generate_assignment`` (its ``ClearSolutions``, ``ClearOutput``, ``LockCells`` and
 ``ComputeChecksums`` preprocessors) turns each answer into ``# YOUR CODE HERE`` /
-``raise NotImplementedError()`` and clears every output. The answers stay where they are: in
+``raise NotImplementedError()`` and clears every output, but for the cells tagged
+``committed-results`` (:data:`KEEP_OUTPUTS_TAG`): they only display results committed in ``data/``
+(the full benchmark, torture run and conflict matrix), which a learner's run would show the same,
+so the student copy keeps their outputs and the figures the prose describes are there before any
+cell runs. The answers stay where they are: in
 notebooks/, which ``make test`` executes, so each check cell passes there with its answer in
 place, and the written answers to the discussion questions stay in notebooks/solutions/.
 
@@ -38,6 +42,7 @@ STUDENT_DIR = config.ROOT / "student"
 ASSIGNMENT = "workbook"  # nbgrader's name for the set of notebooks it converts
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # nbgrader's stub for Python
+KEEP_OUTPUTS_TAG = "committed-results"  # a cell that only displays results committed in data/
 STUDENT_README = """# The student edition
 
 These are the workbook's notebooks with the answers to their exercises taken out: each exercise
@@ -110,11 +115,33 @@ def generate(target: Path) -> list[Path]:
             old.unlink()
         written = []
         for path in sources:
-            shutil.copyfile(release / path.name, target / path.name)
+            _keep_committed_outputs(path, release / path.name, target / path.name)
             written.append(target / path.name)
         (target / "README.md").write_text(STUDENT_README, encoding="utf-8")
         written.append(target / "README.md")
     return written
+
+
+def kept_cells(notebook: dict) -> list[int]:
+    """Indexes of the cells tagged :data:`KEEP_OUTPUTS_TAG`."""
+    return [i for i, cell in enumerate(notebook["cells"]) if KEEP_OUTPUTS_TAG in cell.get("metadata", {}).get("tags", [])]
+
+
+def _keep_committed_outputs(source: Path, released: Path, target: Path) -> None:
+    """Write nbgrader's copy to ``target`` with the outputs of the source's tagged cells put back."""
+    original = json.loads(source.read_text(encoding="utf-8"))
+    keep = kept_cells(original)
+    if not keep:
+        shutil.copyfile(released, target)
+        return
+    student = json.loads(released.read_text(encoding="utf-8"))
+    for i in keep:
+        cell, copy = original["cells"][i], student["cells"][i]
+        if "".join(cell["source"]) != "".join(copy["source"]):
+            raise StudentEditionError(f"{source.name}: cell {i} is tagged {KEEP_OUTPUTS_TAG!r} but nbgrader changed it; "
+                                      "tag only cells that display committed results, never an exercise")
+        copy["outputs"] = [{**out, "execution_count": None} if "execution_count" in out else out for out in cell.get("outputs", [])]
+    target.write_text(json.dumps(student, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")  # as nbformat writes it
 
 
 def stale_files(committed: Path = STUDENT_DIR) -> list[str]:

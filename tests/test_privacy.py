@@ -74,11 +74,13 @@ def test_without_the_switches_the_hook_catches_daft_telemetry(tmp_path):
 @pytest.mark.services
 def test_notebook_00_imports_everything_and_sends_nothing_beyond_loopback(stores, tmp_path):
     """Notebook 00 imports every module the workbook imports; its kernel gets the switches from
-    the kernel spec alone (this test's environment has none of them). Its tables get a prefix of
-    their own, so the run cannot meet notebook 00's own run in `make test` on the other worker."""
+    the kernel spec alone (this test's environment has none of them). It runs without its round
+    trips (`stores` empty): the hook watches Python, and the requests those make go to the emulators
+    (a Spark JVM's own connections are not Python's to see); its own run in `make test` makes them."""
     env, log = _watched(tmp_path, _without_telemetry_switches())
     done = subprocess.run([sys.executable, "-m", "papermill", "--no-progress-bar", "--cwd", str(config.NOTEBOOKS_DIR),
-                           "-p", "table_prefix", "00_environment_check-privacy", "-p", "check_writer_eras", "False",
+                           "-y", "stores: []", "-p", "table_prefix", "00_environment_check-privacy",
+                           "-p", "check_writer_eras", "False",
                            str(config.NOTEBOOKS_DIR / "00_environment_check.ipynb"), str(tmp_path / "00.ipynb")],
                           cwd=config.ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,12 +1,13 @@
 """The torture run's pure parts: each writer's operations, how a request maps to a step of a
 commit (where the kill gate strikes), and how the checker classifies operations and rows. The
-run itself (writers, kills, restarts) is notebook 12 (its bounded subset, in `make test`) and
-`make torture` (the full run)."""
+run itself (writers, kills, restarts) is notebook 12 (the delta-rs protocols' bounded subset, in
+`make test`), `make torture-spark` (Spark's, in CI) and `make torture` (the full run)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 
 import papermill
 import pytest
@@ -100,14 +101,29 @@ def test_rows_are_compared_batch_by_batch():
                         "1 batch(es) without exactly 10 rows (e.g. {2: 9})"]
 
 
-def test_notebook_12_runs_the_bounded_subset_make_test_promises():
-    """Every safe protocol, at least 60 commits each (the notebook checks them), every kill point
-    hit, a service restarted. Spark's appends never conflict, so its appends less the operations
-    its kills interrupt are commits; up to half of delta-rs's operations fail (README, "Torture"), so it gets twice as many operations."""
+def _torture_spark_target() -> dict[str, object]:
+    """The arguments of `make torture-spark` (the Spark protocol's bounded run, in CI)."""
+    (line,) = re.findall(r"^\t\$\(PY\) -m helpers\.torture --name spark-subset (.*)$", (config.ROOT / "Makefile").read_text(), re.M)
+    args = dict(re.findall(r"--([\w-]+) ((?:[^-\s][^\s]*\s?)+)", line))
+    return {"protocols": args["protocols"].split(), "spark_per_writer": int(args["per-writer"]),
+            "kills": int(args["kills"]), "min_commits": int(args["min-commits"])}
+
+
+def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises():
+    """Every safe protocol, at least 60 commits each (the notebook and the command check them), every
+    kill point hit, a service restarted: the delta-rs protocols in notebook 12 (make test), Spark's
+    in `make torture-spark` (.ci/run), with the notebook's Spark settings. Spark's appends never
+    conflict, so its appends less the operations its kills interrupt are commits; up to half of
+    delta-rs's operations fail (README, "Torture"), so it gets twice as many operations."""
     declared = papermill.inspect_notebook(str(config.ROOT / "notebooks" / "12_torture.ipynb"))
     defaults = {name: ast.literal_eval(p["default"]) for name, p in declared.items()}
+    spark_run = _torture_spark_target()
+    assert (spark_run["spark_per_writer"], spark_run["kills"], spark_run["min_commits"]) == \
+        (defaults["spark_per_writer"], defaults["kills"], defaults["min_commits"])
+    assert "make torture-spark" in (config.ROOT / ".ci" / "run").read_text()
     safe = [p for p in plan.PROTOCOLS.values() if p.safe]
-    assert {p.name for p in safe} <= set(defaults["protocols"])
+    assert {p.name for p in safe if not p.spark} <= set(defaults["protocols"])
+    assert {p.name for p in safe if p.spark} <= set(spark_run["protocols"])
     assert defaults["min_commits"] >= 60  # README, "Torture": the bounded subset's promise
     for proto in safe:
         ops = plan.operations(proto.writers, defaults["spark_per_writer" if proto.spark else "per_writer"], proto.compactors)
@@ -119,7 +135,6 @@ def test_notebook_12_runs_the_bounded_subset_make_test_promises():
             assert sum(map(len, ops.values())) >= 2 * defaults["min_commits"], proto.name
     assert defaults["kills"] >= max(len(p.kill_points) for p in safe)
     assert defaults["restarts"] >= 1
-
 
 
 def test_a_service_is_stopped_only_when_no_writer_is_still_opening_its_table():

@@ -333,14 +333,14 @@ def save(results: Results, folder: Path) -> Path:
 
 
 def load(folder: str | os.PathLike) -> Results:
-    """Results saved by :func:`benchmark` (raises BenchError naming the folder if it holds none)."""
-    import pandas as pd
+    """Results saved by :func:`benchmark`, or their published copy (:mod:`helpers.full_runs`);
+    raises BenchError naming the folder if it holds none."""
+    from helpers import full_runs
 
     folder = Path(folder)
-    if not (folder / "runs.csv").exists():
+    if not full_runs.finished(folder):
         raise stats.BenchError(f"No benchmark results in {config.shown(folder)}; run `make bench` first.")
-    return Results(pd.read_csv(folder / "runs.csv"), pd.read_csv(folder / "commits.csv"),
-                   pd.read_csv(folder / "probe.csv") if (folder / "probe.csv").stat().st_size > 1 else pd.DataFrame(),
+    return Results(*(full_runs.read_table(folder, table) for table in full_runs.TABLES["bench"]),
                    json.loads((folder / "meta.json").read_text()), folder)
 
 

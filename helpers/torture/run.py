@@ -562,15 +562,15 @@ class Results:
 
 
 def load(run: str | Path) -> Results:
-    """The results of the run named ``run`` (a folder under ``build/torture/``, or a path).
-    Raises TortureError, saying how to make one, if there is no finished run there."""
-    import pandas as pd
+    """The results of the run named ``run`` (a folder under ``build/torture/``, or a path: a
+    published copy too, :mod:`helpers.full_runs`). Raises TortureError, saying how to make one, if
+    there is no finished run there."""
+    from helpers import full_runs
 
     folder = Path(run) if isinstance(run, Path) else RESULTS_DIR / run
-    if not (folder / "meta.json").is_file():
+    if not full_runs.finished(folder):
         raise TortureError(f"No finished torture run in {config.shown(folder)}: `make torture` makes the full one "
                            "(README: \"Torture\"), `python -m helpers.torture --name NAME ...` any other.")
-
     return Results(folder, json.loads((folder / "meta.json").read_text()),
-                   *(pd.read_csv(folder / f"{stem}.csv") for stem in ("protocols", "operations", "kills", "restarts")))
+                   *(full_runs.read_table(folder, table) for table in full_runs.TABLES["torture"]))
 
