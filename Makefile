@@ -98,7 +98,7 @@ TEST_WORKERS ?= 2
 test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-bench: install ## the commit-throughput benchmark, every protocol and writer count (about 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
+bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 	$(PY) -m helpers.full_runs publish bench build/bench/full
 

@@ -1,4 +1,4 @@
-"""The full runs' results, committed: what notebooks 11 and 12 show of `make bench` (about 18
+"""The full runs' results, committed: what notebooks 11 and 12 show of `make bench` (9 to 18
 minutes) and `make torture` (about 106), which write under ``build/``, a folder git ignores.
 
 When a full run passes its checks, its make target publishes the tables the notebooks read into
