@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw probe-store probe-versitygw clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -161,6 +161,16 @@ prefetch: install ## download every wheel, jar and npm package for offline use (
 	$(PY) -m helpers.sessions fetch-jars
 	npm cache verify --loglevel=error >/dev/null
 	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
+
+versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
+	$(PY) -m helpers.versitygw build $(if $(OFFLINE),--offline)
+
+PROBE_ARGS ?=
+probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options
+	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
+
+probe-versitygw: versitygw ## the store probe against a versitygw of its own (a real S3 server), started and stopped around it
+	$(PY) -m helpers.versitygw run -- $(PY) -m helpers.probe $(PROBE_ARGS)
 
 clean: ## remove executed notebooks and test output
 	rm -rf build .pytest_cache

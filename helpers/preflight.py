@@ -116,10 +116,19 @@ def problems() -> list[str]:
     return [p for p in (check_python(), check_java(), check_javac(), check_node(), check_disk()) if p]
 
 
+def notes() -> list[str]:
+    """What is optional and missing: the workbook runs without it, and the note says how to add it."""
+    from helpers import versitygw
+
+    return [note for note in (versitygw.check_go(),) if note]
+
+
 def main() -> int:
     found = problems()
     for problem in found:
         print(f"preflight: {problem}", file=sys.stderr)
+    for note in notes():
+        print(f"preflight (optional): {note}", file=sys.stderr)
     return 1 if found else 0
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from helpers.probe.cli import main
+
+sys.exit(main())
