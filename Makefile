@@ -157,9 +157,10 @@ reset: ## wipe emulator state (buckets, tables, containers) and local tables
 	$(PY) -m helpers.services reset
 	rm -rf .state/tables
 
-prefetch: install ## download every wheel, jar and npm package for offline use (then: make OFFLINE=1 ...)
+prefetch: install ## download every wheel, jar and npm package, and versitygw's Go modules if Go is here, for offline use (then: make OFFLINE=1 ...)
 	$(PY) -m helpers.sessions fetch-jars
 	npm cache verify --loglevel=error >/dev/null
+	$(PY) -m helpers.versitygw build --if-go
 	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
 
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/

@@ -5,6 +5,7 @@ is a file under a folder, so a learner can ``ls`` a table's ``_delta_log``) and 
 Command line (the Makefile calls it)::
 
     python -m helpers.versitygw build            # make versitygw: once, then from .cache/ (OFFLINE=1: no network)
+    python -m helpers.versitygw build --if-go    # make prefetch: the same, or a note when Go cannot build it
     python -m helpers.versitygw run -- COMMAND   # a versitygw of its own on a free port for COMMAND,
                                                  # which finds it in AWS_ENDPOINT_URL and the AWS_* keys
 
@@ -155,13 +156,17 @@ def running(root: Path) -> Iterator[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.versitygw", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("build", help=f"build versitygw {VERSION} into .cache/bin/ (once)").add_argument(
-        "--offline", action="store_true", help="from the module cache only")
+    building = sub.add_parser("build", help=f"build versitygw {VERSION} into .cache/bin/ (once)")
+    building.add_argument("--offline", action="store_true", help="from the module cache only")
+    building.add_argument("--if-go", action="store_true", help="without a Go that can build it, say so and exit 0 (make prefetch)")
     run = sub.add_parser("run", help="start a versitygw of its own, run COMMAND against it, stop it")
     run.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
         if args.action == "build":
+            if args.if_go and check_go():
+                print(f"versitygw not built (optional): {check_go()}")
+                return 0
             build(offline=args.offline)
             return 0
         command_line = args.command[1:] if args.command[:1] == ["--"] else args.command

@@ -39,11 +39,13 @@ def test_each_way_to_fail_is_one_line_naming_the_endpoint_and_the_setting():
         return ClientError({"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "CreateBucket")
 
     lines = [str(cli._explain(error, where, "creating bucket b")) for error in
-             (EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), refused("InvalidAccessKeyId"), refused("AccessDenied"))]
+             (EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), refused("InvalidAccessKeyId"), refused("AccessDenied"),
+              refused("404"))]
     assert all("http://127.0.0.1:9" in line and "\n" not in line for line in lines)
     assert "check AWS_ENDPOINT_URL" in lines[0]
     assert "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in lines[1]
     assert "pass --bucket" in lines[2]
+    assert "has no such bucket" in lines[3] and "check --bucket" in lines[3]
 
 
 def test_an_unreachable_store_exits_2_with_one_line(tmp_path):

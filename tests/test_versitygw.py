@@ -41,3 +41,12 @@ def test_ci_builds_and_probes_the_pinned_release():
     makefile = (config.ROOT / "Makefile").read_text()
     assert re.search(r"^probe-versitygw: versitygw\b", makefile, re.M)
     assert re.fullmatch(r"v\d+\.\d+\.\d+", versitygw.VERSION)
+
+
+def test_make_prefetch_passes_without_go_and_make_versitygw_says_what_is_missing(monkeypatch, capsys):
+    monkeypatch.setattr(versitygw, "go_version", lambda: None)
+    monkeypatch.setattr(versitygw, "built", lambda: False)
+    assert versitygw.main(["build", "--if-go"]) == 0
+    assert capsys.readouterr().out.startswith("versitygw not built (optional): Go is not on PATH")
+    assert versitygw.main(["build"]) == 2
+    assert capsys.readouterr().err.startswith("error: Go is not on PATH")

@@ -100,6 +100,9 @@ def _explain(error: Exception, where: dict[str, str], doing: str) -> ProbeError:
         if code in ("AccessDenied", "AllAccessDisabled", "Forbidden"):
             return ProbeError(f"{endpoint} denied {doing} ({code}): give these credentials that permission, or pass "
                               "--bucket with a bucket they may write to and delete from.")
+        if code in ("404", "NoSuchBucket"):
+            return ProbeError(f"{endpoint} has no such bucket ({doing}): check --bucket, or leave it out and the probe "
+                              "creates a bucket of its own.")
         return ProbeError(f"{endpoint} answered {code or 'an error'} while {doing}: {error}")
     return ProbeError(f"{doing} at {endpoint} failed: {type(error).__name__}: {error}")
 

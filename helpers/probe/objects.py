@@ -184,7 +184,7 @@ class Check:
 
 
 CHECKS = (
-    Check(put_if_absent, True, "delta-rs 0.23 and later (deltalake 1.x): every commit on S3, by default"),
+    Check(put_if_absent, True, "deltalake 0.23.0 and later: every commit on S3, by default"),
     Check(multipart_if_absent, False, "delta-rs with AWS_COPY_IF_NOT_EXISTS=multipart (object_store's multipart path)"),
     Check(copy_if_absent, False, "no Delta writer of the workbook's eras; clients that copy a staged file onto a key if absent"),
     Check(compare_and_swap, False, "no Delta commit; other table formats and tools that update one object in place"),
