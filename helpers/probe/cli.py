@@ -33,10 +33,12 @@ from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import urlparse
 
-from helpers import config
+from helpers import config, storage
 from helpers.probe import objects
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+PERMISSION_REFUSALS = ("403", "AccessDenied", "AccessDeniedException", "AllAccessDisabled")
+"""Of the refusals :data:`helpers.storage.AWS_REFUSALS` names, those about permissions, not the keys themselves."""
 DELTA_WRITERS = 8
 
 
@@ -94,10 +96,10 @@ def _explain(error: Exception, where: dict[str, str], doing: str) -> ProbeError:
                           "and that the store is running.")
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
-        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidSecurity", "InvalidToken", "ExpiredToken"):
+        if code in storage.AWS_REFUSALS and code not in PERMISSION_REFUSALS:
             return ProbeError(f"{endpoint} refused the credentials ({code}) while {doing}: check AWS_ACCESS_KEY_ID and "
                               "AWS_SECRET_ACCESS_KEY.")
-        if code in ("AccessDenied", "AllAccessDisabled", "Forbidden"):
+        if code in PERMISSION_REFUSALS:
             return ProbeError(f"{endpoint} denied {doing} ({code}): give these credentials that permission, or pass "
                               "--bucket with a bucket they may write to and delete from.")
         if code in ("404", "NoSuchBucket"):
@@ -127,7 +129,7 @@ def versioning(s3, bucket: str, created: bool) -> Verdict:
         try:
             s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         except Exception as error:  # noqa: BLE001
-            return Verdict("bucket versioning", "info", f"off: the store refused to enable it ({objects._status(error)[1]}); "
+            return Verdict("bucket versioning", "info", f"off: the store refused to enable it ({objects.status_of(error)[1]}); "
                            "writers do not need it, the notebooks' evidence of an overwritten commit does")
     status = s3.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
     return Verdict("bucket versioning", "info", f"{status.lower()}: writers do not need it; the notebooks' evidence "

@@ -29,7 +29,8 @@ class Contention:
         return self.rounds > 0 and not self.bad_rounds and not self.errors
 
 
-def _status(error) -> tuple[int, str]:
+def status_of(error) -> tuple[int, str]:
+    """The HTTP status and S3 error code of a refused request."""
     response = getattr(error, "response", {}) or {}
     return (int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0),
             response.get("Error", {}).get("Code", type(error).__name__))
@@ -68,7 +69,7 @@ def _judge(s3, bucket: str, key: str, results: list, check: Contention, round_: 
     for i, (kind, outcome) in enumerate(results):
         if kind != "refused":
             continue
-        status = _status(outcome)
+        status = status_of(outcome)
         if status[0] in (PRECONDITION_FAILED, CONDITIONAL_CONFLICT):
             check.refusals[status] += 1
             if status[0] == CONDITIONAL_CONFLICT and retry is not None:  # the store said: try again
@@ -77,7 +78,7 @@ def _judge(s3, bucket: str, key: str, results: list, check: Contention, round_: 
                     check.retried["won"] += 1
                     winners.append(i)
                 except Exception as again:  # noqa: BLE001
-                    check.retried[f"refused {_status(again)[0]}"] += 1
+                    check.retried[f"refused {status_of(again)[0]}"] += 1
         else:
             check.errors[f"{status[0]} {status[1]}"] += 1
     held = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
