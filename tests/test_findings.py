@@ -17,6 +17,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers import config, eras
 
 FINDINGS = config.ROOT / "findings"
@@ -59,6 +61,32 @@ def test_dynamodb_log_store_still_stuck_on_a_commit_copied_but_not_completed(tmp
 def test_moto_conditional_writes_still_let_two_writers_win(tmp_path):
     done = _reproduce("moto-conditional-writes-not-atomic", eras.python_for(eras.CURRENT), tmp_path)
     _assert_still_reproduces(done, "moto's non-atomic conditional writes")
+
+
+AZURITE_BLOB = config.ROOT / "node_modules" / ".bin" / "azurite-blob"
+
+
+@pytest.mark.parametrize("store", ["azure", "s3"])
+def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path, store):
+    """A relay lets the commit's conditional write reach the store and drops its answer: the HTTP
+    client resends it, the store refuses, and deltalake commits the append again at version 2."""
+    current = eras.era(eras.CURRENT)
+    args = ("--azurite", str(AZURITE_BLOB)) if store == "azure" else ("--store", "s3")
+    done = _reproduce("deltalake-lost-commit-response-commits-twice", eras.python_for(eras.CURRENT), tmp_path, *args)
+    assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(done, f"an append committed twice after its commit answer was lost ({store}, deltalake {current.deltalake_version})")
+    assert "told the writer: success" in done.stdout and "is added by version(s) [1, 2]" in done.stdout, done.stdout
+    assert ("-> 409" if store == "azure" else "-> 412") in done.stdout, done.stdout
+
+
+def test_the_oldest_era_reads_the_twice_committed_append_twice(tmp_path):
+    """deltalake 0.14.0 (the seeds' lock era) has the same retry, and its reader counts the
+    appended file once per commit: 7 rows where 4 were written."""
+    done = _reproduce("deltalake-lost-commit-response-commits-twice", eras.python_for(eras.OLD_LOCK), tmp_path,
+                      "--azurite", str(AZURITE_BLOB))
+    assert "deltalake 0.14.0," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(done, "an append committed twice after its commit answer was lost (deltalake 0.14.0)")
+    assert "reads 7 rows at version 2; 4 were written" in done.stdout, done.stdout
 
 
 def _assert_not_reproduced(done: subprocess.CompletedProcess, what: str) -> None:

@@ -213,8 +213,8 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
     assert faults.staged_cleanup("POST", "/delta-root?delete", bulk)  # deltalake 1.5.1 deletes it this way
     assert not faults.staged_cleanup("POST", "/delta-root?delete", b"<Delete><Object><Key>t/part-0.parquet</Key></Object></Delete>")
 
-    windows, copying, other = faults.CopyWindows(), object(), object()
-    windows.enter(copying)
+    windows, copying, other = faults.StopWindows(), object(), object()
+    windows.enter(copying, windows.COPY)
     stopped = threading.Event()
 
     def restart():
@@ -224,10 +224,10 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
     restarting = threading.Thread(target=restart)
     restarting.start()
     assert not stopped.wait(timeout=1.0)  # a copy is open: the stop waits (whatever the wait, it is not over yet)
-    windows.leave(copying)
+    windows.leave(copying, windows.COPY)
     restarting.join()
     assert stopped.is_set()
-    windows.enter(other)
+    windows.enter(other, windows.COPY)
     passed = threading.Event()
 
     def restart_past_a_dead_writer():
@@ -237,6 +237,80 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
     threading.Thread(target=restart_past_a_dead_writer, daemon=True).start()
     # a deadlock detector, not a race: it passes at once, and 60 s is only how long a broken one is waited for
     assert passed.wait(timeout=60), "an open window whose process is gone held the stop"
+
+
+def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
+    """A store that applies a claim and stops before answering makes deltalake commit the same
+    operation twice (findings/deltalake-lost-commit-response-commits-twice): a real gate forwards
+    a claim to a store that holds its answer, and a restart waits until the answer has passed;
+    a claim sent while a stop is being made waits until the stop is over. A Spark driver's
+    threads share one gate: two claims open, one answered, the stop still waits."""
+    import http.server
+    import threading
+    import urllib.request
+
+    answer_claims = threading.Event()
+    claims_seen = threading.Semaphore(0)
+
+    class Store(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_PUT(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            claims_seen.release()
+            answer_claims.wait()
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    store = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Store)
+    store.daemon_threads = True
+    threading.Thread(target=store.serve_forever, daemon=True).start()
+    windows = faults.StopWindows()
+    gate = faults.KillGate(f"http://127.0.0.1:{store.server_address[1]}", claim_style="object", windows=windows)
+    answered = []
+
+    def claim(version):
+        request = urllib.request.Request(f"{gate.endpoint}/c/t/_delta_log/{version:020d}.json", data=b"{}", method="PUT",
+                                         headers={"If-None-Match": "*"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answered.append((version, response.status))
+
+    try:
+        claimers = [threading.Thread(target=claim, args=(v,), daemon=True) for v in (7, 8)]
+        for thread in claimers:
+            thread.start()
+        for _ in claimers:  # both claims reached the store, which holds their answers
+            assert claims_seen.acquire(timeout=60), "the gate did not forward the claim"
+        stopped, restarted = threading.Event(), threading.Event()
+
+        def restart():
+            with windows.closed(lambda g: True):
+                stopped.set()
+                restarted.wait(timeout=120)
+
+        restarting = threading.Thread(target=restart, daemon=True)
+        restarting.start()
+        assert not stopped.wait(timeout=1.0)  # two claims await their answers: the stop waits
+        answer_claims.set()
+        for thread in claimers:
+            thread.join(timeout=60)
+        assert sorted(answered) == [(7, 201), (8, 201)]
+        assert stopped.wait(timeout=60), "the stop still waited after both answers had passed"
+        late = threading.Thread(target=claim, args=(9,), daemon=True)
+        late.start()
+        assert not claims_seen.acquire(timeout=1.0), "a claim reached the store while it was being stopped"
+        restarted.set()
+        assert claims_seen.acquire(timeout=60), "the held claim was not sent once the stop was over"
+        late.join(timeout=60)
+        assert (9, 201) in answered
+    finally:
+        answer_claims.set()
+        gate.close()
+        store.shutdown()
 
 
 def test_orphans_are_the_data_files_no_commit_ever_added(tmp_path):

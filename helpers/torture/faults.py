@@ -22,14 +22,17 @@ process's whole process group (the Python writer and, for Spark, its JVM) at tha
 A killed writer never sees an answer; the request it was sending either reached the store
 whole or not at all, which is exactly a crash between two steps.
 
-deltalake's DynamoDB log store moves a staged commit to ``N.json`` in two requests, a copy and
-then a delete of the staged file, and deltalake 1.5.1 cannot repair a commit stopped between the
-two (``helpers/torture/wedge.py`` shows it). No kill point lies there, and the gates keep service
-restarts out of it too (:class:`CopyWindows`): a restart never lands in that gap by chance.
+The gates also keep service restarts out of two spans of a commit (:class:`StopWindows`): a claim
+awaiting its answer, where a lost answer makes deltalake commit one operation twice
+(``findings/deltalake-lost-commit-response-commits-twice``, shown on purpose by its reproducer),
+and, for deltalake's DynamoDB log store, the gap between its copy of a staged commit to ``N.json``
+and its delete of the staged file, which deltalake 1.5.1 cannot repair (``helpers/torture/wedge.py``
+shows it). No kill point lies in either, and a restart never lands in one by chance.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
@@ -101,36 +104,50 @@ def staged_cleanup(method: str, path: str, body: bytes | None = None) -> bool:
     return False
 
 
-class CopyWindows:
-    """The gates of one protocol's run that have copied a staged commit to ``N.json`` and not yet
-    deleted the staged file. :meth:`closed` holds new copies back and waits until none is open,
-    so a service can be stopped outside every window."""
+class StopWindows:
+    """The spans of the writers' commits in which a service must not stop, gate by gate:
+
+    * a claim awaiting its answer: if the store applied the claim and stopped before answering,
+      the writer's HTTP client sends the claim again, the store refuses it (the version now
+      exists) and deltalake commits the same operation again at the next version
+      (``findings/deltalake-lost-commit-response-commits-twice``);
+    * a copy of a staged commit to ``N.json`` awaiting the delete of the staged file, which
+      deltalake 1.5.1 cannot repair (:mod:`helpers.torture.wedge`).
+
+    :meth:`closed` holds new windows back and waits until none is open, so a service is stopped
+    between commits' steps, never inside one of these. A gate may have several open at once (a
+    Spark driver's threads share its gate)."""
+
+    CLAIM, COPY = "claim", "copy"
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._held = False
-        self._open: set[int] = set()
+        self._open: collections.Counter = collections.Counter()
 
-    def enter(self, gate: "KillGate") -> None:
-        """Called by a gate before it forwards a copy's completion; waits while a stop is being made."""
+    def enter(self, gate: "KillGate", kind: str) -> None:
+        """Called by a gate before it forwards a claim or a copy's completion; waits while a stop is being made."""
         with self._changed:
             while self._held:
                 self._changed.wait()
-            self._open.add(id(gate))
+            # a claim is left once per enter (the same call); a copy's window is one per gate, closed by its cleanup
+            self._open[(id(gate), kind)] = self._open[(id(gate), kind)] + 1 if kind == self.CLAIM else 1
 
-    def leave(self, gate: "KillGate") -> None:
+    def leave(self, gate: "KillGate", kind: str) -> None:
         with self._changed:
-            self._open.discard(id(gate))
+            key = (id(gate), kind)
+            if self._open[key] > 0:
+                self._open[key] -= 1
             self._changed.notify_all()
 
     @contextlib.contextmanager
     def closed(self, alive):
-        """While the block runs, no copy is between its completion and its cleanup, and none
+        """While the block runs, no claim awaits its answer and no copy its cleanup, and none
         begins. ``alive(gate_id)``: whether the process behind a gate still runs (a dead one's
-        window is closed for it)."""
+        windows are closed for it)."""
         with self._changed:
             self._held = True
-            while any(alive(gate) for gate in self._open):
+            while any(count and alive(gate) for (gate, _), count in self._open.items()):
                 self._changed.wait(timeout=0.1)  # to look at the processes again, not a deadline
         try:
             yield
@@ -144,7 +161,7 @@ class KillGate(CommitGate):
     """A gate that kills its writer process at the point it is armed with (see the module's
     text); unarmed, a plain pass-through."""
 
-    def __init__(self, upstream: str, *, claim_style: str, windows: CopyWindows | None = None) -> None:
+    def __init__(self, upstream: str, *, claim_style: str, windows: StopWindows | None = None) -> None:
         super().__init__(upstream)
         self.claim_style = claim_style
         self.windows = windows
@@ -181,17 +198,20 @@ class KillGate(CommitGate):
     def forward(self, method: str, path: str, headers, body):
         if self.windows is None:
             return self._forward(method, path, headers, body)
-        completion = copy_completion(method, path, headers)
-        if completion:
-            self.windows.enter(self)
+        opened = [kind for kind, opens in ((StopWindows.CLAIM, claim_of_request(method, path, headers, body, self.claim_style) is not None),
+                                           (StopWindows.COPY, copy_completion(method, path, headers))) if opens]
+        for kind in opened:
+            self.windows.enter(self, kind)
         try:
             answer = self._forward(method, path, headers, body)
         except BaseException:
-            if completion:
-                self.windows.leave(self)
+            for kind in opened:
+                self.windows.leave(self, kind)
             raise
-        if (completion and answer[0] >= 300) or staged_cleanup(method, path, body):
-            self.windows.leave(self)
+        if StopWindows.CLAIM in opened:
+            self.windows.leave(self, StopWindows.CLAIM)
+        if (StopWindows.COPY in opened and answer[0] >= 300) or staged_cleanup(method, path, body):
+            self.windows.leave(self, StopWindows.COPY)
         return answer
 
     def _forward(self, method: str, path: str, headers, body):

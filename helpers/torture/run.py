@@ -128,7 +128,7 @@ class ProtocolRun:
         self.armed: _Incarnation | None = None
         """The process whose gate is armed, until it is killed or ends."""
         self.restarts_made: list[dict] = []
-        self.copy_windows = faults.CopyWindows()
+        self.stop_windows = faults.StopWindows()
         self.slots: list[_Slot] = []
         ids = iter(self.operations)
         for group in proto.groups:
@@ -180,7 +180,7 @@ class ProtocolRun:
             backend = "azure" if slot.group.commit == "azure" else "s3"
             gate = faults.KillGate(config.azurite_endpoint() if backend == "azure" else config.moto_endpoint(),
                                    claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
-                                   windows=self.copy_windows)
+                                   windows=self.stop_windows)
             options = gate.route_azure(options) if backend == "azure" else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
         remaining, deletable = self._remaining(slot)
         inc = _Incarnation(name=name, era=slot.group.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json",
@@ -237,7 +237,7 @@ class ProtocolRun:
     def _restart(self, name: str) -> None:
         """Stop ``name``; start it again once a writer failed for want of it (or after OUTAGE_MAX_S)."""
         gates = {id(s.current.gate): s.current for s in self.slots if s.current.gate is not None}
-        with self.copy_windows.closed(lambda gate: gate in gates and gates[gate].process.poll() is None):
+        with self.stop_windows.closed(lambda gate: gate in gates and gates[gate].process.poll() is None):
             t_stop = time.time()
             services.down([name], quiet=True)  # its state stays on disk: Azurite's folder, moto's journal
         deadline = time.monotonic() + OUTAGE_MAX_S
