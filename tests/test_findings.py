@@ -79,6 +79,70 @@ def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path
     assert ("-> 409" if store == "azure" else "-> 412") in done.stdout, done.stdout
 
 
+@pytest.mark.spark
+def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its_own_claim(stores, table_name):
+    """The same lost answer in Delta Spark 4.4.0 with the DynamoDB log store: the finding's relay
+    (``--relay-drops dynamodb-claim``) sits between the workbook's log store and moto's DynamoDB
+    and drops the answer to one append's claim. The AWS SDK resends the PutItem and DynamoDB
+    refuses it. Taken for a lost race (``recognizeOwnClaim=false``, as a log store that does not
+    look), Delta's commit loop commits the same file again at the next version; the workbook's log
+    store reads the item, finds its own staged file and keeps the claim: one commit."""
+    import json
+    import sys
+    import time
+    import urllib.request
+
+    from pyspark.sql import SparkSession
+
+    from helpers import config, delta_log, integrity, services, sessions, tables
+
+    relay_port = services.free_port()
+    relay = subprocess.Popen([sys.executable, str(FINDINGS / "deltalake-lost-commit-response-commits-twice" / "repro.py"),
+                              "--relay", str(relay_port), str(config.moto_port()), "--relay-drops", "dynamodb-claim"])
+
+    def relay_control(what: str) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{relay_port}/relay-control/{what}", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+
+    outcome = {}
+    try:
+        for _ in range(600):  # up to a minute for the relay's Python to bind its port; not a timing of the test
+            try:
+                relay_control("state")
+                break
+            except OSError:
+                time.sleep(0.1)
+        spark = sessions.spark_session("s3", "dynamodb", app_name="test-lost-claim-answer",
+                                       extra_conf={sessions.DYNAMODB_ENDPOINT_KEY: f"http://127.0.0.1:{relay_port}"})
+        try:
+            for recognise in ("false", "true"):
+                spark.conf.set("spark.workbook.storage.ddb.recognizeOwnClaim", recognise)
+                uri = tables.s3_uri(f"{table_name}-{recognise}", scheme="s3a")
+                spark.createDataFrame([(0,)], "x int").write.format("delta").save(uri)
+                relay_control("arm")
+                spark.createDataFrame([(1,), (2,), (3,)], "x int").coalesce(1).write.format("delta").mode("append").save(uri)
+                state = relay_control("state")
+                commits = integrity.check_table(uri.replace("s3a://", "s3://", 1)).commit_bodies
+                appended = [a["path"] for a in delta_log.read_commit(commits[1])[1]]
+                outcome[recognise] = {"armed": state["armed"], "seen": state["seen"],
+                                      "versions with the appended file": sorted(v for v, body in commits.items()
+                                                                                if set(appended) & {a["path"] for a in delta_log.read_commit(body)[1]}),
+                                      "rows": spark.read.format("delta").load(uri).count()}
+        finally:
+            spark.stop()
+            SparkSession._instantiatedSession = None
+    finally:
+        relay.terminate()
+        relay.wait(timeout=60)
+    dropped = [line for line in outcome["false"]["seen"] if "answer dropped" in line]
+    assert not outcome["false"]["armed"] and dropped == ["PutItem 00000000000000000001.json (conditional) -> 200 (written; answer dropped, connection closed)"], outcome
+    assert "PutItem 00000000000000000001.json (conditional) -> 400" in outcome["false"]["seen"], outcome  # the SDK resent it: refused
+    assert outcome["false"]["versions with the appended file"] == [1, 2], outcome  # Delta committed it again: the finding
+    assert outcome["true"]["versions with the appended file"] == [1], outcome  # the log store kept its own claim
+    assert outcome["true"]["rows"] == 4 and outcome["false"]["rows"] == 4, outcome
+
+
 def test_the_oldest_era_reads_the_twice_committed_append_twice(tmp_path):
     """deltalake 0.14.0 (the seeds' lock era) has the same retry, and its reader counts the
     appended file once per commit: 7 rows where 4 were written."""

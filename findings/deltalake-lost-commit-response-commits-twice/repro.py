@@ -201,9 +201,10 @@ class Relay(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int, upstream_port: int) -> None:
+    def __init__(self, port: int, upstream_port: int, drops: str = "commit-file") -> None:
         super().__init__(("127.0.0.1", port), RelayHandler)
         self.upstream_port = upstream_port
+        self.drops = drops
         self.armed = False
         self.seen: list[str] = []
         self.lock = threading.Lock()
@@ -212,9 +213,9 @@ class Relay(http.server.ThreadingHTTPServer):
         pass  # the dropped connection is the point
 
 
-def start_relay(upstream_port: int) -> int:
+def start_relay(upstream_port: int, drops: str = "commit-file") -> int:
     port = free_port()
-    start_server([sys.executable, __file__, "--relay", str(port), str(upstream_port)], port, "the relay")
+    start_server([sys.executable, __file__, "--relay", str(port), str(upstream_port), "--relay-drops", drops], port, "the relay")
     return port
 
 
@@ -242,16 +243,13 @@ class RelayHandler(http.server.BaseHTTPRequestHandler):
         answer = upstream.getresponse()
         data = answer.read()
         upstream.close()
-        path = unquote(urlparse(self.path).path)
-        conditional = self.headers.get("If-None-Match")
         with self.server.lock:
-            drop = self.server.armed and self.command == "PUT" and COMMIT_FILE.search(path) is not None
+            claim = self.claim(body)
+            drop = self.server.armed and claim is not None
             if drop:
                 self.server.armed = False
-            if (COMMIT_FILE.search(path) and self.command not in ("GET", "HEAD")) or drop:
-                self.server.seen.append(f"{self.command} {path.rsplit('/', 2)[-2]}/{path.rsplit('/', 1)[-1]}"
-                                        f"{' If-None-Match: ' + conditional if conditional else ''}"
-                                        f" -> {answer.status}{' (written; answer dropped, connection closed)' if drop else ''}")
+            if claim is not None:
+                self.server.seen.append(f"{claim} -> {answer.status}{' (written; answer dropped, connection closed)' if drop else ''}")
         if drop:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -263,6 +261,21 @@ class RelayHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def claim(self, body: bytes) -> str | None:
+        """What this request claims, shown, if it is the kind the relay drops; else None. A commit
+        file's write (``PUT .../_delta_log/N.json``), or with ``--relay-drops dynamodb-claim`` a
+        conditional DynamoDB ``PutItem`` (the claim of Delta's and delta-rs's DynamoDB log stores;
+        used by the workbook's own test of Delta Spark)."""
+        if self.server.drops == "dynamodb-claim":
+            if not self.headers.get("X-Amz-Target", "").endswith(".PutItem") or b"ConditionExpression" not in body:
+                return None
+            return f"PutItem {json.loads(body)['Item']['fileName']['S']} (conditional)"
+        path = unquote(urlparse(self.path).path)
+        if self.command != "PUT" or COMMIT_FILE.search(path) is None:
+            return None
+        conditional = self.headers.get("If-None-Match")
+        return f"PUT {path.rsplit('/', 2)[-2]}/{path.rsplit('/', 1)[-1]}{' If-None-Match: ' + conditional if conditional else ''}"
 
     def control(self) -> None:
         with self.server.lock:
@@ -289,10 +302,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-retries", help="storage option max_retries for deltalake (0: the workaround, deltalake 1.x)")
     parser.add_argument("--app-transaction", action="store_true",
                         help="append with CommitProperties(app_transactions=[Transaction('repro-job', 1)]) (the other workaround)")
-    parser.add_argument("--relay", nargs=2, type=int, metavar=("PORT", "UPSTREAM_PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--relay", nargs=2, type=int, metavar=("PORT", "UPSTREAM_PORT"),
+                        help="only run the relay, in front of 127.0.0.1:UPSTREAM_PORT (what the script starts for itself)")
+    parser.add_argument("--relay-drops", choices=("commit-file", "dynamodb-claim"), default="commit-file",
+                        help="with --relay: whose answer it drops once armed (POST /relay-control/arm)")
     args = parser.parse_args(argv)
     if args.relay:
-        Relay(*args.relay).serve_forever()
+        Relay(*args.relay, drops=args.relay_drops).serve_forever()
         return 0
     try:
         import deltalake

@@ -89,7 +89,13 @@ import software.amazon.awssdk.services.dynamodb.model.TableDescription;
  *   <li>Stage the commit in {@code _delta_log/.tmp/N.json.<uuid>}.</li>
  *   <li>Claim version N with a conditional PutItem of the incomplete item, which only succeeds if no
  *       item for N exists. Losing that race fails the write with {@link FileAlreadyExistsException}.
- *       Winning it decides the commit: from here on, nothing may fail the write.</li>
+ *       Winning it decides the commit: from here on, nothing may fail the write. A refusal is a
+ *       lost race only if the item names another staged file: when the claim's answer is lost
+ *       (the connection closes after DynamoDB wrote the item), the AWS SDK sends the PutItem again
+ *       and DynamoDB refuses it, yet the item is this writer's own. Taken for a lost race, Delta
+ *       would commit the same actions again at N+1
+ *       ({@code findings/deltalake-lost-commit-response-commits-twice}); so the item is read, and
+ *       if its {@code tempPath} is this commit's staged file, the claim stands.</li>
  *   <li>Copy the staged file to {@code N.json} and mark the item complete. If either step fails the
  *       error is only logged; whoever next lists the log or commits N+1 finishes the job.</li>
  * </ol>
@@ -112,6 +118,9 @@ import software.amazon.awssdk.services.dynamodb.model.TableDescription;
  *       {@code us-east-1}).</li>
  *   <li>{@code spark.io.delta.storage.S3DynamoDBLogStore.ddb.ttl}: seconds a complete item is kept
  *       (default 86400). Too short a value lets two writers claim the same version.</li>
+ *   <li>{@code spark.workbook.storage.ddb.recognizeOwnClaim}: {@code true} (the default) reads a
+ *       refused claim's item as above; {@code false} takes every refusal for a lost race, as a
+ *       log store that does not look would (the workbook's tests show the difference).</li>
  *   <li>{@code spark.workbook.storage.ddb.endpoint}: the DynamoDB endpoint, e.g.
  *       {@code http://127.0.0.1:5050}; when absent the AWS SDK finds the normal one.</li>
  *   <li>Credentials: {@code fs.s3a.access.key} and {@code fs.s3a.secret.key} (and
@@ -130,6 +139,7 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     static final String TTL_KEY = "ddb.ttl";
     // Our own addition.
     static final String ENDPOINT_KEY = "workbook.storage.ddb.endpoint";
+    static final String RECOGNIZE_OWN_CLAIM_KEY = "workbook.storage.ddb.recognizeOwnClaim";
 
     static final String DEFAULT_TABLE_NAME = "delta_log";
     static final String DEFAULT_REGION = "us-east-1";
@@ -156,6 +166,7 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private final String tableName;
     private final String endpoint;
     private final long ttlSeconds;
+    private final boolean recognizeOwnClaim;
 
     public EndpointS3DynamoDBLogStore(Configuration hadoopConf) throws IOException {
         super(hadoopConf);
@@ -167,6 +178,8 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
             throw new IllegalArgumentException(
                 "The DynamoDB log store's " + TTL_KEY + " must not be negative, got " + ttlSeconds);
         }
+        String ownClaim = firstSet(hadoopConf, "spark." + RECOGNIZE_OWN_CLAIM_KEY, RECOGNIZE_OWN_CLAIM_KEY);
+        recognizeOwnClaim = ownClaim == null || !ownClaim.trim().equalsIgnoreCase("false");
         String configuredEndpoint = firstSet(hadoopConf, "spark." + ENDPOINT_KEY, ENDPOINT_KEY);
         endpoint = configuredEndpoint == null || configuredEndpoint.isBlank()
             ? null : configuredEndpoint.trim();
@@ -347,10 +360,16 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
                 .item(claim)
                 .conditionExpression("attribute_not_exists(" + FILE_NAME + ")")
                 .build());
-        } catch (ConditionalCheckFailedException lost) {
-            LOG.info("Version {} of {} was claimed by another writer first", version, tableKey);
-            throw new FileAlreadyExistsException(target.toString(), null,
-                "another writer claimed this version in DynamoDB table " + tableName);
+        } catch (ConditionalCheckFailedException refused) {
+            Optional<CommitItem> holder = recognizeOwnClaim ? item(tableKey, fileName) : Optional.empty();
+            if (holder.isPresent() && stagedName.equals(holder.get().tempPath)) {
+                LOG.warn("Version {} of {}: the claim was refused, but the item is this writer's own "
+                    + "(the SDK resent a claim whose answer was lost); the claim stands", version, tableKey);
+            } else {
+                LOG.info("Version {} of {} was claimed by another writer first", version, tableKey);
+                throw new FileAlreadyExistsException(target.toString(), null,
+                    "another writer claimed this version in DynamoDB table " + tableName);
+            }
         } catch (SdkException e) {
             throw new IOException("Could not claim " + fileName + " of " + tableKey
                 + " in DynamoDB table " + tableName + ": " + e.getMessage(), e);
