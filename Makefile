@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw probe-store probe-versitygw clean distclean
+.PHONY: help install install-python preflight lock workbook test bench torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw s3-on-versitygw probe-store probe-versitygw clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -169,6 +169,10 @@ versitygw: install ## build the real S3 server versitygw (pinned, with the machi
 PROBE_ARGS ?=
 probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options
 	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
+
+S3_NOTEBOOKS := 04 05 08 09 10 13
+s3-on-versitygw: versitygw ## the S3 notebooks ($(S3_NOTEBOOKS)) run unchanged with the real S3 server versitygw playing S3 and moto DynamoDB (WORKBOOK_S3_SERVER=versitygw; about 10 min; CI runs it); executed copies in build/on-versitygw/
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.workbook run --into build/on-versitygw $(S3_NOTEBOOKS)
 
 probe-versitygw: versitygw ## the store probe against a versitygw of its own (a real S3 server), started and stopped around it
 	$(PY) -m helpers.versitygw run -- $(PY) -m helpers.probe $(PROBE_ARGS)

@@ -204,19 +204,29 @@ def _client_of(user_agent: str) -> str:
     return user_agent.split(" ", 1)[0] or "unknown"
 
 
+def _http_target(endpoint: str) -> tuple[str, int]:
+    target = urlparse(endpoint)
+    if target.scheme != "http" or not target.hostname:
+        raise GateError(f"The gate forwards to an http:// endpoint, not {endpoint!r}.")
+    return target.hostname, target.port or 80
+
+
 class CommitGate:
     """A proxy on ``127.0.0.1`` in front of the S3 emulator (see the module's text)."""
 
-    def __init__(self, upstream: str | None = None, *, port: int = 0) -> None:
+    def __init__(self, upstream: str | None = None, *, port: int = 0, dynamodb_upstream: str | None = None) -> None:
+        """``upstream``: the S3 emulator (default: the one ``WORKBOOK_S3_SERVER`` names);
+        ``dynamodb_upstream``: where DynamoDB requests routed through the gate go (default: moto,
+        which is ``upstream`` itself unless another server plays S3)."""
         if config.profile() != "local":
             raise GateError(
                 "The commit gate sits in front of the local S3 emulator (plain http). With WORKBOOK_PROFILE=cloud "
                 "there is no emulator to put it in front of; run the notebook's races on the local profile."
             )
-        target = urlparse(upstream or config.moto_endpoint())
-        if target.scheme != "http" or not target.hostname:
-            raise GateError(f"The gate forwards to an http:// endpoint, not {upstream!r}.")
-        self.upstream_host, self.upstream_port = target.hostname, target.port or 80
+        self.upstream_host, self.upstream_port = _http_target(upstream or config.s3_emulator_endpoint())
+        moto_plays_s3 = config.s3_server() == "moto"
+        self.dynamodb_host, self.dynamodb_port = _http_target(
+            dynamodb_upstream or (upstream if upstream and moto_plays_s3 else config.moto_endpoint()))
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
         self._requests: list[CommitRequest] = []
@@ -400,11 +410,15 @@ class CommitGate:
         """Send one request to the emulator on this thread's connection; return (status, reason, headers, body).
         Every request passes here, after the commit-file hold: a subclass that holds by another
         rule wraps this method (``helpers.driver_jobs.DataFirstGate``)."""
+        dynamodb = any(name.lower() == "x-amz-target" and value.startswith("DynamoDB") for name, value in headers)
+        target = (self.dynamodb_host, self.dynamodb_port) if dynamodb else (self.upstream_host, self.upstream_port)
+        connections = getattr(self._local, "connections", None)
+        if connections is None:
+            connections = self._local.connections = {}  # this thread's, one per upstream
         for attempt in (1, 2):
-            connection = getattr(self._local, "connection", None)
+            connection = connections.get(target)
             if connection is None:
-                connection = self._local.connection = http.client.HTTPConnection(
-                    self.upstream_host, self.upstream_port, timeout=UPSTREAM_TIMEOUT_S)
+                connection = connections[target] = http.client.HTTPConnection(*target, timeout=UPSTREAM_TIMEOUT_S)
             try:
                 connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
                 for name, value in headers:
@@ -417,7 +431,7 @@ class CommitGate:
                 return response.status, response.reason, response.getheaders(), data
             except (ConnectionError, http.client.HTTPException, OSError):
                 connection.close()
-                self._local.connection = None
+                connections.pop(target, None)
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

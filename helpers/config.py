@@ -138,6 +138,39 @@ def moto_endpoint() -> str:
     return f"http://{moto_host()}:{moto_port()}"
 
 
+S3_SERVERS = ("moto", "versitygw")
+"""Which server plays S3 locally (``WORKBOOK_S3_SERVER``): moto (the default; it also plays
+DynamoDB), or versitygw, a real S3 server (``make versitygw`` builds it), with DynamoDB still on moto."""
+VERSITYGW_DEFAULT_PORT = 7070
+
+
+def s3_server() -> str:
+    """``moto`` or ``versitygw`` (``WORKBOOK_S3_SERVER``); a misspelling is an error that lists both."""
+    value = os.environ.get("WORKBOOK_S3_SERVER", "moto").strip().lower() or "moto"
+    if value not in S3_SERVERS:
+        raise ConfigError(f"WORKBOOK_S3_SERVER={value!r} is not one of {', '.join(S3_SERVERS)}: unset it for moto, "
+                          "or set versitygw (`make versitygw` builds it).")
+    return value
+
+
+def versitygw_port() -> int:
+    """Port of versitygw when it plays S3 (``WORKBOOK_VERSITYGW_PORT``)."""
+    return _env_int("WORKBOOK_VERSITYGW_PORT", VERSITYGW_DEFAULT_PORT)
+
+
+def versitygw_host() -> str:
+    return os.environ.get("WORKBOOK_VERSITYGW_HOST", LOCALHOST)
+
+
+def versitygw_endpoint() -> str:
+    return f"http://{versitygw_host()}:{versitygw_port()}"
+
+
+def s3_emulator_endpoint() -> str:
+    """The local server playing S3: moto's endpoint, or versitygw's with ``WORKBOOK_S3_SERVER=versitygw``."""
+    return versitygw_endpoint() if s3_server() == "versitygw" else moto_endpoint()
+
+
 # The well-known, public credentials of the emulators. They open nothing outside this machine.
 EMULATOR_AWS_REGION = "us-east-1"
 EMULATOR_AWS_ACCESS_KEY_ID = "workbook"
@@ -174,7 +207,7 @@ def aws_endpoint(service: str = "s3") -> str:
     profile ``AWS_ENDPOINT_URL_<SERVICE>`` or ``AWS_ENDPOINT_URL`` if set (boto3 and delta-rs read
     both), else AWS's regional endpoint."""
     if profile() == "local":
-        return moto_endpoint()
+        return s3_emulator_endpoint() if service == "s3" else moto_endpoint()
     override = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or os.environ.get("AWS_ENDPOINT_URL")
     return override or f"https://{service}.{names().aws_region}.amazonaws.com"
 

@@ -47,7 +47,7 @@ def ensure_table(name: str = tables.OLD_LOCK_TABLE) -> str:
         )
         client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
     except EndpointConnectionError as error:
-        raise storage.StorageError(f"DynamoDB does not answer at {config.moto_endpoint()}: {error}") from error
+        raise storage.StorageError(f"DynamoDB does not answer at {config.aws_endpoint('dynamodb')}: {error}") from error
     return name
 
 

@@ -3,11 +3,13 @@
 (Longer than 400 lines because it is one lifecycle, start, adopt, wait, stop, reset, for two
 services, plus the command line the Makefile calls; split, each half would need the other.)
 
-Two services, both bound to 127.0.0.1 only:
+Two services, or three, all bound to 127.0.0.1 only:
 
 * ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB,
   with its writes made atomic (``helpers/moto_server.py`` says why).
 * ``azurite``: Azurite's Blob service, playing Azure Blob Storage.
+* ``versitygw``, only with ``WORKBOOK_S3_SERVER=versitygw``: a real S3 server (built by ``make
+  versitygw``) playing S3, with bucket versioning; moto then plays DynamoDB alone.
 
 Each runs as a detached process whose pid file, log and state live under ``.state/``. ``up`` is
 idempotent (a service that already answers is left alone, even one started by docker compose),
@@ -22,7 +24,7 @@ would replay all of it. ``reset`` empties the journal too.
 
 Command line::
 
-    python -m helpers.services up|down|status|reset [moto|azurite ...]
+    python -m helpers.services up|down|status|reset [moto|azurite|versitygw|s3|dynamodb|azure ...]
     python -m helpers.services run -- COMMAND ...   # services up, COMMAND, then stop what was started
 
 Every failure raises :class:`ServiceError` with a message that says what to do.
@@ -46,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from helpers import config, moto_server, preflight
+from helpers import config, moto_server, preflight, versitygw
 from helpers.writers.protocol import process_alive
 
 START_TIMEOUT_S = 60.0
@@ -69,6 +71,8 @@ class Service:
     """Returns a description of the server answering on the port if it is this service, else None."""
     command: Callable[[int], list[str]]
     port_variable: str
+    environment: Callable[[], dict[str, str]] | None = None
+    """The process's environment, when it needs more than this one's (versitygw: its root keys)."""
 
     @property
     def pid_file(self) -> Path:
@@ -194,6 +198,24 @@ AZURITE_FLAGS = (
 """Also in docker-compose.yml (tests/test_compose.py keeps them equal)."""
 
 
+def _identify_versitygw(host: str, port: int) -> str | None:
+    # An unsigned request gets an S3 error document, from a server that names itself
+    answer = _http_get(f"http://{host}:{port}/")
+    if answer is None or {k.lower(): v for k, v in answer[1].items()}.get("server") != "VERSITYGW":
+        return None
+    return "versitygw (a real S3 server)"
+
+
+def _versitygw_command(port: int) -> list[str]:
+    if not versitygw.built():
+        raise ServiceError(f"versitygw is not built: run `make versitygw` ({versitygw.check_go() or 'Go is ready'}), "
+                           "or unset WORKBOOK_S3_SERVER to play S3 on moto.")
+    root = SERVICES["versitygw"].data_dir
+    for folder in ("data", "versions"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    return versitygw.command(port, root)
+
+
 def _azurite_command(port: int) -> list[str]:
     problem = preflight.check_node_runtime()
     if problem:
@@ -233,15 +255,36 @@ SERVICES: dict[str, Service] = {
         command=_azurite_command,
         port_variable="WORKBOOK_AZURITE_PORT",
     ),
+    "versitygw": Service(
+        name="versitygw",
+        provides=("s3",),
+        host=config.versitygw_host,
+        port=config.versitygw_port,
+        identify=_identify_versitygw,
+        command=_versitygw_command,
+        port_variable="WORKBOOK_VERSITYGW_PORT",
+        environment=lambda: versitygw.environment(),
+    ),
 }
+
+
+def active() -> list[Service]:
+    """The services the workbook runs: moto and Azurite, and versitygw when it plays S3
+    (``WORKBOOK_S3_SERVER=versitygw``; moto then plays DynamoDB alone)."""
+    return [SERVICES[name] for name in ("moto", "azurite", "versitygw") if name != "versitygw" or config.s3_server() == "versitygw"]
+
+
+def plays(service: Service) -> tuple[str, ...]:
+    """What ``service`` plays now: moto leaves S3 to versitygw when that one plays it."""
+    return tuple(p for p in service.provides if p != "s3" or service.name == config.s3_server())
 
 
 def _select(names: Sequence[str] | None) -> list[Service]:
     if not names:
-        return list(SERVICES.values())
+        return active()
     chosen = []
     for name in names:
-        matches = [s for s in SERVICES.values() if name == s.name or name in s.provides]
+        matches = [SERVICES[name]] if name in SERVICES else [s for s in active() if name in plays(s)]
         if not matches:
             known = sorted(set(SERVICES) | {p for s in SERVICES.values() for p in s.provides})
             raise ServiceError(f"Unknown service {name!r}; choose from {', '.join(known)}.")
@@ -316,6 +359,7 @@ def _start(service: Service) -> int:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=config.ROOT,
+            env=service.environment() if service.environment else None,
             start_new_session=True,  # survives the notebook kernel or make that started it
         )
     service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command}))
@@ -454,13 +498,15 @@ def _print_status(states: list[Status]) -> None:
     for s in states:
         state = "answering" if s.answering else "not running"
         who = f"started by the workbook, pid {s.pid}" if s.managed else ("started elsewhere" if s.answering else "")
-        print(f"{s.name:8} {s.endpoint:16} {state:12} {who:36} {s.identity or ''}".rstrip())
+        role = "plays " + " + ".join(plays(SERVICES[s.name])) if s.name in SERVICES else ""
+        print(f"{s.name:9} {role:25} {s.endpoint:16} {state:12} {who:36} {s.identity or ''}".rstrip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.services", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["up", "down", "status", "reset", "run"])
-    parser.add_argument("names", nargs="*", help="moto, azurite (or s3, dynamodb, azure); default: all")
+    parser.add_argument("names", nargs="*", help="moto, azurite, versitygw (or s3, dynamodb, azure); default: all the workbook runs "
+                        "(versitygw only with WORKBOOK_S3_SERVER=versitygw)")
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
     if "--" in argv:

@@ -243,7 +243,7 @@ def _s3a_conf() -> dict[str, str]:
     if config.profile() == "local":
         conf.update(
             {
-                "spark.hadoop.fs.s3a.endpoint": config.moto_endpoint(),
+                "spark.hadoop.fs.s3a.endpoint": config.aws_endpoint("s3"),
                 "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
                 "spark.hadoop.fs.s3a.access.key": config.EMULATOR_AWS_ACCESS_KEY_ID,
                 "spark.hadoop.fs.s3a.secret.key": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
@@ -279,7 +279,7 @@ def dynamodb_log_store_conf() -> dict[str, str]:
         return conf
     conf.update({
         "spark.delta.logStore.s3a.impl": WORKBOOK_DYNAMODB_LOG_STORE,
-        DYNAMODB_ENDPOINT_KEY: config.moto_endpoint(),
+        DYNAMODB_ENDPOINT_KEY: config.aws_endpoint("dynamodb"),
         "spark.jars": str(log_store_jar()),
     })
     return conf

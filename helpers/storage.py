@@ -74,11 +74,11 @@ def _aws_trouble(what: str, client, resource: str, error: Exception) -> StorageE
 # ---------------------------------------------------------------------------------------------
 
 
-def _aws_kwargs(endpoint_url: str | None = None) -> dict[str, str]:
+def _aws_kwargs(service: str, endpoint_url: str | None = None) -> dict[str, str]:
     kwargs = {"region_name": config.names().aws_region}
     if config.profile() == "local":
         kwargs.update(
-            endpoint_url=endpoint_url or config.moto_endpoint(),
+            endpoint_url=endpoint_url or config.aws_endpoint(service),
             aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
             aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY,
         )
@@ -95,13 +95,13 @@ def _aws_client(service: str, **kwargs):
 def s3_client(endpoint_url: str | None = None):
     """A boto3 S3 client for the emulator (or real S3 in the cloud profile); ``endpoint_url``:
     another door to the emulator, such as the commit gate's."""
-    return _aws_client("s3", **_aws_kwargs(endpoint_url))
+    return _aws_client("s3", **_aws_kwargs("s3", endpoint_url))
 
 
 def dynamodb_client(endpoint_url: str | None = None):
     """A boto3 DynamoDB client for the emulator (or real DynamoDB in the cloud profile); ``endpoint_url``
     as for :func:`s3_client`."""
-    return _aws_client("dynamodb", **_aws_kwargs(endpoint_url))
+    return _aws_client("dynamodb", **_aws_kwargs("dynamodb", endpoint_url))
 
 
 def _aws_client_for_options(service: str, options: dict[str, str]):

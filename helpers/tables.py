@@ -113,7 +113,7 @@ def s3_storage_options(
     if config.profile() == "local":
         options.update(
             {
-                "AWS_ENDPOINT_URL": config.moto_endpoint(),
+                "AWS_ENDPOINT_URL": config.aws_endpoint("s3"),
                 "AWS_ALLOW_HTTP": "true",
                 "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
                 "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
@@ -130,7 +130,7 @@ def s3_storage_options(
             options["DYNAMO_LOCK_PARTITION_KEY_VALUE"] = lock_partition_key
             options["DYNAMO_LOCK_REFRESH_PERIOD_MILLIS"] = str(OLD_LOCK_REFRESH_MILLIS)
         if config.profile() == "local":
-            options["AWS_ENDPOINT_URL_DYNAMODB"] = config.moto_endpoint()
+            options["AWS_ENDPOINT_URL_DYNAMODB"] = config.aws_endpoint("dynamodb")
     if conditional_put is not None:
         options["conditional_put"] = conditional_put
     return options

@@ -197,8 +197,9 @@ tr.ok td:nth-child(2){{color:#1a7f37}} tr.failed td:nth-child(2){{color:#cf222e;
     return target
 
 
-def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None) -> list[Execution]:
-    """Execute the selected notebooks in order into build/executed/, render each, write the index."""
+def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None, into: Path | None = None) -> list[Execution]:
+    """Execute the selected notebooks in order into ``into`` (default build/executed/), render each, write the index."""
+    into = into or EXECUTED_DIR
     selected = notebooks(selection)
     if parameters:
         import papermill
@@ -210,12 +211,12 @@ def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None)
     executions = []
     for path in selected:
         print(f"{path.stem}: running", flush=True)
-        done = execute(path, EXECUTED_DIR / path.name, _parameters_for(path, parameters))
+        done = execute(path, into / path.name, _parameters_for(path, parameters))
         render_html(done.output)
         verdict = "passed" if done.ok else f"FAILED at {done.failed_cell}: {done.error}"
         print(f"{path.stem}: {verdict} ({done.seconds:.0f} s)", flush=True)
         executions.append(done)
-    index = write_index(executions, EXECUTED_DIR / "index.html")
+    index = write_index(executions, into / "index.html")
     print(f"index: {config.shown(index)}")
     return executions
 
@@ -338,11 +339,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("action", choices=["run", "refresh", "check", "kernel"])
     parser.add_argument("notebooks", nargs="*", help="numbers or names (default: all, in order)")
     parser.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--into", type=Path, help="run: the folder for the executed copies (default build/executed/)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     try:
         if args.action == "run":
-            executions = run(args.notebooks, parse_parameters(args.parameter))
+            executions = run(args.notebooks, parse_parameters(args.parameter), args.into)
             failed = [e for e in executions if not e.ok]
             for e in failed:
                 print(f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}", file=sys.stderr)

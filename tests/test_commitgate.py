@@ -118,6 +118,44 @@ def test_a_dead_emulator_is_a_502_that_names_it():
         assert answer.value.code == 502 and b"did not answer" in answer.value.read()
 
 
+def test_dynamodb_requests_go_to_their_own_upstream_when_another_server_plays_s3():
+    """With versitygw playing S3, a gate that routes the lock too sends DynamoDB requests (those with
+    an ``X-Amz-Target: DynamoDB_...`` header) to moto and everything else to the S3 server."""
+    import http.server
+    import threading
+    import urllib.request
+
+    def upstream(name):
+        class Answer(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(name)))
+                self.end_headers()
+                self.wfile.write(name)
+
+            do_GET = do_POST
+
+        server = http.server.ThreadingHTTPServer((config.LOCALHOST, 0), Answer)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    s3, dynamodb = upstream(b"s3"), upstream(b"dynamodb")
+    try:
+        with commitgate.CommitGate(f"http://{config.LOCALHOST}:{s3.server_address[1]}",
+                                   dynamodb_upstream=f"http://{config.LOCALHOST}:{dynamodb.server_address[1]}") as gate:
+            lock = urllib.request.Request(gate.endpoint + "/", data=b"{}", method="POST",
+                                          headers={"X-Amz-Target": "DynamoDB_20120810.GetItem"})
+            assert urllib.request.urlopen(lock, timeout=30).read() == b"dynamodb"
+            assert urllib.request.urlopen(gate.endpoint + "/bucket/key", timeout=30).read() == b"s3"
+    finally:
+        s3.shutdown()
+        dynamodb.shutdown()
+
+
 def test_the_cloud_profile_has_no_gate(monkeypatch):
     monkeypatch.setenv("WORKBOOK_PROFILE", "cloud")
     with pytest.raises(commitgate.GateError, match="local S3 emulator"):

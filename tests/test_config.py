@@ -43,3 +43,18 @@ def test_names_follow_the_environment(monkeypatch):
 def test_shown_paths_name_no_machine():
     assert config.shown(config.ROOT / "build" / "tables" / "x") == "build/tables/x"
     assert config.shown("/elsewhere/x") == "/elsewhere/x"
+
+
+def test_the_s3_server_is_moto_unless_versitygw_is_chosen(monkeypatch):
+    """WORKBOOK_S3_SERVER picks who plays S3; DynamoDB stays on moto; a misspelling says what to set."""
+    monkeypatch.delenv("WORKBOOK_S3_SERVER", raising=False)
+    monkeypatch.delenv("WORKBOOK_PROFILE", raising=False)
+    assert config.s3_server() == "moto"
+    assert config.aws_endpoint("s3") == config.aws_endpoint("dynamodb") == config.moto_endpoint()
+    monkeypatch.setenv("WORKBOOK_S3_SERVER", "versitygw")
+    monkeypatch.setenv("WORKBOOK_VERSITYGW_PORT", "7171")
+    assert config.aws_endpoint("s3") == "http://127.0.0.1:7171" == config.s3_emulator_endpoint()
+    assert config.aws_endpoint("dynamodb") == config.moto_endpoint()
+    monkeypatch.setenv("WORKBOOK_S3_SERVER", "minio")
+    with pytest.raises(config.ConfigError, match="not one of moto, versitygw: unset it for moto"):
+        config.s3_server()

@@ -79,6 +79,43 @@ def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path
     assert ("-> 409" if store == "azure" else "-> 412") in done.stdout, done.stdout
 
 
+def _lost_claim_outcomes(relay_port: int, table_name: str) -> dict:
+    """In a fresh process (jars are fixed when a JVM starts, and this worker may have started one
+    already): a Spark session whose DynamoDB log store reaches moto through the relay at
+    ``relay_port``; for ``recognizeOwnClaim`` false then true, a table, the relay armed, one append.
+    What the relay saw and which versions add the appended file, read from storage."""
+    import json
+    import urllib.request
+
+    from helpers import delta_log, integrity, sessions, tables
+
+    def relay_control(what: str) -> dict:
+        request = urllib.request.Request(f"http://127.0.0.1:{relay_port}/relay-control/{what}", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+
+    outcome = {}
+    spark = sessions.spark_session("s3", "dynamodb", app_name="test-lost-claim-answer",
+                                   extra_conf={sessions.DYNAMODB_ENDPOINT_KEY: f"http://127.0.0.1:{relay_port}"})
+    try:
+        for recognise in ("false", "true"):
+            spark.conf.set("spark.workbook.storage.ddb.recognizeOwnClaim", recognise)
+            uri = tables.s3_uri(f"{table_name}-{recognise}", scheme="s3a")
+            spark.createDataFrame([(0,)], "x int").write.format("delta").save(uri)
+            relay_control("arm")
+            spark.createDataFrame([(1,), (2,), (3,)], "x int").coalesce(1).write.format("delta").mode("append").save(uri)
+            state = relay_control("state")
+            commits = integrity.check_table(uri.replace("s3a://", "s3://", 1)).commit_bodies
+            appended = {a["path"] for a in delta_log.read_commit(commits[1])[1]}
+            outcome[recognise] = {"armed": state["armed"], "seen": state["seen"],
+                                  "versions with the appended file": sorted(v for v, body in commits.items()
+                                                                            if appended & {a["path"] for a in delta_log.read_commit(body)[1]}),
+                                  "rows": spark.read.format("delta").load(uri).count()}
+    finally:
+        spark.stop()
+    return outcome
+
+
 @pytest.mark.spark
 def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its_own_claim(stores, table_name):
     """The same lost answer in Delta Spark 4.4.0 with the DynamoDB log store: the finding's relay
@@ -92,49 +129,29 @@ def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its
     import time
     import urllib.request
 
-    from pyspark.sql import SparkSession
-
-    from helpers import config, delta_log, integrity, services, sessions, tables
+    from helpers import config, services
 
     relay_port = services.free_port()
     relay = subprocess.Popen([sys.executable, str(FINDINGS / "deltalake-lost-commit-response-commits-twice" / "repro.py"),
                               "--relay", str(relay_port), str(config.moto_port()), "--relay-drops", "dynamodb-claim"])
-
-    def relay_control(what: str) -> dict:
-        request = urllib.request.Request(f"http://127.0.0.1:{relay_port}/relay-control/{what}", data=b"", method="POST")
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return json.loads(answer.read())
-
-    outcome = {}
     try:
         for _ in range(600):  # up to a minute for the relay's Python to bind its port; not a timing of the test
             try:
-                relay_control("state")
+                urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{relay_port}/relay-control/state", data=b"",
+                                                              method="POST"), timeout=60).close()
                 break
             except OSError:
                 time.sleep(0.1)
-        spark = sessions.spark_session("s3", "dynamodb", app_name="test-lost-claim-answer",
-                                       extra_conf={sessions.DYNAMODB_ENDPOINT_KEY: f"http://127.0.0.1:{relay_port}"})
-        try:
-            for recognise in ("false", "true"):
-                spark.conf.set("spark.workbook.storage.ddb.recognizeOwnClaim", recognise)
-                uri = tables.s3_uri(f"{table_name}-{recognise}", scheme="s3a")
-                spark.createDataFrame([(0,)], "x int").write.format("delta").save(uri)
-                relay_control("arm")
-                spark.createDataFrame([(1,), (2,), (3,)], "x int").coalesce(1).write.format("delta").mode("append").save(uri)
-                state = relay_control("state")
-                commits = integrity.check_table(uri.replace("s3a://", "s3://", 1)).commit_bodies
-                appended = [a["path"] for a in delta_log.read_commit(commits[1])[1]]
-                outcome[recognise] = {"armed": state["armed"], "seen": state["seen"],
-                                      "versions with the appended file": sorted(v for v, body in commits.items()
-                                                                                if set(appended) & {a["path"] for a in delta_log.read_commit(body)[1]}),
-                                      "rows": spark.read.format("delta").load(uri).count()}
-        finally:
-            spark.stop()
-            SparkSession._instantiatedSession = None
+        code = ("import json, runpy, sys; outcome = runpy.run_path(sys.argv[1])['_lost_claim_outcomes'](int(sys.argv[2]), sys.argv[3]); "
+                "print('OUTCOME ' + json.dumps(outcome))")
+        done = subprocess.run([sys.executable, "-c", code, __file__, str(relay_port), table_name], capture_output=True, text=True,
+                              timeout=TIMEOUT, cwd=config.ROOT)
     finally:
         relay.terminate()
         relay.wait(timeout=60)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("OUTCOME ")]
+    assert done.returncode == 0 and lines, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    outcome = json.loads(lines[-1].removeprefix("OUTCOME "))
     dropped = [line for line in outcome["false"]["seen"] if "answer dropped" in line]
     assert not outcome["false"]["armed"] and dropped == ["PutItem 00000000000000000001.json (conditional) -> 200 (written; answer dropped, connection closed)"], outcome
     assert "PutItem 00000000000000000001.json (conditional) -> 400" in outcome["false"]["seen"], outcome  # the SDK resent it: refused

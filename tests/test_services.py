@@ -84,3 +84,19 @@ def test_unknown_service_and_cli(private_services, capsys):
     assert "not running" in capsys.readouterr().out
     assert services.main(["up", "s4"]) == 2
     assert "Unknown service 's4'" in capsys.readouterr().err
+
+
+def test_versitygw_plays_s3_only_when_chosen(private_services, monkeypatch, capsys):
+    """With WORKBOOK_S3_SERVER=versitygw, "s3" starts versitygw and "dynamodb" moto; status says who
+    plays what. Without it, versitygw is not among the services at all."""
+    monkeypatch.delenv("WORKBOOK_S3_SERVER", raising=False)
+    assert [s.name for s in services.active()] == ["moto", "azurite"]
+    assert [s.name for s in services._select(["s3"])] == ["moto"]
+    monkeypatch.setenv("WORKBOOK_S3_SERVER", "versitygw")
+    monkeypatch.setenv("WORKBOOK_VERSITYGW_PORT", str(services.free_port()))
+    assert [s.name for s in services._select(["s3"])] == ["versitygw"]
+    assert [s.name for s in services._select(["dynamodb"])] == ["moto"]
+    assert services.plays(services.SERVICES["moto"]) == ("dynamodb",)
+    assert services.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "versitygw plays s3" in out and "moto      plays dynamodb" in out, out

@@ -38,7 +38,7 @@ COPY_SOURCE_HEADERS = ("x-amz-copy-source", "x-ms-copy-source")
 
 def upstream(backend: str) -> str:
     """The emulator a meter for ``backend`` (``s3`` or ``azure``) stands in front of."""
-    return config.azurite_endpoint() if backend == "azure" else config.moto_endpoint()
+    return config.azurite_endpoint() if backend == "azure" else config.s3_emulator_endpoint()
 
 
 def column(prefix: str, kind: str) -> str:

@@ -59,7 +59,7 @@ def target(endpoint: str | None, allow_remote: bool) -> dict[str, str]:
     """Endpoint, credentials and region to probe: ``endpoint``, else the environment's, else moto's."""
     endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint is None:  # the workbook's own emulator
-        return {"endpoint": config.moto_endpoint(), "key": config.EMULATOR_AWS_ACCESS_KEY_ID,
+        return {"endpoint": config.s3_emulator_endpoint(), "key": config.EMULATOR_AWS_ACCESS_KEY_ID,
                 "secret": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "region": config.EMULATOR_AWS_REGION}
     parsed = urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:

@@ -58,10 +58,13 @@ class TortureError(RuntimeError):
 @contextlib.contextmanager
 def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")):
     """moto (durable: its journal replays its state when it starts again) and Azurite on free
-    ports, state under ``folder``, for this process and the processes it starts; stopped afterwards."""
-    saved_env = {k: os.environ.get(k) for k in ("WORKBOOK_MOTO_PORT", "WORKBOOK_AZURITE_PORT", "WORKBOOK_MOTO_DURABLE")}
+    ports, state under ``folder``, for this process and the processes it starts; stopped afterwards.
+    moto plays S3 here whatever ``WORKBOOK_S3_SERVER`` says: the harness restarts the server that
+    plays S3 and DynamoDB as one."""
+    saved_env = {k: os.environ.get(k) for k in ("WORKBOOK_MOTO_PORT", "WORKBOOK_AZURITE_PORT", "WORKBOOK_MOTO_DURABLE", "WORKBOOK_S3_SERVER")}
     saved_state = config.STATE_DIR
-    os.environ.update(WORKBOOK_MOTO_PORT=str(services.free_port()), WORKBOOK_AZURITE_PORT=str(services.free_port()), WORKBOOK_MOTO_DURABLE="1")
+    os.environ.update(WORKBOOK_MOTO_PORT=str(services.free_port()), WORKBOOK_AZURITE_PORT=str(services.free_port()), WORKBOOK_MOTO_DURABLE="1",
+                      WORKBOOK_S3_SERVER="moto")
     config.STATE_DIR = folder
     try:
         services.up(list(names), quiet=True)
