@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="numbers or names (default: all, in order)")
     parser.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--into", type=Path, help="run: the folder for the executed copies (default build/executed/)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options may follow the action: run --into DIR 04 05
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     try:
         if args.action == "run":

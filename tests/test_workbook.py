@@ -126,3 +126,12 @@ def test_a_word_assert_in_a_string_is_not_a_check(tmp_path):
     notebook["cells"][1]["source"] = "check = 1\nassert check == 1, 'expected 1'"
     path.write_text(json.dumps(notebook))
     assert "has no cell that asserts what it claims" not in workbook.policy_problems(path)
+
+
+def test_run_takes_its_options_after_the_action(tmp_path, capsys):
+    """`make s3-on-versitygw` calls `helpers.workbook run --into DIR 04 05 ...`: the options may follow
+    the action and precede the notebooks (an unknown notebook then is the only complaint)."""
+    from helpers import workbook
+
+    assert workbook.main(["run", "--into", str(tmp_path / "executed"), "99"]) == 2
+    assert "No notebook matches 99" in capsys.readouterr().err
