@@ -224,9 +224,9 @@ class CommitGate:
                 "there is no emulator to put it in front of; run the notebook's races on the local profile."
             )
         self.upstream_host, self.upstream_port = _http_target(upstream or config.s3_emulator_endpoint())
-        moto_plays_s3 = config.s3_server() == "moto"
-        self.dynamodb_host, self.dynamodb_port = _http_target(
-            dynamodb_upstream or (upstream if upstream and moto_plays_s3 else config.moto_endpoint()))
+        if dynamodb_upstream is None:  # moto plays DynamoDB, and S3 too unless another server does
+            dynamodb_upstream = (upstream or config.moto_endpoint()) if config.s3_server() == "moto" else config.moto_endpoint()
+        self.dynamodb_host, self.dynamodb_port = _http_target(dynamodb_upstream)
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
         self._requests: list[CommitRequest] = []

@@ -263,7 +263,7 @@ SERVICES: dict[str, Service] = {
         identify=_identify_versitygw,
         command=_versitygw_command,
         port_variable="WORKBOOK_VERSITYGW_PORT",
-        environment=lambda: versitygw.environment(),
+        environment=versitygw.environment,
     ),
 }
 

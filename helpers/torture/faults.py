@@ -197,13 +197,14 @@ class KillGate(CommitGate):
 
     def forward(self, method: str, path: str, headers, body):
         if self.windows is None:
-            return self._forward(method, path, headers, body)
-        opened = [kind for kind, opens in ((StopWindows.CLAIM, claim_of_request(method, path, headers, body, self.claim_style) is not None),
+            return self._forward(method, path, headers, body, step_of(method, path, headers, body, self.claim_style))
+        step = step_of(method, path, headers, body, self.claim_style)
+        opened = [kind for kind, opens in ((StopWindows.CLAIM, step == "claim"),
                                            (StopWindows.COPY, copy_completion(method, path, headers))) if opens]
         for kind in opened:
             self.windows.enter(self, kind)
         try:
-            answer = self._forward(method, path, headers, body)
+            answer = self._forward(method, path, headers, body, step)
         except BaseException:
             for kind in opened:
                 self.windows.leave(self, kind)
@@ -214,8 +215,7 @@ class KillGate(CommitGate):
             self.windows.leave(self, StopWindows.COPY)
         return answer
 
-    def _forward(self, method: str, path: str, headers, body):
-        step = step_of(method, path, headers, body, self.claim_style)
+    def _forward(self, method: str, path: str, headers, body, step: str | None):
         with self._state:
             if self.killed is not None:
                 raise Killed("the process was killed")
