@@ -171,8 +171,12 @@ probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (
 	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
 
 S3_NOTEBOOKS := 04 05 08 09 10 13
-s3-on-versitygw: versitygw ## the S3 notebooks ($(S3_NOTEBOOKS)) run unchanged with the real S3 server versitygw playing S3 and moto DynamoDB (WORKBOOK_S3_SERVER=versitygw; about 10 min; CI runs it); executed copies in build/on-versitygw/
+VERSITYGW_TORTURE := --protocols s3-conditional-put s3-unsafe-rename --per-writer 12 --kills 4 --restarts 1 --min-commits 40
+# The DynamoDB lock protocol (deltalake 1.5.1) is left out on versitygw: there a reader's repair of a live
+# commit fails its writer, and may commit an append twice (findings/deltalake-dynamodb-repair-of-a-live-commit).
+s3-on-versitygw: versitygw ## the S3 notebooks ($(S3_NOTEBOOKS)) and a torture subset run unchanged with the real S3 server versitygw playing S3 and moto DynamoDB (WORKBOOK_S3_SERVER=versitygw; about 12 min; CI runs it); executed copies in build/on-versitygw/, torture results in build/torture/on-versitygw/
 	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.workbook run --into build/on-versitygw $(S3_NOTEBOOKS)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.torture --name on-versitygw $(VERSITYGW_TORTURE)
 
 probe-versitygw: versitygw ## the store probe against a versitygw of its own (a real S3 server), started and stopped around it
 	$(PY) -m helpers.versitygw run -- $(PY) -m helpers.probe $(PROBE_ARGS)

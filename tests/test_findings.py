@@ -58,6 +58,18 @@ def test_dynamodb_log_store_still_stuck_on_a_commit_copied_but_not_completed(tmp
     assert done.stdout.count("already exists.") >= 4, "three opens and an append fail the same way"
 
 
+def test_a_reader_repairing_a_live_commit_still_makes_its_writer_fail_although_it_committed(tmp_path):
+    """deltalake 1.5.1: a reader completes writer A's claimed commit first; A's own copy is refused
+    and A reports "version 1 already exists" for an append that is in the log (measured by hand:
+    1.5.0, whose copy is unconditional, exits 0)."""
+    interop = eras.era(eras.DYNAMODB_INTEROP)
+    done = _reproduce("deltalake-dynamodb-repair-of-a-live-commit", eras.python_for(eras.DYNAMODB_INTEROP), tmp_path,
+                      "--moto-python", str(eras.python_for(eras.CURRENT)))
+    assert f"deltalake {interop.deltalake_version}," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(done, f"a repair of a live commit failing its writer (deltalake {interop.deltalake_version})")
+    assert "A's copy answered 412; A was told: DeltaError: Delta transaction failed, version 1 already exists." in done.stdout, done.stdout
+
+
 def test_moto_conditional_writes_still_let_two_writers_win(tmp_path):
     done = _reproduce("moto-conditional-writes-not-atomic", eras.python_for(eras.CURRENT), tmp_path)
     _assert_still_reproduces(done, "moto's non-atomic conditional writes")

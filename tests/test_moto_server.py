@@ -218,3 +218,33 @@ def test_without_the_variable_moto_keeps_no_journal(private_services, monkeypatc
     assert "--journal" not in services.SERVICES["moto"].command(5050)
     monkeypatch.setenv("WORKBOOK_MOTO_DURABLE", "1")
     assert services.SERVICES["moto"].command(5050)[-2:] == ["--journal", str(services.moto_journal())]
+
+
+def test_the_remembered_lookups_apply_to_the_pinned_moto_and_answer_as_moto_does():
+    """moto_server.remember_pure_lookups patches two of moto's functions by name: a moto release
+    that renames them fails here, not silently in a slower server. The remembered answers are
+    moto's own, asked twice (the second from memory)."""
+    from datetime import datetime, timezone
+
+    from moto.core.serialize import TimestampSerializer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    assert moto_server.remember_pure_lookups() == ["DomainDispatcherApplication.get_backend_for_host",
+                                                   "TimestampSerializer._convert_timestamp_to_str"]
+    assert moto_server.remember_pure_lookups()  # a second call leaves the first patch in place
+    assert TimestampSerializer._convert_timestamp_to_str.remembered
+    assert DomainDispatcherApplication.get_backend_for_host.remembered
+    original = TimestampSerializer._convert_timestamp_to_str.original
+    serializer = TimestampSerializer("iso8601")
+    when = datetime(2026, 11, 25, 23, 59, 58, 123456, tzinfo=timezone.utc)
+    for value, style in ((when, "iso8601"), (when, "rfc822"), ("2026-11-25T23:59:58.000Z", "iso8601"), (1795650000, "unixtimestamp")):
+        first = serializer._convert_timestamp_to_str(value, style)
+        assert serializer._convert_timestamp_to_str(value, style) == first
+        assert first == original(serializer, value, style)
+    assert serializer._convert_timestamp_to_str(when, "iso8601") == "2026-11-25T23:59:58.123456Z"
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    for host in ("s3.us-east-1.amazonaws.com", "dynamodb.us-east-1.amazonaws.com", "s3", "moto_api", None):
+        answer = dispatcher.get_backend_for_host(host)
+        assert dispatcher.get_backend_for_host(host) == answer == DomainDispatcherApplication.get_backend_for_host.original(dispatcher, host)
+    assert dispatcher.get_backend_for_host("s3.us-east-1.amazonaws.com") == "s3"
+    assert dispatcher.get_backend_for_host("dynamodb.us-east-1.amazonaws.com") == "dynamodb"

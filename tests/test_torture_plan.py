@@ -13,7 +13,7 @@ import papermill
 import pytest
 
 from helpers import config, delta_log, integrity
-from helpers.torture import check, faults, plan, run
+from helpers.torture import check, faults, plan, protocol_run, run
 from helpers.torture.check import LoggedOperation
 
 LOG = "/bucket/t/_delta_log/"
@@ -141,8 +141,8 @@ def test_a_service_is_stopped_only_when_no_writer_is_still_opening_its_table():
     """deltalake 1.5.1 opening a table while DynamoDB is down says only "error in DynamoDb": the
     harness never stops a service under a process that has not journaled ``go`` yet."""
     events = [{"event": "go", "process": "p1.1"}, {"event": "ack", "writer": "w1", "op": 1}, {"event": "go", "process": "p2.2"}]
-    assert run.still_setting_up(events, ["p1.1", "p2.2"]) == []
-    assert run.still_setting_up(events, ["p1.1", "p3.2"]) == ["p3.2"]
+    assert protocol_run.still_setting_up(events, ["p1.1", "p2.2"]) == []
+    assert protocol_run.still_setting_up(events, ["p1.1", "p3.2"]) == ["p3.2"]
 
 
 def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate():
@@ -350,3 +350,13 @@ def test_incomplete_lock_items_are_those_not_marked_complete(stores, table_name)
         assert check.incomplete_lock_items([uri + "-other"]) == []
     finally:
         storage.delete_lock_entries(uri)
+
+
+def test_a_restart_of_the_aws_store_stops_both_servers_when_versitygw_plays_s3(monkeypatch):
+    """With versitygw playing S3, a protocol's "moto" restart is the whole AWS store: both go down
+    and come back together; otherwise only the named service."""
+    monkeypatch.setenv("WORKBOOK_S3_SERVER", "versitygw")
+    assert protocol_run.restarted_together("moto") == ["versitygw", "moto"]
+    assert protocol_run.restarted_together("azurite") == ["azurite"]
+    monkeypatch.setenv("WORKBOOK_S3_SERVER", "moto")
+    assert protocol_run.restarted_together("moto") == ["moto"]

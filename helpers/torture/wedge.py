@@ -70,7 +70,7 @@ def wedge_in_era(era: str, table_uri: str) -> dict:
     created = runner.create_table_in_era(table_uri, options, era=era, first_batch=1)
     if created["error"]:
         raise WedgeError(f"Creating {table_uri} in {era} failed: {created['error']}: {created['message']}")
-    gate = faults.KillGate(config.moto_endpoint(), claim_style="dynamodb")
+    gate = faults.KillGate(config.s3_emulator_endpoint(), claim_style="dynamodb")
     try:
         gate.arm(faults.BEFORE_CLEANUP)
         routed = gate.route(options, dynamodb=True)

@@ -1,7 +1,7 @@
 """One torture process: a writer (or a Spark driver with writer threads) that works through its
 operations on the contended table, journaling each one, until it is done or killed.
 
-Started by :mod:`helpers.torture.run` in the protocol's era, from the workbook's folder::
+Started by :mod:`helpers.torture.protocol_run` in the protocol's era, from the workbook's folder::
 
     <era python> -m helpers.torture.worker SPEC_JSON_FILE
 
@@ -49,6 +49,16 @@ APPEND, DELETE, COMPACT = "append", "delete", "compact"
 SERVICE_WAIT_S = 600.0
 """How long a writer waits for a service that stopped answering before it gives up (a hang, not a pace)."""
 ENDPOINT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d+)")
+OPEN_ATTEMPTS = 40
+OPEN_RETRY_S = 0.5
+REPAIR_RACE = re.compile(r"version \d+ already exists")
+"""deltalake 1.5.1 opening a table whose newest DynamoDB item is incomplete (a writer killed after
+its claim) repairs it: it copies the staged file to ``N.json``. When other writers repair the same
+item at once, every copy but one is refused, and 1.5.1 takes a refusal for an error while the
+staged file is still there (the winner deletes it a moment later): the open fails with "version N
+already exists". A process started again after a kill meets this at its open; it tries again
+(each try journaled as ``open_retry``), up to :data:`OPEN_ATTEMPTS` times, so a table that stays
+wedged (:mod:`helpers.torture.wedge`) still fails the run."""
 """A loopback endpoint in an error (the library's URL, or the emulator a gate in between names)."""
 
 
@@ -265,6 +275,19 @@ def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], jour
             deletable.append(op)
 
 
+def open_engine(spec: dict, journal: Journal):
+    """The process's engine, its table opened; tried again while the open meets :data:`REPAIR_RACE`."""
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        try:
+            return ENGINES[spec["engine"]](spec)
+        except Exception as error:
+            message = one_line(str(error), 600)
+            if attempt == OPEN_ATTEMPTS or not REPAIR_RACE.search(message):
+                raise
+            journal.write(event="open_retry", process=spec["process"], attempt=attempt, error=message)
+            time.sleep(OPEN_RETRY_S)
+
+
 def run(spec: dict) -> dict:
     """Set up, wait at the barrier (first incarnation only), work; return the process's record."""
     result = {"process": spec["process"], "pid": os.getpid(), "error": None}
@@ -273,9 +296,9 @@ def run(spec: dict) -> dict:
         if spec.get("tables"):
             result.update(read_tables(spec))
             return result
-        engine = ENGINES[spec["engine"]](spec)
-        result["library"] = engine.version
         journal = Journal(spec["journal_path"])
+        engine = open_engine(spec, journal)
+        result["library"] = engine.version
         endpoints = sorted({(host, int(port)) for host, port in ENDPOINT.findall(json.dumps(spec["storage_options"]))})
         ready = True
         if spec.get("barrier_dir"):
