@@ -76,9 +76,13 @@ STUCK_REPAIR = Boundary(
     "deltalake", "1.5.1", "1.5.0",
     "the DynamoDB log store's repair copies a staged commit onto `N.json` conditionally, so a commit whose "
     "writer died between that copy and its clean-up wedges the table: every open and write fails with "
-    "\"version N already exists\" until the staged file is deleted (1.6.0 too; nothing is lost)",
+    "\"version N already exists\" until the staged file is deleted (1.6.0 too; nothing is lost); and a "
+    "reader that repairs a commit its writer is still making gets there first, so the writer's own copy is "
+    "refused and it reports \"version N already exists\" for an append that is in the log",
     "measured: notebook 12's appendix (0.22.3 repairs, 1.5.1 is stuck), findings/deltalake-dynamodb-repair-already-exists "
-    "(0.22.3, 1.0.2, 1.2.1, 1.4.2 and 1.5.0 repair; 1.5.1 and 1.6.0 are stuck)",
+    "(0.22.3, 1.0.2, 1.2.1, 1.4.2 and 1.5.0 repair; 1.5.1 and 1.6.0 are stuck), "
+    "findings/deltalake-dynamodb-repair-of-a-live-commit (1.5.0 reports the append committed; 1.5.1 and 1.6.0 "
+    "report it failed), the torture subset on versitygw (73 of 96 operations failed so, 1 append committed twice)",
 )
 DYNAMODB_LOG_STORE_REMOVED = Boundary(
     "deltalake", "1.6.1", "1.6.0",
