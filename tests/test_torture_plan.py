@@ -356,7 +356,7 @@ def test_a_restart_of_the_aws_store_stops_both_servers_when_versitygw_plays_s3(m
     """With versitygw playing S3, a protocol's "moto" restart is the whole AWS store: both go down
     and come back together; otherwise only the named service."""
     monkeypatch.setenv("WORKBOOK_S3_SERVER", "versitygw")
-    assert protocol_run.restarted_together("moto") == ["versitygw", "moto"]
+    assert protocol_run.restarted_together("moto") == ["moto", "versitygw"]
     assert protocol_run.restarted_together("azurite") == ["azurite"]
     monkeypatch.setenv("WORKBOOK_S3_SERVER", "moto")
     assert protocol_run.restarted_together("moto") == ["moto"]

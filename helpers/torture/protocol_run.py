@@ -66,10 +66,11 @@ def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")
 
 def restarted_together(name: str) -> list[str]:
     """The services a planned restart of ``name`` stops and starts: a protocol's "moto" is the
-    AWS store, S3 and DynamoDB, so with versitygw playing S3 both servers go down together."""
-    if name == "moto" and config.s3_server() == "versitygw":
-        return ["versitygw", "moto"]
-    return [name]
+    AWS store, so every service that now plays S3 or DynamoDB (:func:`helpers.services.plays`)
+    goes down and comes back together."""
+    if name != "moto":
+        return [name]
+    return [s.name for s in services.active() if {"s3", "dynamodb"} & set(services.plays(s))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,14 +79,14 @@ def restarted_together(name: str) -> list[str]:
 
 
 @dataclass(kw_only=True)
-class _Reporting(processes.EraProcess):
+class ReportingProcess(processes.EraProcess):
     """A process that leaves its result in a file (a writer, or one of the checker's readers)."""
 
     result_path: Path
 
 
 @dataclass(kw_only=True)
-class _Incarnation(_Reporting):
+class _Incarnation(ReportingProcess):
     """One life of a writer process: its journal, and the gate that may kill it."""
 
     journal_path: Path

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from helpers import audit, config, integrity, landing, processes, storage
 from helpers.torture import check as checker
 from helpers.torture import plan
-from helpers.torture.protocol_run import WORKER_MODULE, ProtocolRun, TortureError, _Reporting, private_emulators
+from helpers.torture.protocol_run import WORKER_MODULE, ProtocolRun, ReportingProcess, TortureError, private_emulators
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,7 +66,7 @@ def journaled_operations(events: list[dict]) -> list[dict]:
 
 def _reader(folder: Path, name: str, era: str, engine: str, tables: list[dict], spark_stores=()) -> list[dict]:
     """Run the checker's reader (:func:`helpers.torture.worker.read_tables`) in an era; its per-table results."""
-    proc = _Reporting(name=name, era=era, module=WORKER_MODULE, spec_path=folder / f"{name}.json", stdout_path=folder / f"{name}.out",
+    proc = ReportingProcess(name=name, era=era, module=WORKER_MODULE, spec_path=folder / f"{name}.json", stdout_path=folder / f"{name}.out",
                       stderr_path=folder / f"{name}.err", result_path=folder / f"{name}.result.json")
     proc.spec_path.write_text(json.dumps({"process": name, "engine": engine, "tables": tables, "spark_stores": list(spark_stores),
                                           "result_path": str(proc.result_path)}, indent=1))
