@@ -28,9 +28,9 @@ from helpers import config, eras
 
 MATRIX_CSV = config.DATA_DIR / "conflict_matrix.csv"
 
-SAFE, REFUSED, LOSES, DUPLICATES, WRONG, NOT_MEASURED = (
-    "safe", "refused (retry)", "loses data", "duplicates data", "wrong result", "not measured")
-VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, NOT_MEASURED)
+SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED = (
+    "safe", "refused (retry)", "loses data", "duplicates data", "wrong result", "fails though committed", "not measured")
+VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED)
 LOSING_KINDS = ("lost update", "broken log")
 """Kinds that lose data (a committed write's rows, values or columns gone; the table unreadable).
 ``duplicated rows`` duplicates data; the others (``resurrected rows``, ``removed twice``) are a wrong
@@ -60,15 +60,25 @@ LOG_STORE = f"{b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_
 
 @dataclass(frozen=True)
 class Section:
-    """A notebook section: the file in ``notebooks/``, its heading's number (``"2"``) and text after it."""
+    """A notebook section: the file in ``notebooks/``, its heading's number (``"2"``, or an appendix's
+    letter: ``"appendix C"``) and the text after it."""
 
     notebook: str
     number: str
     title: str
 
     @property
+    def appendix(self) -> str:
+        return self.number.removeprefix("appendix ") if self.number.startswith("appendix ") else ""
+
+    @property
     def label(self) -> str:
-        return f"{self.notebook[:2]} §{self.number}"
+        return f"{self.notebook[:2]} {self.number}" if self.appendix else f"{self.notebook[:2]} §{self.number}"
+
+    @property
+    def heading(self) -> str:
+        """The heading's text, after its hashes: ``2. Title`` or ``Appendix C · Title``."""
+        return f"Appendix {self.appendix} · {self.title}" if self.appendix else f"{self.number}. {self.title}"
 
     @property
     def link(self) -> str:
@@ -90,6 +100,7 @@ S09_5 = Section(N09, "5", "Spark and delta-rs through one lock table")
 S09_6 = Section(N09, "6", "The hazard: writers that coordinate differently")
 S12_6 = Section("12_torture.ipynb", "6", "Two OPTIMIZEs at once: a finding")
 S12_7 = Section("12_torture.ipynb", "7", "The full run: `make torture`")
+S12_C = Section("12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
@@ -185,7 +196,7 @@ SPARK_FIX = {"remedy": (("append_txn", "retry_txn"),), "remedy_how": "`txnAppId`
 MIXED_RACE = "mixed race: rows lost, silent losses, distinct commits per file"
 HAZARD = "conditional first: rows lost, distinct commits in commit 1"
 UNSAFE_FULL_RUN = "full run: the unsafe protocols lost acknowledged operations"
-CB, GONE = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED
+CB, GONE, REPAIR = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED, b.STUCK_REPAIR
 ROWS = (
     Row("rs-unsafe", "deltalake", f"up to {CB.last_before}", "S3", "`AWS_S3_ALLOW_UNSAFE_RENAME=true`, no lock",
         f"deltalake up to {CB.last_before} with the unsafe rename",
@@ -199,7 +210,17 @@ ROWS = (
     Row("rs-lock-interop", "deltalake", f"{CB.version}–{GONE.last_before}", "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
         f"deltalake {INTEROP} with the DynamoDB lock", engines=_rs(INTEROP), **RS_FIX,
-        cells={"other": Check(S09_5, MIXED_RACE, SAFE, f"{INTEROP} + Delta Spark {SPARK}",
+        cells={"append": Check(S12_C, "live repair: the writer's own copy was refused and it was told its append failed",
+                               MISREPORTS, INTEROP,
+                               note=f"deltalake {REPAIR.version}–{GONE.last_before}: a job loading the table repairs a commit "
+                                    f"its writer is still making, and the writer is told \"version N already exists\"; up to "
+                                    f"{REPAIR.last_before} it is told it committed; if the repair holds the staged file through the "
+                                    "writer's four tries, the writer claims the next version and leaves it without a commit "
+                                    "file, and no write through the log store succeeds after it "
+                                    "(findings/deltalake-dynamodb-reclaim-after-a-refused-copy); in the conflict matrix's "
+                                    "race, where each job loads the table before the other claims a version, both appends "
+                                    "commit"),
+               "other": Check(S09_5, MIXED_RACE, SAFE, f"{INTEROP} + Delta Spark {SPARK}",
                               note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}")}),
     Row("rs-put", "deltalake", f"{CB.version}–{b.DOUBLE_OPTIMIZE.last_before}", "S3", "conditional put, no lock",
         f"deltalake {CB.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put", engines=_rs(INTEROP, LAST_REFUSING),

@@ -22,7 +22,7 @@ from pathlib import Path
 from helpers import boundaries as b
 from helpers import config
 from helpers.answer import (
-    COLUMNS, DUPLICATES, LOSES, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
+    COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
     grid_of, remedy,
 )
 
@@ -41,7 +41,8 @@ INTRO = (
     "the notebook section that shows it. **safe**: both commit and the table equals a serial order; **refused (retry)**: "
     "the later writer fails with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; "
     "**loses data**, **duplicates data**, **wrong result**: the writers report success and the table is not what any "
-    "serial order gives; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict matrix "
+    "serial order gives; **fails though committed**: a writer is told its write failed although it is in the table, "
+    "so rerunning it duplicates data; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict matrix "
     "(`m+S3`: on S3 too). A row whose commit protocol loses appends says so once, in its first cell, and loses data in "
     "every cell. Links open the notebook; the section is named by its number.")
 ADVICE = {
@@ -51,6 +52,10 @@ ADVICE = {
                         "an overwrite made from a snapshot older than the compaction commits and brings removed rows back"),
     ("retry", DUPLICATES): ("Never retry an append blindly", "a retry of a commit that landed unacknowledged adds its "
                             "rows again, with or without an app id alone"),
+    ("append", MISREPORTS): ("Before rerunning a failed append, look for it in the log",
+                             "a job that loads the table while the append is being committed can finish that commit for "
+                             "it, and the writer is then told \"version N already exists\" for an append that is in the "
+                             "table"),
     ("other", LOSES): ("Never share a table between writers that commit differently", "one writer's commit replaces the other's"),
 }
 """(what to do, why) for a bad verdict in a column; any other gets a generic sentence."""
@@ -103,7 +108,7 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
     items.append(f"A refusal loses nothing ({', '.join(refused)}): the later writer fails with an error and commits "
                  "nothing; rerun it from a fresh snapshot.")
     for column in COLUMNS:
-        for verdict in (LOSES, DUPLICATES, WRONG):
+        for verdict in (LOSES, DUPLICATES, WRONG, MISREPORTS):
             rows = [r for r in kept if grid[r.key, column.key].verdict == verdict]
             if rows:
                 do, why = ADVICE.get((column.key, verdict), (f"Keep {column.title} apart", f"the table {verdict}"))

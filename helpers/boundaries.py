@@ -78,11 +78,17 @@ STUCK_REPAIR = Boundary(
     "writer died between that copy and its clean-up wedges the table: every open and write fails with "
     "\"version N already exists\" until the staged file is deleted (1.6.0 too; nothing is lost); and a "
     "reader that repairs a commit its writer is still making gets there first, so the writer's own copy is "
-    "refused and it reports \"version N already exists\" for an append that is in the log",
-    "measured: notebook 12's appendix (0.22.3 repairs, 1.5.1 is stuck), findings/deltalake-dynamodb-repair-already-exists "
+    "refused and it reports \"version N already exists\" for an append that is in the log; when that copy is "
+    "refused four times, the writer claims the next version with its staged file, already moved, and marks that "
+    "item complete without a commit file (every later write through the log store fails), or, on a store that "
+    "still copies a deleted object, commits the append twice",
+    "measured: notebook 12's appendices A (0.22.3 repairs, 1.5.1 is stuck) and C (1.5.1 tells a writer whose commit "
+    "a reader repaired that it failed), findings/deltalake-dynamodb-repair-already-exists "
     "(0.22.3, 1.0.2, 1.2.1, 1.4.2 and 1.5.0 repair; 1.5.1 and 1.6.0 are stuck), "
     "findings/deltalake-dynamodb-repair-of-a-live-commit (1.5.0 reports the append committed; 1.5.1 and 1.6.0 "
-    "report it failed), the torture subset on versitygw (73 of 96 operations failed so, 1 append committed twice)",
+    "report it failed), findings/deltalake-dynamodb-reclaim-after-a-refused-copy (1.5.0 commits once; 1.5.1 and "
+    "1.6.0 leave the item without its commit file, or commit twice on versitygw), the torture subset on versitygw "
+    "(73 of 96 operations failed so, 1 append committed twice)",
 )
 DYNAMODB_LOG_STORE_REMOVED = Boundary(
     "deltalake", "1.6.1", "1.6.0",

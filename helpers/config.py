@@ -8,10 +8,12 @@ notebooks run against the native emulators, the docker-compose ones, or a real c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 """The workbook's top folder (the one holding README.md)."""
@@ -151,6 +153,24 @@ def s3_server() -> str:
         raise ConfigError(f"WORKBOOK_S3_SERVER={value!r} is not one of {', '.join(S3_SERVERS)}: unset it for moto, "
                           "or set versitygw (`make versitygw` builds it).")
     return value
+
+
+@contextlib.contextmanager
+def s3_server_chosen(name: str) -> Iterator[str]:
+    """Within the block, ``name`` plays S3 (``WORKBOOK_S3_SERVER`` set, then restored): a benchmark
+    measures one protocol on both servers in one run. Both must be running (with versitygw chosen,
+    ``make services`` starts moto too, and moto answers S3 as well)."""
+    if name not in S3_SERVERS:
+        raise ConfigError(f"S3 server {name!r} is not one of {', '.join(S3_SERVERS)}.")
+    before = os.environ.get("WORKBOOK_S3_SERVER")
+    os.environ["WORKBOOK_S3_SERVER"] = name
+    try:
+        yield name
+    finally:
+        if before is None:
+            os.environ.pop("WORKBOOK_S3_SERVER", None)
+        else:
+            os.environ["WORKBOOK_S3_SERVER"] = before
 
 
 def versitygw_port() -> int:

@@ -70,6 +70,21 @@ def test_a_reader_repairing_a_live_commit_still_makes_its_writer_fail_although_i
     assert "A's copy answered 412; A was told: DeltaError: Delta transaction failed, version 1 already exists." in done.stdout, done.stdout
 
 
+def test_a_writer_whose_copy_was_refused_still_claims_a_version_it_never_writes(tmp_path):
+    """deltalake 1.5.1, on plain moto: writer A's copy of its staged commit to 1.json is refused 4
+    times while a reader's repair holds the staged file; A's commit loop then claims version 2 with
+    the same staged file, which is gone by then: the copy answers 404, A marks item 2 complete
+    without a 2.json, and every later append fails (measured by hand: 1.5.0 exits 0, 1.6.0 1)."""
+    interop = eras.era(eras.DYNAMODB_INTEROP)
+    done = _reproduce("deltalake-dynamodb-reclaim-after-a-refused-copy", eras.python_for(eras.DYNAMODB_INTEROP), tmp_path,
+                      "--moto-python", str(eras.python_for(eras.CURRENT)))
+    assert f"deltalake {interop.deltalake_version}," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(done, f"a claim without its commit file (deltalake {interop.deltalake_version})")
+    assert "2c. A's Complete was released: 4 refused copies (412)" in done.stdout, done.stdout
+    assert "lock items for versions [2] are complete but have no commit file" in done.stdout, done.stdout
+    assert "the next append fails (DeltaError: Invalid table version: 2)" in done.stdout, done.stdout
+
+
 def test_moto_conditional_writes_still_let_two_writers_win(tmp_path):
     done = _reproduce("moto-conditional-writes-not-atomic", eras.python_for(eras.CURRENT), tmp_path)
     _assert_still_reproduces(done, "moto's non-atomic conditional writes")

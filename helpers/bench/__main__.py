@@ -2,6 +2,7 @@
 
     python -m helpers.bench                                  # every protocol, every writer count (make bench)
     python -m helpers.bench --protocols azure,s3-conditional-put --writers 1,4 --appends 3 --name try
+    python -m helpers.bench --protocols s3-conditional-put --writers 1,4 --s3-servers moto,versitygw   # make bench-servers
 
 Results go to ``build/bench/<name>/`` (runs.csv, commits.csv, probe.csv, meta.json and the plots);
 ``make bench`` uses the name ``full``, which notebook 11 shows. The emulators must be running
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers import eras, storage
+from helpers import config, eras, storage
 from helpers.checks import Checklist
 from helpers.bench import model, plots, run, stats
 
@@ -42,6 +43,14 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _servers(text: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in config.S3_SERVERS]
+    if not names or unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected distinct S3 servers from {', '.join(config.S3_SERVERS)}, not {text!r}")
+    return names
+
+
 def save_plots(results: run.Results) -> None:
     import matplotlib
 
@@ -58,14 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=_numbers, default=None, help="writer counts to run (default: each protocol's own; 1 always runs)")
     parser.add_argument("--appends", type=_appends, default=8, help="appends per writer (default 8)")
     parser.add_argument("--name", default=None, help="results folder under build/bench/ (default: a timestamp)")
+    parser.add_argument("--s3-servers", type=_servers, default=None,
+                        help="run each S3 protocol on each of these servers, in this one run (e.g. moto,versitygw; both running)")
     args = parser.parse_args(argv)
     try:
-        results = run.benchmark(args.protocols, writer_counts=args.writers, appends=args.appends, name=args.name)
-    except (stats.BenchError, storage.StorageError, eras.EraError) as error:
+        results = run.benchmark(args.protocols, writer_counts=args.writers, appends=args.appends, name=args.name,
+                                s3_servers=args.s3_servers)
+    except (stats.BenchError, storage.StorageError, eras.EraError, config.ConfigError) as error:
         print(f"bench: {error}", file=sys.stderr)
         return 1
     save_plots(results)
-    columns = ["protocol", "writers", "committed", "failed", "lost", "commits_per_s", "ratio_to_serial",
+    columns = ["protocol", "s3_server", "writers", "committed", "failed", "lost", "commits_per_s", "ratio_to_serial",
                "latency_p50_s", "latency_p95_s", "latency_p99_s", "attempts_mean", "attempts_max", "setup_s_mean"]
     with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
         print(results.runs[[c for c in columns if c in results.runs]].round(3).to_string(index=False))

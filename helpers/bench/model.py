@@ -68,6 +68,6 @@ def project_runs(results):
     from helpers.bench.run import PROTOCOLS
 
     rows = [{"protocol": row["protocol"], "writers": row["writers"],
-             **project(row, claim_style=PROTOCOLS[row["protocol"]].claim_style)}
+             **project(row, claim_style=PROTOCOLS[row["protocol"].split("@")[0]].claim_style)}
             for row in results.runs.to_dict("records") if row.get("metered")]
     return pd.DataFrame(rows, columns=["protocol", "writers", "projected_latency_s", "projected_commits_per_s"])

@@ -21,7 +21,8 @@ import json
 import os
 import platform
 import time
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
@@ -57,6 +58,12 @@ class Protocol:
     threads: bool = False
     """Writers share one process (one Spark driver with a pool of writer threads)."""
     safe: bool = True
+    s3_server: str = ""
+    """The server that plays S3 for this protocol (:data:`helpers.config.S3_SERVERS`); empty: the
+    environment's. Set by :func:`on_servers`, whose copies are named ``<protocol>@<server>``."""
+    unsafe_on: tuple[tuple[str, str], ...] = ()
+    """(S3 server, why): servers on which this safe protocol is known to break its promise, each with
+    the finding that shows it; :func:`on_servers` leaves those pairs out and says so."""
 
     def table_uri(self, name: str) -> str:
         if self.backend == "azure":
@@ -75,12 +82,32 @@ class Protocol:
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     Protocol("azure", "Azure Blob, copy-if-absent (deltalake 1.6.6, Azurite)", eras.CURRENT, "deltalake", "azure", "object"),
     Protocol("s3-conditional-put", "S3 conditional put (deltalake 1.6.6)", eras.CURRENT, "deltalake", "s3", "object"),
-    Protocol("s3-dynamodb-lock", "S3 + DynamoDB lock (deltalake 1.5.1)", eras.DYNAMODB_INTEROP, "deltalake", "s3", "dynamodb"),
+    Protocol("s3-dynamodb-lock", "S3 + DynamoDB lock (deltalake 1.5.1)", eras.DYNAMODB_INTEROP, "deltalake", "s3", "dynamodb",
+             unsafe_on=(("versitygw", "versitygw copies a deleted staged file, and deltalake 1.5.1's retry then commits an append "
+                                      "twice (findings/deltalake-dynamodb-reclaim-after-a-refused-copy)"),)),
     Protocol("spark-drivers", "Spark, DynamoDB log store, one driver per writer", eras.CURRENT, "spark", "s3", "dynamodb",
              writer_counts=(1, 2, 4)),
     Protocol("spark-threads", "Spark, DynamoDB log store, one driver, writer threads", eras.CURRENT, "spark", "s3", "dynamodb",
              threads=True),
 )}
+
+
+def on_servers(chosen: Sequence[Protocol], servers: Sequence[str] | None) -> list[Protocol]:
+    """Each S3 protocol once per server (``s3-conditional-put@versitygw``), the others once; no
+    ``servers``: every protocol once, on the environment's S3 server."""
+    if not servers:
+        return list(chosen)
+    unknown = [s for s in servers if s not in config.S3_SERVERS]
+    if unknown or len(set(servers)) != len(servers):
+        raise stats.BenchError(f"S3 servers must be distinct names from {', '.join(config.S3_SERVERS)}, not {', '.join(servers)}.")
+    return [replace(p, name=f"{p.name}@{server}", label=f"{p.label} on {server}", s3_server=server) if p.backend == "s3" else p
+            for p in chosen for server in (servers if p.backend == "s3" else servers[:1]) if server not in dict(p.unsafe_on)]
+
+
+def left_out(chosen: Sequence[Protocol], servers: Sequence[str] | None) -> dict[str, str]:
+    """``{"<protocol>@<server>": why}``: the pairs :func:`on_servers` leaves out."""
+    return {f"{p.name}@{server}": dict(p.unsafe_on)[server] for p in chosen if p.backend == "s3"
+            for server in servers or () if server in dict(p.unsafe_on)}
 
 
 def protocol(name: str) -> Protocol:
@@ -165,7 +192,8 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     """One run; returns (its row, its commit rows). Raises BenchError if it is unusable or a safe protocol lost a commit."""
     if writers not in proto.writer_counts and writers != 1:
         raise stats.BenchError(f"{proto.name} runs with {proto.writer_counts} writers, not {writers}.")
-    name = f"bench/{run_id}/{proto.name}-n{writers}"
+    slug = f"{proto.name.replace('@', '-on-')}-n{writers}"  # no "@" in object keys or folder names
+    name = f"bench/{run_id}/{slug}"
     uri = proto.table_uri(name)
     base_options = proto.storage_options()
     storage.remove_table(uri)
@@ -173,7 +201,7 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     options = base_options
     if meter is not None:
         options = meter.route_azure(base_options) if proto.backend == "azure" else meter.route(base_options, dynamodb=proto.claim_style == "dynamodb")
-    run_dir = RESULTS_DIR / "runs" / run_id / f"{proto.name}-n{writers}"
+    run_dir = RESULTS_DIR / "runs" / run_id / slug
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in run_dir.iterdir():
         stale.unlink()
@@ -220,7 +248,8 @@ def run_once(proto: Protocol, writers: int, appends: int, *, run_id: str, meter:
     stats.check_safe(proto.name, losses, proto.safe)
     figures = stats.run_figures(commits, losses, t_go=t_go, setup_s=[r["setup_s"] for r in results])
     row = {"run_id": run_id, "protocol": proto.name, "label": proto.label, "backend": proto.backend,
-           "writers": writers, "appends": appends, "processes": len(procs), "library": results[0]["library"],
+           "s3_server": config.s3_server() if proto.backend == "s3" else "", "writers": writers, "appends": appends,
+           "processes": len(procs), "library": results[0]["library"],
            **figures.as_dict(), "versions": len(versions) - 1, "unacknowledged_in_log": losses.unacknowledged_in_log,
            "metered": meter is not None}
     if meter is not None:
@@ -267,19 +296,31 @@ def machine() -> dict:
 
 
 def benchmark(protocols: Sequence[str] | None = None, *, writer_counts: Sequence[int] | None = None, appends: int = 8,
-              name: str | None = None, probe_requests: int = 40, max_commit_retries: int | None = None) -> Results:
+              name: str | None = None, probe_requests: int = 40, max_commit_retries: int | None = None,
+              s3_servers: Sequence[str] | None = None) -> Results:
     """Run every protocol at each of its writer counts (or only those in ``writer_counts``; 1 is
-    always included: the serial limit), save the tidy tables under ``build/bench/<name>/``."""
+    always included: the serial limit), save the tidy tables under ``build/bench/<name>/``.
+    ``s3_servers`` (e.g. ``["moto", "versitygw"]``): each S3 protocol runs on each, in this one run."""
     import pandas as pd
 
     from helpers.bench import probe
 
-    chosen = [protocol(p) for p in (protocols or PROTOCOLS)]
+    asked = [protocol(p) for p in (protocols or PROTOCOLS)]
+    here = config.s3_server()
+    for p in asked if not s3_servers else ():
+        if p.backend == "s3" and here in dict(p.unsafe_on):
+            raise stats.BenchError(f"{p.name} cannot be measured with {here} playing S3: {dict(p.unsafe_on)[here]}. "
+                                   f"Leave it out of the protocols, or run it on moto (unset WORKBOOK_S3_SERVER).")
+    chosen, skipped = on_servers(asked, s3_servers), left_out(asked, s3_servers)
+    for pair, why in skipped.items():
+        print(f"bench: {pair} left out: {why}", flush=True)
     if isinstance(appends, bool) or not isinstance(appends, int) or appends < 1:
         raise stats.BenchError(f"appends must be a whole number >= 1, not {appends!r}.")
     started = time.time()
     run_id = name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    storage.ensure_bucket()
+    for server in s3_servers or [config.s3_server()]:
+        with config.s3_server_chosen(server):
+            storage.ensure_bucket()
     if any(p.claim_style == "dynamodb" for p in chosen):
         storage.ensure_lock_table()
     if any(p.backend == "azure" for p in chosen):
@@ -289,22 +330,24 @@ def benchmark(protocols: Sequence[str] | None = None, *, writer_counts: Sequence
     probe_rows = probe.measure(sorted({p.backend for p in chosen}), requests=probe_requests) if metered else []
     for proto in chosen:
         counts = sorted({1, *(n for n in proto.writer_counts if writer_counts is None or n in writer_counts)})
-        meter = None
-        if metered:
-            meter = RequestMeter(meter_module.upstream(proto.backend), claim_style=proto.claim_style)
-        try:
-            for n in counts:
-                row, commits = run_once(proto, n, appends, run_id=run_id, meter=meter, max_commit_retries=max_commit_retries)
-                rows.append(row)
-                commit_rows.extend(commits)
-        finally:
-            if meter is not None:
-                meter.close()
+        with config.s3_server_chosen(proto.s3_server) if proto.s3_server else nullcontext():
+            meter = None
+            if metered:
+                meter = RequestMeter(meter_module.upstream(proto.backend), claim_style=proto.claim_style)
+            try:
+                for n in counts:
+                    row, commits = run_once(proto, n, appends, run_id=run_id, meter=meter, max_commit_retries=max_commit_retries)
+                    rows.append(row)
+                    commit_rows.extend(commits)
+            finally:
+                if meter is not None:
+                    meter.close()
     runs = pd.DataFrame(rows)
     runs["ratio_to_serial"] = stats.ratios_to_serial(rows)
     meta = {"run_id": run_id, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
             "versions": versions(chosen), "appends": appends, "protocols": [p.name for p in chosen],
-            "wall_s": time.time() - started, "profile": config.profile(), "metered": metered}
+            "wall_s": time.time() - started, "profile": config.profile(), "metered": metered,
+            "s3_servers": list(s3_servers or [config.s3_server()]), "left_out": skipped}
     results = Results(runs, pd.DataFrame(commit_rows), pd.DataFrame(probe_rows), meta)
     results.folder = save(results, RESULTS_DIR / run_id)
     return results
@@ -315,6 +358,10 @@ def versions(chosen: Sequence[Protocol]) -> dict[str, str]:
     import pyspark
 
     found = {"deltalake (kernel)": deltalake.__version__, "moto": config.MOTO_VERSION, "azurite": config.AZURITE_VERSION}
+    if any(p.backend == "s3" and (p.s3_server or config.s3_server()) == "versitygw" for p in chosen):
+        from helpers import versitygw
+
+        found["versitygw"] = versitygw.VERSION
     if any(p.era == eras.DYNAMODB_INTEROP for p in chosen):
         found[f"deltalake ({eras.DYNAMODB_INTEROP})"] = eras.era(eras.DYNAMODB_INTEROP).deltalake_version
     if any(p.engine == "spark" for p in chosen):

@@ -153,6 +153,20 @@ def contention_verdict(check: objects.Contention, writers: int, needed: bool, wh
     return rows
 
 
+DELETED_COPY_WHO = ("delta-rs's DynamoDB log store (deltalake 0.15.0 to 1.6.0): a 404 tells it a repair already "
+                    "moved its staged commit")
+
+
+def deleted_copy_verdict(s3, bucket: str, prefix: str) -> Verdict:
+    """A copy of a deleted object must be refused (findings/versitygw-copies-a-deleted-object)."""
+    try:
+        refused, detail = objects.copy_of_a_deleted_object(s3, bucket, prefix)
+    except Exception as error:  # noqa: BLE001 - a store that cannot run it fails the check, not the probe
+        refused, detail = False, f"{type(error).__name__}: {error}"[:300]
+    return Verdict("a copy of a deleted object is refused", "pass" if refused else "FAIL", detail,
+                   needed=False, who=DELETED_COPY_WHO)
+
+
 def delta_round_trip(where: dict[str, str], bucket: str, prefix: str) -> Verdict:
     """8 deltalake 1.6.6 writers append to one new table at once; the auditor counts from storage."""
     from helpers import audit, runner
@@ -213,6 +227,7 @@ def probe(where: dict[str, str], *, writers: int, rounds: int, bucket: str | Non
                                         check.needed, check.who))
                 continue
             verdicts += contention_verdict(result, writers, check.needed, check.who)
+        verdicts.append(deleted_copy_verdict(s3, bucket, prefix))
         if delta:
             with _profile_of(where):  # the auditor reads the store as the real-cloud profile would
                 verdicts.append(delta_round_trip(where, bucket, prefix))
@@ -237,8 +252,8 @@ def summary(verdicts: list[Verdict]) -> tuple[int, str]:
     """The exit status and the last line: unsafe when a check Delta's default writers need failed."""
     unsafe = [v.check for v in verdicts if v.verdict == "FAIL" and v.needed]
     hazards = [v.check for v in verdicts if v.verdict == "FAIL" and not v.needed]
-    also = (f" Beware, though no Delta writer of the workbook relies on it: {'; '.join(hazards)} (a client that does "
-            "would overwrite).") if hazards else ""
+    also = (f" Beware, though Delta's default writers do not rely on it: {'; '.join(hazards)} (its row says who "
+            "does).") if hazards else ""
     if unsafe:
         return 1, f"NOT SAFE for Delta's default writers: {'; '.join(unsafe)}.{also}"
     return 0, f"Safe for Delta's default writers: every check they rely on passed.{also}"

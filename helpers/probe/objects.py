@@ -177,6 +177,38 @@ def compare_and_swap(s3, bucket: str, prefix: str, writers: int, rounds: int, ve
     return check
 
 
+def copy_of_a_deleted_object(s3, bucket: str, prefix: str) -> tuple[bool, str]:
+    """Put a staged file, delete it, then copy it as CopyObject and as a multipart UploadPartCopy:
+    S3 refuses both with 404 (NoSuchKey), also when versioning keeps the deleted bytes under a
+    delete marker. delta-rs's DynamoDB log store reads that 404 as "a repair already moved my
+    staged file"; a store that copies instead lets a retried commit write the same append twice.
+    Returns (refused both, what the store answered)."""
+    staged, answers = f"{prefix}copy-of-deleted/staged.tmp", {}
+    s3.put_object(Bucket=bucket, Key=staged, Body=b"a staged commit\n")
+    s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": staged}]})
+    source = {"Bucket": bucket, "Key": staged}
+
+    def part_copy() -> None:
+        key = f"{prefix}copy-of-deleted/part-copied"
+        upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        try:
+            s3.upload_part_copy(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, CopySource=source)
+        finally:
+            s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+
+    for name, call in (("CopyObject", lambda: s3.copy_object(Bucket=bucket, Key=f"{prefix}copy-of-deleted/copied",
+                                                             CopySource=source)),
+                       ("UploadPartCopy", part_copy)):
+        try:
+            call()
+            answers[name] = "200 (copied the deleted bytes)"
+        except Exception as error:  # noqa: BLE001 - the refusal is the answer wanted
+            status, code = status_of(error)
+            answers[name] = f"{status} {code}"
+    refused = all(not answer.startswith("200") for answer in answers.values())
+    return refused, "; ".join(f"{name}: {answer}" for name, answer in answers.items())
+
+
 @dataclass(frozen=True)
 class Check:
     run: object  # one of the functions above
