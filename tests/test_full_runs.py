@@ -106,7 +106,7 @@ def test_the_student_edition_keeps_only_the_tagged_cells_outputs(tmp_path):
         student._keep_committed_outputs(source, released, target)
 
 
-@pytest.mark.parametrize("name", ["11_commit_throughput"])
+@pytest.mark.parametrize("name", ["11_commit_throughput", "12_torture"])
 def test_the_committed_student_copies_show_the_full_runs(name):
     """The cells that show a full run read it from data/full_runs/ (committed), and student/ keeps
     their outputs: a learner sees the figures before running anything."""
