@@ -50,17 +50,17 @@ def table_name(request) -> str:
 # its worker, with only a trivial file queued behind it, so the other worker takes everything
 # else meanwhile; the rest follow, slowest first (seconds measured on the 2-core machine).
 RUN_FIRST = (
-    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~170 s: 11 Spark drivers
+    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~240 s in `make test` (2026-11-26): 8 Spark drivers
     "tests/test_preflight.py",  # < 1 s: queued behind 09 by xdist, so keep it trivial
-    "notebooks/12_torture.ipynb",  # ~220 s: the delta-rs protocols' bounded torture subset (emulators of its own)
-    "notebooks/10_small_files.ipynb",  # ~90 s: Spark maintenance on a twin table
-    "notebooks/13_conflict_matrix.ipynb",  # ~60 s: pairs raced in deltalake 1.6.6 and Delta Spark, then every anomaly again at once
-    "tests/test_matrix_spark.py",  # ~25 s: one Spark driver racing five chosen pairs
+    "notebooks/12_torture.ipynb",  # ~280 s: the delta-rs protocols' bounded torture subset (emulators of its own)
+    "notebooks/10_small_files.ipynb",  # ~85 s: Spark maintenance on a twin table
+    "notebooks/13_conflict_matrix.ipynb",  # ~130 s: pairs raced in deltalake 1.6.6 and Delta Spark, then the delta-rs eras' anomalies again
+    "tests/test_matrix_spark.py",  # ~100 s: one Spark driver racing five chosen pairs, Delta Spark's anomalies among them
     "tests/test_privacy.py",  # ~12 s: Daft writers and notebook 00 under the no-egress hook
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
     "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
-    "tests/test_driver_jobs.py",  # a Spark driver with two jobs through the gate
+    "tests/test_driver_jobs.py",  # the gate's data-first hold, with boto3
     "notebooks/00_environment_check.ipynb",
     "notebooks/08_s3_conditional_writes_today.ipynb",
     "notebooks/01_local_delta_table.ipynb",

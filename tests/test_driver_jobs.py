@@ -1,5 +1,7 @@
-"""helpers.driver_jobs: the gate's data-first hold, the jobs of one Spark driver, and commitInfo
-read from the store. Real emulators and a real SparkSession; nothing is mocked."""
+"""helpers.driver_jobs: the gate's data-first hold and commitInfo read from the store, with real
+emulators; nothing is mocked. The jobs of one Spark driver racing through the hold are notebook
+09's section 2, which asserts what they leave in the log (one snapshot, consecutive versions, one
+object version per commit file) in every `make test`."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import config, delta_log, driver_jobs, runner, sessions, storage, tables
+from helpers import config, delta_log, driver_jobs, runner, storage, tables
 from helpers.commitgate import GateError
 from helpers.writers import commit_tags
 
@@ -92,27 +94,3 @@ def test_commit_infos_reads_read_version_and_tags_from_the_store(tmp_path):
     assert infos["readVersion"].isna().iloc[0] and infos["readVersion"].iloc[1] == 0
     row = infos.iloc[1]
     assert (row["isBlindAppend"], row["writer_id"], row["batch"], row["operation"]) == (True, "j1", 1, "WRITE")
-
-
-@pytest.mark.spark
-def test_jobs_of_one_driver_read_one_snapshot_and_commit_in_turn(gate, table_name):
-    from pyspark.sql import SparkSession
-
-    runner.create_table(tables.s3_uri(table_name), tables.s3_storage_options())
-    uri = tables.s3_uri(table_name, scheme="s3a")
-    spark = sessions.spark_session("s3", app_name="test-driver-jobs", extra_conf={"spark.hadoop.fs.s3a.endpoint": gate.endpoint})
-    try:
-        gate.hold_until_data(uri, data_files=2, max_wait_s=600)
-        jobs = driver_jobs.append_jobs(spark, uri, [1, 2], on_error=gate.open)
-    finally:
-        gate.open()
-        spark.stop()
-        SparkSession._instantiatedSession = None
-    assert list(jobs["outcome"]) == ["committed", "committed"], jobs.to_dict("records")
-    assert set(gate.data_first_log().query("held")["released_by"]) <= {driver_jobs.RELEASED_BY_DATA}
-    infos = driver_jobs.commit_infos(uri)
-    assert list(infos["version"]) == [0, 1, 2]
-    assert list(infos["readVersion"].iloc[1:]) == [0, 0]  # both read version 0, one committed at 2
-    assert sorted(infos["writer_id"].iloc[1:]) == ["j1", "j2"]
-    commit_versions = [v.key for v in storage.table_store(uri).versions(delta_log.LOG_DIR) if delta_log.commit_version(v.key) is not None]
-    assert sorted(commit_versions) == [delta_log.commit_file(v) for v in range(3)]  # one object version per commit file

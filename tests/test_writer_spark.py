@@ -118,28 +118,6 @@ def test_a_non_s3a_uri_leaves_a_failed_result_without_starting_spark(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_one_spark_writer_appends_and_reports_its_version(empty_table, tmp_path):
-    uri = tables.s3_uri(empty_table, scheme="s3a")
-    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(3)), batch=3, result_path=str(tmp_path / "w1.json"))
-    code, result = _run_writer(spec)
-    assert result is not None, "the writer left no result"
-    assert (code, result["outcome"], result["stage"]) == (0, w.COMMITTED, "done"), result.get("error_message")
-    assert result["snapshot_version"] == 0 and result["reported_version"] == 1
-    assert "carries this writer's tag" in result["reported_version_source"]
-    assert result["deltalake_version"].startswith("delta-spark ")
-    assert (result["rows"], result["id_min"], result["id_max"]) == (10, 301, 310)
-    assert result["t_landing_loaded"] <= result["t_snapshot_loaded"] <= result["t_barrier_released"] <= result["t_write_finished"]
-
-    # storage agrees: the rows are there, in one commit that Spark wrote with this writer's tags
-    found = audit.audit_table(tables.s3_uri(empty_table), tables.s3_storage_options())
-    assert found.rows_actual == 10 and found.commit_versions == [0, 1] and found.orphans == 0
-    commit = found.commits.set_index("version").loc[1]
-    assert commit["engine"].startswith("Apache-Spark/") and "Delta-Lake/" in commit["engine"]
-    body = storage.table_store(uri).read(delta_log.commit_file(1)).decode()
-    info = next(json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line)
-    assert w.commit_tags(info) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "3"}
-
-
 def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
     uri = tables.s3_uri(f"test-spark-no-table-{uuid.uuid4().hex[:8]}", scheme="s3a")
     spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"))
@@ -150,13 +128,28 @@ def test_a_missing_table_gives_a_clear_failed_result(s3, tmp_path):
     assert f"No Delta table at {uri}" in result["error_message"]
 
 
-def test_spark_and_delta_rs_1_5_take_turns_through_the_dynamodb_log_store(empty_table, tmp_path):
+def test_a_spark_writer_reports_its_version_then_delta_rs_1_5_takes_its_turn_through_the_dynamodb_log_store(empty_table, tmp_path):
+    # one JVM for both: the Spark writer's result and its commit, then delta-rs 1.5.1 through the same lock table
     uri = tables.s3_uri(empty_table, scheme="s3a")
     options = tables.s3_storage_options(locking_provider="dynamodb")
     spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), batch=1, result_path=str(tmp_path / "w1.json"),
                  storage_options=options)
     code, result = _run_writer(spec)
-    assert (code, result["outcome"], result["reported_version"]) == (0, w.COMMITTED, 1), result.get("error_message")
+    assert result is not None, "the writer left no result"
+    assert (code, result["outcome"], result["stage"]) == (0, w.COMMITTED, "done"), result.get("error_message")
+    assert result["snapshot_version"] == 0 and result["reported_version"] == 1
+    assert "carries this writer's tag" in result["reported_version_source"]
+    assert result["deltalake_version"].startswith("delta-spark ")
+    assert (result["rows"], result["id_min"], result["id_max"]) == (10, 101, 110)
+    assert result["t_landing_loaded"] <= result["t_snapshot_loaded"] <= result["t_barrier_released"] <= result["t_write_finished"]
+    # storage agrees: the rows are there, in one commit that Spark wrote with this writer's tags
+    found = audit.audit_table(tables.s3_uri(empty_table), tables.s3_storage_options())
+    assert found.rows_actual == 10 and found.commit_versions == [0, 1] and found.orphans == 0
+    assert found.commits.set_index("version").loc[1]["engine"].startswith("Apache-Spark/")
+    body = storage.table_store(uri).read(delta_log.commit_file(1)).decode()
+    info = next(json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line)
+    assert w.commit_tags(info) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "1"}
+
     rs = dict(spec, writer_id="w2", era=eras.DYNAMODB_INTEROP, engine="deltalake", batch=2, hold_snapshot=True,
               landing_file=str(landing.landing_file(2)), result_path=str(tmp_path / "w2.json"))
     done, second = runner.run_single_writer(rs, timeout_s=WRITER_TIMEOUT_S)

@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restarts", type=int, default=1, help="service restarts per protocol that has one (default 1)")
     parser.add_argument("--min-commits", type=int, default=None, help="commits each safe protocol must make (default: "
                         f"{plan.FULL_RUN_MIN_COMMITS:,} with the full run's operation counts, else 0)")
+    parser.add_argument("--without-spark-read", action="store_true", help="leave out the Spark read of every table (a JVM): "
+                        "a quicker look, the rows still read by deltalake and each protocol's own reader; not for Spark's protocols")
     args = parser.parse_args(argv)
     min_commits = args.min_commits if args.min_commits is not None else 0 if args.per_writer else plan.FULL_RUN_MIN_COMMITS
     # `kill` (SIGTERM) ends the run as Ctrl-C does: its writers and emulators are stopped on the way out
@@ -29,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.protocols or ():
             plan.protocol(name)
         folder = torture(args.protocols, per_writer=args.per_writer, kills=args.kills,
-                         restarts=args.restarts, name=args.name)
+                         restarts=args.restarts, name=args.name, spark_read=not args.without_spark_read)
     except (TortureError, plan.PlanError) as error:
         print(f"torture: {error}", file=sys.stderr)
         return 1

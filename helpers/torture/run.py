@@ -166,11 +166,13 @@ class Verdict:
     def spark_table(self) -> dict:
         return {"table_uri": spark_uri(self.uri), "vacuum": self.proto.safe and self.proto.groups[0].engine == "spark"}
 
-    def finish(self, spark_result: dict) -> None:
-        """With the Spark read in: compare every reader's rows with the log's, count orphans after VACUUM."""
-        self.readers["spark"] = spark_result
-        if "rows_after_vacuum" in spark_result:
-            self.readers["vacuum"] = {"rows_after_vacuum": spark_result["rows_after_vacuum"]}
+    def finish(self, spark_result: dict | None) -> None:
+        """With the Spark read in (None: the run left it out): compare every reader's rows with the
+        log's, count orphans after VACUUM."""
+        if spark_result is not None:
+            self.readers["spark"] = spark_result
+            if "rows_after_vacuum" in spark_result:
+                self.readers["vacuum"] = {"rows_after_vacuum": spark_result["rows_after_vacuum"]}
         for reader, seen in self.readers.items():
             for key in ("rows_by_batch", "rows_after_vacuum"):
                 if key in seen:
@@ -204,16 +206,21 @@ RESTART_COLUMNS = ("protocol", "service", "endpoint", "t_stop", "t_start", "t_an
 
 
 def torture(protocols=None, *, per_writer: int | dict[str, int] | None = None, kills: int = 0, restarts: int = 0,
-            name: str | None = None, max_commit_retries: int | None = None) -> Path:
+            name: str | None = None, max_commit_retries: int | None = None, spark_read: bool = True) -> Path:
     """Run each protocol (all by default), save ``protocols.csv``, ``operations.csv``, ``kills.csv``,
     ``restarts.csv`` and ``meta.json`` under ``build/torture/<name>/``, and return that folder.
     Each writer makes ``per_writer`` operations: one number for every protocol, a number per
     protocol (``{"azure": 30, ...}``), or None for the full run's (:func:`plan.full_run_per_writer`).
-    Kills go to the safe protocols with kill points, restarts to those with a service to restart. Raises TortureError, after saving, if a safe protocol
-    broke a promise."""
+    Kills go to the safe protocols with kill points, restarts to those with a service to restart.
+    ``spark_read=False`` leaves out the Spark read of every table (a JVM: a quicker look; the rows are
+    still read by deltalake and the protocol's own reader); a Spark protocol needs it, for its VACUUM.
+    Raises TortureError, after saving, if a safe protocol broke a promise."""
     import pandas as pd
 
     chosen = [plan.protocol(p) for p in (protocols or plan.PROTOCOLS)]
+    if not spark_read and any(p.spark for p in chosen):
+        raise plan.PlanError("A Spark protocol's VACUUM runs in the Spark read: run it with the Spark read, "
+                             f"or leave out {', '.join(p.name for p in chosen if p.spark)}.")
     if isinstance(per_writer, dict) and set(per_writer) != {p.name for p in chosen}:
         raise plan.PlanError(f"per_writer gives counts for {sorted(per_writer)}; the run's protocols are {sorted(p.name for p in chosen)}.")
     counts = {p.name: plan.full_run_per_writer(p.name) if per_writer is None
@@ -234,8 +241,8 @@ def torture(protocols=None, *, per_writer: int | dict[str, int] | None = None, k
             verdict = Verdict(prun, prun.run())
             verdict.recover_and_check()
             verdicts.append(verdict)
-        spark_results = _reader(folder, "spark-reader", plan.CURRENT, "spark", [v.spark_table() for v in verdicts],
-                                ("s3", "dynamodb", "azure"))
+        spark_results = (_reader(folder, "spark-reader", plan.CURRENT, "spark", [v.spark_table() for v in verdicts],
+                                 ("s3", "dynamodb", "azure")) if spark_read else [None] * len(verdicts))
         for verdict, spark_result in zip(verdicts, spark_results):
             verdict.finish(spark_result)
     frames = {
@@ -250,7 +257,7 @@ def torture(protocols=None, *, per_writer: int | dict[str, int] | None = None, k
     for stem, frame in frames.items():
         frame.to_csv(folder / f"{stem}.csv", index=False)
     meta = {"run_id": run_id, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "wall_s": time.time() - started,
-            "per_writer": counts, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen],
+            "per_writer": counts, "kills": kills, "restarts": restarts, "protocols": [p.name for p in chosen], "spark_read": spark_read,
             "s3_server": config.s3_server(), "machine": {"cpus": os.cpu_count(), "system": f"{platform.system()} {platform.machine()}"}}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
     broken = [f"{v.proto.name}: {v.row['problems']}" for v in verdicts if v.row["problems"]]
