@@ -88,10 +88,10 @@ def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path
     client resends it, the store refuses, and deltalake commits the append again at version 2. On
     S3 here; notebook 12's appendix B runs the same reproducer on Azurite (with the same checks, and
     its two workarounds) in every `make test`."""
-    current, store = eras.era(eras.CURRENT), "s3"
+    current = eras.era(eras.CURRENT)
     done = _reproduce("deltalake-lost-commit-response-commits-twice", eras.python_for(eras.CURRENT), tmp_path, "--store", "s3")
     assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
-    _assert_still_reproduces(done, f"an append committed twice after its commit answer was lost ({store}, deltalake {current.deltalake_version})")
+    _assert_still_reproduces(done, f"an append committed twice after its commit answer was lost (s3, deltalake {current.deltalake_version})")
     assert "told the writer: success" in done.stdout and "is added by version(s) [1, 2]" in done.stdout, done.stdout
     assert "-> 412" in done.stdout, done.stdout
 

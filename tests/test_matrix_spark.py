@@ -8,10 +8,9 @@ OPTIMIZE pair with a stale deltalake handle and no hold at all."""
 
 from __future__ import annotations
 
-import csv
 import json
 
-from helpers import config
+from helpers import answer
 from helpers.matrix import engines, operations, run, worker
 
 SPARK, MIXED = "delta-spark-4.4", "spark-then-deltalake-1.6.6"
@@ -80,9 +79,8 @@ def test_a_small_real_run_of_delta_spark_and_a_mixed_pair(tmp_path):
     # notebook 13 races every pair of four operations on Delta Spark and checks each cell against the
     # full matrix's; here, one of those pairs for the hold's details, Delta Spark's anomalies of the full
     # matrix (notebook 13 races only the delta-rs eras' again, which need no JVM) and two mixed pairs
-    full = list(csv.DictReader((config.DATA_DIR / "conflict_matrix.csv").open(encoding="utf-8")))
-    spark_anomalies = {(r["first"], r["second"]): r for r in full
-                       if r["engine"] == SPARK and "anomaly" in (r["outcome"], r["retry_after_reload"])}
+    spark_anomalies = {(r["first"], r["second"]): r for r in answer.Results.load().rows
+                       if r["engine"] == SPARK and run.is_anomaly(r)}
     assert spark_anomalies, "the full matrix should list Delta Spark's anomalies"
     chosen = {SPARK: [("append", "append"), *spark_anomalies],
               MIXED: [("optimize", "optimize"), ("append_txn", "retry_txn")]}

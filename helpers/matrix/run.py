@@ -241,6 +241,11 @@ def grid_title(name: str, version: str) -> str | None:
     return f"{name.split('@')[0]}{where} ({version}): A commits, then B from the older snapshot"
 
 
+def is_anomaly(row: dict) -> bool:
+    """A row (of the CSV) whose race, or whose retry after reloading, left a table no serial order gives."""
+    return row["outcome"] == classify.ANOMALY or row["retry_after_reload"] == classify.ANOMALY
+
+
 def summary(rows: list[dict]) -> str:
     """Counts per outcome per engine, then every anomaly and every disagreement with the docs."""
     lines = []
@@ -252,7 +257,7 @@ def summary(rows: list[dict]) -> str:
         if reloaded:
             line += "; retries after reloading: " + ", ".join(f"{reloaded[o]} {o}" for o in classify.OUTCOMES if reloaded[o])
         lines.append(line)
-    anomalies = [r for r in rows if r["outcome"] == classify.ANOMALY or r["retry_after_reload"] == classify.ANOMALY]
+    anomalies = [r for r in rows if is_anomaly(r)]
     lines.append(f"\n{len(anomalies)} anomal{'y' if len(anomalies) == 1 else 'ies'}:")
     for r in anomalies:
         kind = " | ".join(filter(None, (r["anomaly_kind"] if r["outcome"] == classify.ANOMALY else "",
