@@ -131,6 +131,11 @@ def processes(names: list[str]) -> list[tuple[str, list[str]]]:
     return [(ENGINES[group[0]].era, group) for group in ordered]
 
 
+pairs_in_this_process = 0
+"""How many pairs the worker process was given (set by :func:`helpers.matrix.worker.main`, before it
+builds its engines): a Spark engine's driver is tuned for a short or a long run by it."""
+
+
 def build(name: str):
     """The engine called ``name``, built in this process (its environment must be the right one).
     A mixed pair has no engine of its own: build each of its :attr:`EngineSpec.parts`."""

@@ -60,11 +60,22 @@ HOLD_TIMEOUT_S = 240.0
 """A safety limit only: how long B may take to reach its commit before the pair is abandoned."""
 _SESSION = None
 _C1_ONLY = "-XX:TieredStopAtLevel=1"
+SECOND_TIER_FROM_PAIRS = 100
+"""A driver given at least this many pairs (the full matrix: several hundred in one process) lives
+for minutes and gains from the second compiler tier that short-lived drivers leave out
+(:data:`helpers.spark_start.DRIVER_JVM_OPTIONS`): 36 pairs took 50 s with it, 65 s without. A
+short run spends more compiling than it saves: notebook 13's 16 Delta Spark pairs took 111
+CPU-seconds (64 s) with it and 71 (57 s) without, and a test's 5 pairs 104 and 60 (2 cores,
+2026-11-26)."""
 
 
 def session_conf() -> dict[str, str]:
     """The matrix's additions to the workbook's session settings (each with its reason)."""
-    java = " ".join(o for o in sessions.driver_java_options().split() if o != _C1_ONLY)
+    from helpers.matrix import engines
+
+    java = sessions.driver_java_options()
+    if engines.pairs_in_this_process >= SECOND_TIER_FROM_PAIRS:
+        java = " ".join(o for o in java.split() if o != _C1_ONLY)
     return {
         # the held log stores (compiled from helpers/java/ with the DynamoDB log store's jar)
         "spark.jars": str(sessions.log_store_jar()),
@@ -76,9 +87,8 @@ def session_conf() -> dict[str, str]:
         "spark.databricks.delta.retentionDurationCheck.enabled": "false",
         # speed: some 1,000 operations on 12-row tables in one driver. Code generation compiles
         # every query (interpreted: about 25% less time per operation); adaptive execution only
-        # re-plans; one partition is enough. A driver that lives for minutes gains from the
-        # second compiler tier that short-lived drivers leave out (helpers.spark_start): 36
-        # pairs took 50 s with it, 65 s without, on the 2-core machine.
+        # re-plans; one partition is enough. The second compiler tier only for a long run
+        # (SECOND_TIER_FROM_PAIRS).
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         "spark.sql.adaptive.enabled": "false",

@@ -173,6 +173,7 @@ def main(argv: list[str]) -> int:
     try:
         from helpers.matrix import engines
 
+        engines.pairs_in_this_process = sum(map(len, todo.values()))
         if any(engines.ENGINES[name].store == "s3" for name in names):
             _prepare_s3()
         built = _engines(names)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from helpers import config, sessions
-from helpers.writers.protocol import (WRITER_TAG, Engine, EngineUnavailable, SpecError, TableNotFoundError, WriterSpec,
+from helpers.writers.protocol import (WRITER_TAG, Engine, EngineUnavailable, SpecError, TableNotFoundError, WriterSpec, one_line,
                                       READ_LANDING, commit_tags, literal, writer_tags)
 
 
@@ -205,12 +205,19 @@ class SparkEngine(Engine):
     def snapshot_version(self, table) -> int:
         return self._snapshot_version
 
-    def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
-        """Append with Delta Spark; return (the version Delta says it committed, how that is known)."""
+    def append(self, table, data, spec: WriterSpec) -> tuple[int | None, str]:
+        """Append with Delta Spark; return (the version Delta says it committed, how that is known;
+        no version when reading the log back after the write failed)."""
         frame = self.spark.createDataFrame(data)
         frame.write.format("delta").mode("append").options(**self.write_options(spec)).save(spec.table_uri)
-        version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
-        found = self.find_commits(spec, after=self._snapshot_version)
+        # save() returned: Delta says the append committed. What follows only reads the log back, so
+        # a failure there is not the write's and must not turn this writer's report into "failed".
+        try:
+            version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
+            found = self.find_commits(spec, after=self._snapshot_version)
+        except Exception as error:  # noqa: BLE001 - any error of the read-back, named in the report
+            return None, (f"none: save() returned (Delta committed the append), then reading the log back failed: "
+                          f"{type(error).__name__}: {one_line(str(error))}")
         if found.get(version) == spec.writer_id:
             check = "the log's commit at that version carries this writer's tag"
         elif version in found:
