@@ -93,9 +93,9 @@ lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit 
 workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook run $(NB)
 
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
-test: install ## unit tests and every notebook executed as a test, on two workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
+test: install ## unit tests and every notebook executed as a test, on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)

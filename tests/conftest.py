@@ -1,5 +1,5 @@
 """Shared fixtures: the emulators (started if they do not answer) and unique table names; and
-the order in which `make test` hands files to its two workers."""
+the order in which `make test` hands files to its workers."""
 
 from __future__ import annotations
 
@@ -45,13 +45,14 @@ def table_name(request) -> str:
     return f"test-{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:8]}".lower()
 
 
-# `make test` runs pytest-xdist with two workers, one file (one notebook) at a time each, in the
-# order below (`--dist loadfile --no-loadscope-reorder`). The longest file goes first, alone on
-# its worker, with only a trivial file queued behind it, so the other worker takes everything
-# else meanwhile; the rest follow, slowest first (seconds measured on the 2-core machine).
+# `make test` runs pytest-xdist with three workers, one file (one notebook) at a time each, in the
+# order below (`--dist loadfile --no-loadscope-reorder`). xdist gives each worker one file, then a
+# second to any worker with at most two tests left: so 09 and 12, the longest, start at once on
+# a worker each (with TEST_WORKERS=2, 12 queues behind the trivial file), and the other worker
+# takes everything else meanwhile; the rest follow, slowest first (seconds measured on the 2-core machine).
 RUN_FIRST = (
     "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~240 s in `make test` (2026-11-26): 8 Spark drivers
-    "tests/test_preflight.py",  # < 1 s: queued behind 09 by xdist, so keep it trivial
+    "tests/test_preflight.py",  # < 1 s: 12 queues behind it with two workers, so keep it trivial
     "notebooks/12_torture.ipynb",  # ~280 s: the delta-rs protocols' bounded torture subset (emulators of its own)
     "notebooks/10_small_files.ipynb",  # ~85 s: Spark maintenance on a twin table
     "notebooks/13_conflict_matrix.ipynb",  # ~130 s: pairs raced in deltalake 1.6.6 and Delta Spark, then the delta-rs eras' anomalies again
