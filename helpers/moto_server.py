@@ -35,8 +35,9 @@ empties the journal. Replay costs what moto's own handling of each write costs, 
 milliseconds (1,000 PUTs of 10 KB: about 3 s), which is why ``helpers.services`` asks for a
 journal only when told to.
 
-It imports only the standard library, moto and werkzeug, so docker-compose.yml runs this same
-file inside the pinned moto image. Command line (moto's own flags, plus ``--journal``)::
+It imports only the standard library, moto, werkzeug and ``helpers/moto_speedups.py`` (moto's own
+answers with less work), so docker-compose.yml runs these same two files, as ``python -m
+helpers.moto_server``, inside the pinned moto image. Command line (moto's own flags, plus ``--journal``)::
 
     python -m helpers.moto_server -H 127.0.0.1 -p 5050 [--journal .state/moto/journal]
 """
@@ -54,6 +55,8 @@ import sys
 import threading
 import time
 from urllib.parse import parse_qs, urlsplit
+
+from helpers import moto_speedups
 
 MARK_HEADER = "x-workbook-moto"
 MARK_VALUE = "atomic-writes"
@@ -221,61 +224,13 @@ def _call(app, environ) -> tuple[str, list, bytes]:
     return answered[0], answered[1], data
 
 
-def remember_pure_lookups() -> list[str]:
-    """Make moto remember two answers it works out again for every request, both functions of
-    their arguments alone. Measured with moto 5.2.5 on 2 cores, the server's CPU time for 750
-    PUTs and then 200 listings of 100 keys went from 3.8 and 7.7 s to 2.5 and 3.7 s:
-
-    * which backend serves a host name: moto lists its package folder (``os.listdir`` and one
-      ``isdir`` per entry) and tries its URL patterns, under the one lock every request takes;
-    * an object's modification time as text: moto parses and formats it again for every key of
-      every listing, and a Delta log is listed after every conflict.
-
-    Returns what it patched (a test holds that both still apply to the pinned moto)."""
-    from moto.core.serialize import TimestampSerializer
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-
-    patched = []
-    backend_for_host = DomainDispatcherApplication.get_backend_for_host
-    if not getattr(backend_for_host, "remembered", False):
-        hosts: dict = {}
-
-        def get_backend_for_host(self, host):
-            if host not in hosts:
-                hosts[host] = backend_for_host(self, host)
-            return hosts[host]
-
-        get_backend_for_host.remembered, get_backend_for_host.original = True, backend_for_host
-        DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
-    patched.append("DomainDispatcherApplication.get_backend_for_host")
-    to_text = TimestampSerializer._convert_timestamp_to_str
-    if not getattr(to_text, "remembered", False):
-        texts: dict = {}
-
-        def _convert_timestamp_to_str(self, value, timestamp_format):
-            try:
-                key = (value, timestamp_format)
-                hash(key)
-            except TypeError:
-                return to_text(self, value, timestamp_format)
-            if key not in texts:
-                if len(texts) > 200_000:  # bounded: every object version has its own time
-                    texts.clear()
-                texts[key] = to_text(self, value, timestamp_format)
-            return texts[key]
-
-        _convert_timestamp_to_str.remembered, _convert_timestamp_to_str.original = True, to_text
-        TimestampSerializer._convert_timestamp_to_str = _convert_timestamp_to_str
-    patched.append("TimestampSerializer._convert_timestamp_to_str")
-    return patched
-
-
 def application(journal: str | None = None):
     """moto's server application, as ``python -m moto.server`` builds it, with atomic writes;
     with a journal file, the state it records is replayed first (and the result printed)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    remember_pure_lookups()
+    moto_speedups.remember_pure_lookups()
+    moto_speedups.look_only_where_asked()
     app = DomainDispatcherApplication(create_backend_app)
     app.debug = True  # as moto's own command line: errors come back as AWS answers, not tracebacks
     if journal is None:

@@ -29,12 +29,31 @@ def test_moto_runs_the_same_atomic_writes_server_as_natively():
     from helpers import services
 
     moto = COMPOSE["services"]["moto"]
-    (mount,) = moto["volumes"]
-    source, target, mode = mount.split(":")
-    assert (config.ROOT / source).resolve() == config.ROOT / "helpers" / "moto_server.py" and mode == "ro"
+    # the server and the one module it imports, as the package `helpers` under the working folder
+    files = ("__init__.py", "moto_server.py", "moto_speedups.py")
+    mounts = [mount.split(":") for mount in moto["volumes"]]
+    assert [((config.ROOT / source).resolve(), target, mode) for source, target, mode in mounts] == [
+        (config.ROOT / "helpers" / name, f"{moto['working_dir']}/helpers/{name}", "ro") for name in files]
+    assert not set(moto_server_imports()) - {"moto_speedups"}, "the image has only these helpers"
     native = services.SERVICES["moto"].command(config.MOTO_DEFAULT_PORT)
     assert native[1:3] == ["-m", "helpers.moto_server"]
-    assert moto["entrypoint"] == ["python", target, "-H", "0.0.0.0", *native[-2:]]
+    assert moto["entrypoint"] == ["python", *native[1:3], "-H", "0.0.0.0", *native[-2:]]
+
+
+def moto_server_imports() -> list[str]:
+    """The modules of `helpers` that helpers/moto_server.py and what it imports of `helpers` import."""
+    import ast
+
+    seen, todo = set(), ["moto_server"]
+    while todo:
+        tree = ast.parse((config.ROOT / "helpers" / f"{todo.pop()}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "helpers":
+                for alias in node.names:
+                    if alias.name not in seen:
+                        seen.add(alias.name)
+                        todo.append(alias.name)
+    return sorted(seen)
 
 
 def test_ports_are_the_native_defaults_on_loopback_only():

@@ -10,8 +10,10 @@ as the torture run does, and everything read back before and after must be equal
 
 import dataclasses
 import io
+import json
 import sys
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -20,7 +22,7 @@ import botocore.config
 import botocore.exceptions
 import pytest
 
-from helpers import config, moto_server, services
+from helpers import config, moto_server, moto_speedups, services
 
 ROUNDS = 60
 WRITERS = 8
@@ -221,7 +223,7 @@ def test_without_the_variable_moto_keeps_no_journal(private_services, monkeypatc
 
 
 def test_the_remembered_lookups_apply_to_the_pinned_moto_and_answer_as_moto_does():
-    """moto_server.remember_pure_lookups patches two of moto's functions by name: a moto release
+    """moto_speedups.remember_pure_lookups patches two of moto's functions by name: a moto release
     that renames them fails here, not silently in a slower server. The remembered answers are
     moto's own, asked twice (the second from memory)."""
     from datetime import datetime, timezone
@@ -229,9 +231,9 @@ def test_the_remembered_lookups_apply_to_the_pinned_moto_and_answer_as_moto_does
     from moto.core.serialize import TimestampSerializer
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
-    assert moto_server.remember_pure_lookups() == ["DomainDispatcherApplication.get_backend_for_host",
+    assert moto_speedups.remember_pure_lookups() == ["DomainDispatcherApplication.get_backend_for_host",
                                                    "TimestampSerializer._convert_timestamp_to_str"]
-    assert moto_server.remember_pure_lookups()  # a second call leaves the first patch in place
+    assert moto_speedups.remember_pure_lookups()  # a second call leaves the first patch in place
     assert TimestampSerializer._convert_timestamp_to_str.remembered
     assert DomainDispatcherApplication.get_backend_for_host.remembered
     original = TimestampSerializer._convert_timestamp_to_str.original
@@ -248,3 +250,88 @@ def test_the_remembered_lookups_apply_to_the_pinned_moto_and_answer_as_moto_does
         assert dispatcher.get_backend_for_host(host) == answer == DomainDispatcherApplication.get_backend_for_host.original(dispatcher, host)
     assert dispatcher.get_backend_for_host("s3.us-east-1.amazonaws.com") == "s3"
     assert dispatcher.get_backend_for_host("dynamodb.us-east-1.amazonaws.com") == "dynamodb"
+
+
+def test_the_narrowed_listings_and_queries_answer_as_moto_does(monkeypatch):
+    """moto_speedups.look_only_where_asked makes moto's S3 listings and DynamoDB queries look only
+    under the prefix or in the partition asked for. On a bucket with versions, delete markers and
+    keys that share the prefix's first letters, and a lock table with several partitions, every
+    answer equals what moto's own function gives, and each patch applies to the pinned moto."""
+    from werkzeug.test import Client
+
+    from moto import settings as moto_settings
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+    from moto.s3.models import S3Backend, s3_backends
+
+    monkeypatch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf"))  # another test may have imported moto with it at 0
+    client = Client(moto_server.application())
+    assert moto_speedups.look_only_where_asked() == ["S3Backend.list_object_versions", "S3Backend.list_objects", "Table.query"]
+    signed = "AWS4-HMAC-SHA256 Credential=a/20261126/us-east-1/{}/aws4_request, SignedHeaders=host, Signature=0"
+    s3_headers = {"Host": "localhost", "Authorization": signed.format("s3")}
+    bucket = f"narrowed-{uuid.uuid4().hex[:8]}"
+    assert client.put(f"/{bucket}", headers=s3_headers).status_code == 200
+    versioning = b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>"
+    assert client.put(f"/{bucket}?versioning", data=versioning, headers=s3_headers).status_code == 200
+    keys = ["t/_delta_log/0.json", "t/_delta_log/1.json", "t/_delta_log/.tmp/1.json.x", "t/part-0.parquet",
+            "t2/_delta_log/0.json", "t-other/a", "u/_delta_log/0.json", "top"]
+    for round_ in range(2):
+        for key in keys:
+            assert client.put(f"/{bucket}/{key}", data=f"{key} {round_}".encode(), headers=s3_headers).status_code == 200
+    assert client.delete(f"/{bucket}/t/_delta_log/1.json", headers=s3_headers).status_code == 204  # a delete marker
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    fake_bucket = backend.get_bucket(bucket)
+
+    def versions_of(answer):
+        listed, prefixes, markers, next_key, next_version = answer
+        return ([(v.name, v.version_id, v.is_latest) for v in listed], prefixes,
+                [(m.name, m.version_id) for m in markers], next_key, next_version)
+
+    def objects_of(answer):
+        listed, prefixes, truncated, marker = answer
+        return [v.name for v in listed], list(prefixes), truncated, marker
+
+    narrowed, original = S3Backend.list_object_versions, S3Backend.list_object_versions.original
+    for prefix in ("t", "t/", "t/_delta_log/", "t/_delta_log/1", "t2/", "nothing/", ""):
+        for delimiter in (None, "/"):
+            for max_keys in (1000, 2):
+                asked = dict(delimiter=delimiter, max_keys=max_keys, prefix=prefix)
+                assert versions_of(narrowed(backend, bucket, **asked)) == versions_of(original(backend, bucket, **asked)), asked
+            asked = dict(prefix=prefix, delimiter=delimiter, marker=None, max_keys=2)
+            assert objects_of(S3Backend.list_objects(backend, fake_bucket, **asked)) == \
+                objects_of(S3Backend.list_objects.original(backend, fake_bucket, **asked)), asked
+    assert versions_of(narrowed(backend, bucket, prefix="t/_delta_log/"))[2] == [
+        ("t/_delta_log/1.json", fake_bucket.keys.getlist("t/_delta_log/1.json")[-1].version_id)]
+
+    dynamodb_headers = {"Host": "localhost", "Authorization": signed.format("dynamodb"),
+                        "Content-Type": "application/x-amz-json-1.0"}
+
+    def dynamodb(action: str, body: dict) -> None:
+        answer = client.post("/", data=json.dumps(body), headers={**dynamodb_headers, "X-Amz-Target": f"DynamoDB_20120810.{action}"})
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+
+    lock_table = f"narrowed-{uuid.uuid4().hex[:8]}"
+    dynamodb("CreateTable", {"TableName": lock_table, "BillingMode": "PAY_PER_REQUEST",
+                             "KeySchema": [{"AttributeName": "tablePath", "KeyType": "HASH"}, {"AttributeName": "fileName", "KeyType": "RANGE"}],
+                             "AttributeDefinitions": [{"AttributeName": "tablePath", "AttributeType": "S"},
+                                                      {"AttributeName": "fileName", "AttributeType": "S"}]})
+    for path in ("s3://b/t", "s3://b/t/", "s3://b/t2"):
+        for version in range(4):
+            dynamodb("PutItem", {"TableName": lock_table, "Item": {"tablePath": {"S": path}, "fileName": {"S": f"{version:020d}.json"},
+                                                                    "complete": {"S": "true"}}})
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(lock_table)
+
+    def items_of(answer):
+        found, scanned, last = answer
+        return [item.to_json() for item in found], scanned, last
+
+    for path in ("s3://b/t", "s3://b/t/", "s3://b/none"):
+        for comparison, values, forward, limit in ((None, [], False, 1), ("BEGINS_WITH", ["0000"], True, 10),
+                                                   ("GT", ["00000000000000000001.json"], True, 2)):
+            asked = (DynamoType({"S": path}), comparison, [DynamoType({"S": v}) for v in values], limit, None, forward, None)
+            assert items_of(Table.query(table, *asked)) == items_of(Table.query.original(table, *asked)), asked
+    latest = Table.query(table, DynamoType({"S": "s3://b/t"}), None, [], 1, None, False, None)[0]
+    assert [item.to_json()["Attributes"]["fileName"] for item in latest] == [{"S": "00000000000000000003.json"}]
