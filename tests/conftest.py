@@ -53,7 +53,7 @@ def table_name(request) -> str:
 RUN_FIRST = (
     "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~240 s in `make test` (2026-11-26): 8 Spark drivers
     "tests/test_preflight.py",  # < 1 s: 12 queues behind it with two workers, so keep it trivial
-    "notebooks/12_torture.ipynb",  # ~280 s: the delta-rs protocols' bounded torture subset (emulators of its own)
+    "notebooks/12_torture.ipynb",  # ~260 s: the delta-rs protocols' bounded torture subset (emulators of its own)
     "notebooks/10_small_files.ipynb",  # ~85 s: Spark maintenance on a twin table
     "notebooks/13_conflict_matrix.ipynb",  # ~130 s: pairs raced in deltalake 1.6.6 and Delta Spark, then the delta-rs eras' anomalies again
     "tests/test_matrix_spark.py",  # ~100 s: one Spark driver racing five chosen pairs, Delta Spark's anomalies among them
