@@ -37,7 +37,8 @@ journal only when told to.
 
 It imports only the standard library, moto, werkzeug and ``helpers/moto_speedups.py`` (moto's own
 answers with less work), so docker-compose.yml runs these same two files, as ``python -m
-helpers.moto_server``, inside the pinned moto image. Command line (moto's own flags, plus ``--journal``)::
+helpers.moto_server``, inside the pinned moto image. Command line (moto's own flags, plus
+``--journal``)::
 
     python -m helpers.moto_server -H 127.0.0.1 -p 5050 [--journal .state/moto/journal]
 """
