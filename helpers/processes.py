@@ -3,7 +3,8 @@ they outstay the run. Shared by the writer runner (:mod:`helpers.runner`, one ap
 and the benchmark (:mod:`helpers.bench.run`, many appends per process).
 
 Each process is started as ``<era python> -m <module> <spec file>`` from the workbook's folder,
-with the era's environment alone on its path, and announces itself in the barrier folder under
+with the era's environment alone on its path (forked from the era's fork server,
+:mod:`helpers.forkserver`, unless ``WORKBOOK_FORKSERVER=0``), and announces itself in the barrier folder under
 its ``name``: ``ready-<name>`` once it waits for ``go``, ``gone-<name>`` if it failed before
 (:mod:`helpers.writers.protocol`). Whoever runs them decides when to open the barrier and how
 long a run may last; nothing here keeps a clock of its own beyond the deadline it is given.
@@ -18,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import eras
+from helpers import config, eras, forkserver
 from helpers import progress as progress_display
 from helpers.writers.protocol import gone_file, one_line, ready_file
 
@@ -37,7 +38,7 @@ class EraProcess:
     spec_path: Path
     stdout_path: Path
     stderr_path: Path
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen | forkserver.ForkedProcess | None = None
     t_launched: float = 0.0
     t_exited: float | None = None
     killed: bool = False
@@ -50,8 +51,12 @@ def launch(procs: list[EraProcess], *, new_session: bool = False) -> None:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
     for p in procs:
+        p.t_launched = time.time()
+        if forkserver.enabled():  # a child of the era's fork server: the same process, started for less CPU
+            p.process = forkserver.start(eras.python_for(p.era), p.module, [str(p.spec_path)], env=config.without_telemetry(env),
+                                         cwd=config.ROOT, stdout=p.stdout_path, stderr=p.stderr_path, new_session=new_session)
+            continue
         with open(p.stdout_path, "wb") as out, open(p.stderr_path, "wb") as err:
-            p.t_launched = time.time()
             p.process = eras.start_in_era(p.era, ["-m", p.module, str(p.spec_path)], stdin=subprocess.DEVNULL,
                                           stdout=out, stderr=err, env=env,
                                           start_new_session=new_session)

@@ -51,13 +51,12 @@ def table_name(request) -> str:
 # a worker each (with TEST_WORKERS=2, 12 queues behind the trivial file), and the other worker
 # takes everything else meanwhile; the rest follow, slowest first (seconds measured on the 2-core machine).
 RUN_FIRST = (
-    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~240 s in `make test` (2026-11-26): 8 Spark drivers
+    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~300 s in `make test` (2026-11-26): 8 Spark drivers
     "tests/test_preflight.py",  # < 1 s: 12 queues behind it with two workers, so keep it trivial
-    "notebooks/12_torture.ipynb",  # ~260 s: the delta-rs protocols' bounded torture subset (emulators of its own)
-    "notebooks/10_small_files.ipynb",  # ~85 s: Spark maintenance on a twin table
-    "notebooks/13_conflict_matrix.ipynb",  # ~130 s: pairs raced in deltalake 1.6.6 and Delta Spark, then the delta-rs eras' anomalies again
-    "tests/test_matrix_spark.py",  # ~100 s: one Spark driver racing five chosen pairs, Delta Spark's anomalies among them
-    "tests/test_privacy.py",  # ~12 s: Daft writers and notebook 00 under the no-egress hook
+    "notebooks/12_torture.ipynb",  # ~230 s: the delta-rs protocols' bounded torture subset (emulators of its own)
+    "notebooks/10_small_files.ipynb",  # ~150 s: Spark maintenance on a twin table
+    "notebooks/13_conflict_matrix.ipynb",  # ~180 s: pairs raced in deltalake 1.6.6 and Delta Spark, and the full matrix's anomalies again
+    "tests/test_privacy.py",  # ~35 s: Daft writers and notebook 00 under the no-egress hook
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
     "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter

@@ -163,11 +163,17 @@ def test_every_default_engine_is_an_installed_era():
 
 def test_a_small_real_run_brackets_the_double_optimize_regression(tmp_path):
     newer = [("append", "append"), ("optimize", "optimize"), ("append_txn", "retry_txn"), ("append_txn", "retry_checked")]
-    chosen = {"deltalake-1.6.3": [("optimize", "optimize")], "deltalake-1.6.6": newer}  # each engine its own pairs
-    rows = run.run(["deltalake-1.6.3", "deltalake-1.6.6"], ["append", "optimize", "retry_txn", "retry_checked"],
-                   tmp_path / "small", echo=lambda line: None, only=chosen)
+    # 1.6.6 its own pairs; `also` adds 1.6.3 for one pair, and to 1.6.6 a pair of an operation not named
+    # (a pair it has already is raced once)
+    also = {"deltalake-1.6.3": [("optimize", "optimize")], "deltalake-1.6.6": [("optimize", "optimize"), ("append", "retry")]}
+    rows = run.run(["deltalake-1.6.6"], ["append", "optimize", "retry_txn", "retry_checked"], tmp_path / "small",
+                   echo=lambda line: None, only={"deltalake-1.6.6": newer}, also=also)
     cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
-    assert sorted(cell) == sorted((engine, *pair) for engine, pairs in chosen.items() for pair in pairs)
+    assert sorted(cell) == sorted([("deltalake-1.6.3", "optimize", "optimize"), ("deltalake-1.6.6", "append", "retry"),
+                                   *(("deltalake-1.6.6", *pair) for pair in newer)])
+    assert len(rows) == len(cell)
+    blind = cell[("deltalake-1.6.6", "append", "retry")]
+    assert (blind["outcome"], blind["anomaly_kind"]) == ("anomaly", "duplicated rows")
     old, new = cell[("deltalake-1.6.3", "optimize", "optimize")], cell[("deltalake-1.6.6", "optimize", "optimize")]
     assert (old["outcome"], old["conflict"]) == ("refused", "ConcurrentDeleteDelete")
     assert (new["outcome"], new["anomaly_kind"]) == ("anomaly", "duplicated rows + removed twice")
@@ -182,3 +188,27 @@ def test_a_small_real_run_brackets_the_double_optimize_regression(tmp_path):
     assert checked["b_note"].startswith("skipped")
     written = sorted(p.name for p in (tmp_path / "small").iterdir())
     assert {"matrix.csv", "grid-deltalake-1.6.3.png", "grid-deltalake-1.6.6.png", "meta.json", "pairs.jsonl"} <= set(written)
+
+
+def test_a_grid_of_retries_alone_draws_their_strip():
+    # an engine raced only for its retries' anomalies (notebook 13's `also`) has no square grid above the strip
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from helpers.matrix import plots
+
+    def row(second, outcome, reloaded):
+        return {"engine": "deltalake-0.22.3", "engine_version": "0.22.3", "first": "append_txn" if second == "retry_txn" else "append",
+                "second": second, "outcome": outcome, "conflict": "ConcurrentTransaction" if outcome == "refused" else "",
+                "error_class": "", "anomaly_kind": "duplicated rows" if outcome == "anomaly" else "", "matched": "",
+                "agrees_with_docs": "", "retry_after_reload": reloaded, "retry_after_reload_kind": "duplicated rows"}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warned of a zero-width axis and a layout it could not fit
+        figure = plots.grid([row("retry", "anomaly", "anomaly"), row("retry_txn", "refused", "anomaly")], "deltalake-0.22.3")
+    axes = figure.axes[0]
+    assert axes.get_xlim() == (0.0, 2.0)
+    assert sorted((p.get_x(), p.get_y(), p.get_width()) for p in axes.patches) == \
+        [(0.0, 1.6, 1.0), (0.0, 2.6, 1.0), (1.0, 1.6, 1.0), (1.0, 2.6, 1.0)]

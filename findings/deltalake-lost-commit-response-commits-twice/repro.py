@@ -91,12 +91,12 @@ def start_server(command: list[str], port: int, what: str) -> None:
         raise CannotRun(f"{what} did not start ({error}); see the usage at the top of this file") from None
 
     def stop() -> None:
+        # killed, not asked to stop: on SIGTERM Azurite waits for its clients' open connections to
+        # close, and deltalake's runtime keeps its own open until this process ends (a 10 s wait
+        # each run). The server's folder is a temporary one, and nothing is read from it after.
         if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            server.kill()
+            server.wait(timeout=60)
 
     atexit.register(stop)
     deadline = time.monotonic() + START_TIMEOUT

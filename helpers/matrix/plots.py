@@ -39,8 +39,9 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     retries = [r for r in mine if ops.OPERATIONS[r["second"]].is_retry]
     names = [n for n in ops.MATRIX_OPS if any(n in pair for pair in matrix)]
     size = len(names)
+    across = size or len(retries)  # a run of retries alone (anomalies raced again) still has their strip
     extra = 2.2 if retries else 0.0
-    fig, ax = plt.subplots(figsize=(1.05 * size + 3.2, 0.62 * size + 2.6 + extra))
+    fig, ax = plt.subplots(figsize=(1.05 * across + 3.2, 0.62 * size + 2.6 + extra))
 
     def cell(x: float, y: float, colour: str, text: str, disagrees: bool, width: float = 1.0) -> None:
         ax.add_patch(Rectangle((x, y), width, 1, facecolor=colour, edgecolor="white", linewidth=1.5))
@@ -64,7 +65,7 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     ticks, tick_labels, bottom = [i + 0.5 for i in range(size)], labels, size
     if retries:
         top = size + 1.6  # a gap, then the strip's own column labels
-        width = size / len(retries)
+        width = across / len(retries)
         ax.text(0, size + 0.45, "The append that landed, unacknowledged, then retried:", fontsize=8, va="center")
         for k, row in enumerate(retries):
             x = k * width
@@ -77,7 +78,7 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
         tick_labels = labels + ["retry from its\nold snapshot", "retry after\nreloading"]
         bottom = top + 2
     ax.set_yticks(ticks, tick_labels, fontsize=8)
-    ax.set_xlim(0, size)
+    ax.set_xlim(0, across)
     ax.set_ylim(bottom, 0)
     ax.set_aspect("auto")
     for side in ("top", "right", "bottom", "left"):

@@ -131,11 +131,16 @@ def _remove_table(folder: str) -> None:
 
 
 def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print,
-        only: list[tuple[str, str]] | dict[str, list[tuple[str, str]]] | None = None) -> list[dict]:
+        only: list[tuple[str, str]] | dict[str, list[tuple[str, str]]] | None = None,
+        also: dict[str, list[tuple[str, str]]] | None = None) -> list[dict]:
     """Run every pair of ``op_names`` on every engine (``only``: just these pairs of them, on every
     engine, or per engine as ``{engine: pairs}``, e.g. each engine's anomalies of a full run raced
     again); write the files (see the module's text) and return the CSV's rows. Raises MatrixError
     if an engine's worker gives no result.
+
+    ``also`` (``{engine: pairs}``, any operations) adds pairs to race in the same worker processes,
+    an engine not in ``engine_names`` joining for its own: e.g. notebook 13 races a full run's
+    anomalies (:func:`anomalies_to_race_again`) beside its few operations, so Delta Spark's driver starts once.
 
     Engines that share a process (:func:`helpers.matrix.engines.processes`) run in one worker (up to
     :attr:`~helpers.matrix.engines.EngineSpec.threads` of them at once); at most ``jobs`` workers run
@@ -144,6 +149,13 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
     wanted = {name: only.get(name, ()) if isinstance(only, dict) else only for name in engine_names}
     todo = {name: pairs if wanted[name] is None else [pair for pair in pairs if pair in {tuple(p) for p in wanted[name]}]
             for name in engine_names}
+    for name, extra in (also or {}).items():
+        mine = todo.get(name, [])
+        todo[name] = mine + [pair for pair in dict.fromkeys(map(tuple, extra)) if pair not in mine]
+    if also:
+        engine_names = list(todo)
+        op_names = [name for name in ops.CHOICES if any(name in pair for mine in todo.values() for pair in mine)]
+        pairs = ops.pairs(op_names)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("grid-*.png"):  # an earlier run's grids, of engines this run may not have
         stale.unlink()
@@ -152,7 +164,7 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
     waiting, running, problems = engines.processes(list(engine_names)), {}, []
     counts: Counter = Counter()
     totals = {name: len(todo[name]) for name in engine_names}
-    counted = (f"{len(pairs)} pairs × {len(engine_names)} engine(s)" if only is None
+    counted = (f"{len(pairs)} pairs × {len(engine_names)} engine(s)" if only is None and not also
                else f"{sum(totals.values())} chosen pairs on {len(engine_names)} engine(s)")
     echo(f"conflict matrix: {counted} ({', '.join(engine_names)}) into {folder}")
     tables = folder / "tables"
@@ -244,6 +256,31 @@ def grid_title(name: str, version: str) -> str | None:
 def is_anomaly(row: dict) -> bool:
     """A row (of the CSV) whose race, or whose retry after reloading, left a table no serial order gives."""
     return row["outcome"] == classify.ANOMALY or row["retry_after_reload"] == classify.ANOMALY
+
+
+def anomalous_pairs(rows: list[dict], engine_names: list[str] | None = None) -> dict[str, list[tuple[str, str]]]:
+    """The (first, second) pairs of ``rows`` (a run's CSV rows) that are anomalies (:func:`is_anomaly`),
+    per engine, of ``engine_names`` only if given: what :func:`run`'s ``also`` races again."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        if is_anomaly(row) and (engine_names is None or row["engine"] in engine_names):
+            found.setdefault(row["engine"], []).append((row["first"], row["second"]))
+    return found
+
+
+def anomalies_to_race_again(engine_names: list[str], rows: list[dict], *, every_engine: bool = False
+                            ) -> dict[str, list[tuple[str, str]]]:
+    """Which anomalies of a full run (``rows``) a short run of ``engine_names`` races again beside its
+    own pairs (:func:`run`'s ``also``): all of those engines' and of the delta-rs eras' (they need no
+    JVM), and the first of each mixed pair that runs in a process the short run starts anyway (Delta
+    Spark's: each of their pairs costs its driver seconds); every engine's all with ``every_engine``."""
+    if every_engine:
+        return anomalous_pairs(rows)
+    again = anomalous_pairs(rows, [*engine_names, *eras.ALL_ERAS])
+    started = {engines.ENGINES[name].process_key for name in engine_names}
+    mixed = [name for name, spec in engines.ENGINES.items() if spec.parts and spec.process_key in started]
+    again.update((name, pairs[:1]) for name, pairs in anomalous_pairs(rows, mixed).items())
+    return again
 
 
 def summary(rows: list[dict]) -> str:
