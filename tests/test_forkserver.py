@@ -57,16 +57,20 @@ def test_a_child_runs_its_module_with_its_own_arguments_environment_folder_and_f
 
 def test_a_child_is_killed_and_waited_for_like_a_popen_and_may_lead_its_own_session(probe):
     child = _start(probe, "sleep", new_session=True)
-    assert child.poll() is None
-    with pytest.raises(subprocess.TimeoutExpired):
-        child.wait(timeout=0)
-    assert os.getpgid(child.pid) == child.pid  # its own process group: os.killpg reaches whatever it starts
-    os.killpg(child.pid, signal.SIGKILL)
-    assert child.wait(timeout=120) == -signal.SIGKILL
     plain = _start(probe, "sleep", marker="plain")
-    assert os.getpgid(plain.pid) != plain.pid
-    plain.kill()
-    assert plain.wait(timeout=120) == -signal.SIGKILL
+    try:
+        assert child.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(timeout=0)
+        assert os.getpgid(child.pid) == child.pid  # its own process group: os.killpg reaches whatever it starts
+        os.killpg(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=120) == -signal.SIGKILL
+        assert os.getpgid(plain.pid) != plain.pid
+        plain.kill()
+        assert plain.wait(timeout=120) == -signal.SIGKILL
+    finally:  # a failed assertion leaves no sleeper behind
+        child.kill()
+        plain.kill()
 
 
 def test_one_server_per_era_python_serves_every_later_start(probe):
