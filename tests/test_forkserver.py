@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -101,7 +100,7 @@ def test_without_the_server_processes_start_as_fresh_interpreters(monkeypatch, t
     processes.launch([proc])
     assert isinstance(proc.process, subprocess.Popen)
     assert proc.process.wait(timeout=120) != 0  # an empty spec is refused
-    assert "writer_id" in (tmp_path / "w1.err").read_text() or (tmp_path / "w1.out").read_text()
+    assert "writer_id" in (tmp_path / "w1.err").read_text()  # the fresh interpreter's own refusal
 
 
 def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
@@ -112,4 +111,3 @@ def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
                           capture_output=True, text=True, cwd=config.ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['helpers', 'helpers.forkserver']"
-    assert sys.modules["helpers.forkserver"].PRELOAD == ("pyarrow", "deltalake")
