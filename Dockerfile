@@ -19,4 +19,6 @@ RUN make install-python PYTHON=python3.11
 COPY . .
 
 EXPOSE 8888
-CMD [".venv/bin/python", "-m", "jupyter", "lab", "--ip=0.0.0.0", "--port=8888", "--no-browser", "--allow-root", "--ServerApp.root_dir=notebooks"]
+# as `make lab` starts it (kernels' sockets in a private temporary folder), listening on every
+# interface of the container so that the published port reaches it
+CMD [".venv/bin/python", "-m", "helpers.kernels", "lab", "notebooks", "--ip=0.0.0.0", "--port=8888", "--no-browser"]

@@ -127,10 +127,10 @@ outputs: install ## re-execute notebooks in place to refresh their committed out
 
 LAB_DIR ?= notebooks
 
-lab: install ## emulators up, JupyterLab on 127.0.0.1 (LAB_DIR=student: the student edition)
+lab: install ## emulators up, JupyterLab on 127.0.0.1 (LAB_DIR=student: the student edition); kernels' sockets in a private temporary folder
 	@test -d "$(LAB_DIR)" || { echo 'LAB_DIR=$(LAB_DIR) is not a folder here: use notebooks (the default) or student'; exit 2; }
 	$(PY) -m helpers.services up
-	$(PY) -m jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=$(LAB_DIR) --KernelManager.transport=ipc $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(PY) -m helpers.kernels lab $(LAB_DIR)
 
 lab-check: install ## notebook 01 run in JupyterLab by headless Chromium (Debian: apt-get install chromium chromium-driver); screenshot in build/lab-check/
 	$(PY) -m helpers.lab_check

@@ -15,6 +15,12 @@ browser and its driver come from the system's packages::
     sudo apt-get install chromium chromium-driver     # Debian and Ubuntu
     python -m helpers.lab_check                       # or: make lab-check
 
+The kernel's sockets are in a private temporary folder (:mod:`helpers.kernels`), so the check
+runs from a clone in any folder. While the browser waits, the check follows the server's log and
+the kernel's state: a kernel that dies, that the server cannot start, or that has not connected
+:data:`KERNEL_START_TIMEOUT_S` after the notebook opened fails the check at once, with the
+kernel's own error lines and what to do.
+
 ``WORKBOOK_CHROMIUM`` and ``WORKBOOK_CHROMEDRIVER`` name other binaries (Chrome and its driver
 of one version). Exit 0 if every check passed, 1 with each failed one named, 2 if it could not
 run (no browser, JupyterLab not starting).
@@ -33,7 +39,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from helpers import config, services, workbook
+from helpers import config, kernels, services, workbook
 
 NOTEBOOK = "01_local_delta_table.ipynb"
 PARAMETERS = {"table_name": "lab_check"}
@@ -43,6 +49,17 @@ LAB_START_TIMEOUT_S = 180.0
 """JupyterLab not answering after this long is broken (a hang detector, far above its start time)."""
 RUN_TIMEOUT_S = 900.0
 """Notebook 01 still running after this long is hung (it runs in about a minute)."""
+KERNEL_START_TIMEOUT_S = 50.0
+"""A kernel not connected and idle this long after the notebook opened never will be (it takes a
+few seconds; Jupyter Server itself gives up waiting for its first answer after 60 s). A kernel that dies, or that the server cannot start, fails the check sooner: as
+soon as the server's log or the kernel's state says so."""
+KERNEL_TROUBLE = re.compile(r"KernelRestarter: restart|Uncaught exception \w+ /api/(?:kernels|sessions)|Kernel died|"
+                            r"Error (?:starting|connecting to) kernel")
+"""A line of the server's log that means a kernel died or could not be started or reached."""
+ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*: .+")
+"""An exception's last line, as a traceback ends: ``zmq.error.ZMQError: ipc path ... is longer ...``."""
+TOKEN = re.compile(r"token=\w+")
+"""The server's token in a request its log quotes: not repeated in what the check prints."""
 CHROMIUM_FLAGS = ("--headless=new", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1400,1000")
@@ -93,15 +110,15 @@ LAB_SETTINGS = {
 """Settings of the check's JupyterLab, in its own settings folder (a learner's are not read)."""
 
 
-def lab_command(folder: Path, port: int, work: Path) -> list[str]:
-    """The check's JupyterLab command line. It holds no secret: the token is in the environment
-    (:func:`lab_environment`), so ``ps`` does not show it to other users of the machine."""
+def lab_command(folder: Path, port: int, work: Path, sockets: Path | None) -> list[str]:
+    """The check's JupyterLab command line, its kernels' sockets in ``sockets`` (None: TCP). It
+    holds no secret: the token is in the environment (:func:`lab_environment`), so ``ps`` does
+    not show it to other users of the machine."""
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.ip={config.LOCALHOST}",
                f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
                f"--ServerApp.root_dir={folder}", f"--LabApp.user_settings_dir={work / 'lab-settings'}",
                f"--LabApp.workspaces_dir={work / 'lab-workspaces'}", "--LabApp.news_url=",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-               f"--KernelManager.transport={workbook.KERNEL_TRANSPORT}"]
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", *kernels.lab_arguments(sockets)]
     if os.geteuid() == 0:
         command.append("--allow-root")
     return command
@@ -110,32 +127,117 @@ def lab_command(folder: Path, port: int, work: Path) -> list[str]:
 def lab_environment(token: str, work: Path) -> dict[str, str]:
     """The check's JupyterLab environment: its token (``JUPYTER_TOKEN``, which Jupyter Server reads
     when no token is given on the command line), and its own config and runtime folders, so a
-    learner's Jupyter configuration is neither read nor written."""
+    learner's Jupyter configuration is neither read nor written (the runtime folder holds the
+    kernels' connection files; their sockets are elsewhere, see :func:`lab_command`)."""
     return {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_CONFIG_DIR": str(work / "jupyter-config"),
             "JUPYTER_RUNTIME_DIR": str(work / "jupyter-runtime")}
 
 
-def _start_lab(folder: Path, port: int, token: str, log: Path) -> subprocess.Popen:
-    settings = log.parent / "lab-settings"
-    for name, values in LAB_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(values))
-    command, env = lab_command(folder, port, log.parent), lab_environment(token, log.parent)
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=config.ROOT, env=env,
-                                   start_new_session=True)
-    deadline = time.monotonic() + LAB_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise LabCheckError(f"JupyterLab exited with code {process.returncode}; see {config.shown(log)}.")
+class Lab:
+    """The check's JupyterLab server: its port, token, log, and what its log and kernels say."""
+
+    def __init__(self, folder: Path, work: Path, sockets: Path | None):
+        self.folder, self.work, self.sockets = folder, work, sockets
+        self.port, self.token = services.free_port(), secrets.token_hex(16)
+        self.log = work / "jupyterlab.log"
+        self.process: subprocess.Popen | None = None
+
+    def url(self, path: str) -> str:
+        return f"http://{config.LOCALHOST}:{self.port}/{path.lstrip('/')}{'&' if '?' in path else '?'}token={self.token}"
+
+    def start(self) -> "Lab":
+        settings = self.work / "lab-settings"
+        for name, values in LAB_SETTINGS.items():
+            (settings / name).parent.mkdir(parents=True, exist_ok=True)
+            (settings / name).write_text(json.dumps(values))
+        command = lab_command(self.folder, self.port, self.work, self.sockets)
+        with open(self.log, "wb") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=config.ROOT,
+                                            env=lab_environment(self.token, self.work), start_new_session=True)
+        deadline = time.monotonic() + LAB_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise LabCheckError(f"JupyterLab exited with code {self.process.returncode}; see {config.shown(self.log)}.")
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=5) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise LabCheckError(f"JupyterLab did not answer on port {self.port} within {LAB_START_TIMEOUT_S:.0f} s; see {config.shown(self.log)}.")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
         try:
-            with urllib.request.urlopen(f"http://{config.LOCALHOST}:{port}/api/status?token={token}", timeout=5) as answer:
-                if answer.status == 200:
-                    return process
-        except OSError:
-            time.sleep(0.5)
-    process.terminate()
-    raise LabCheckError(f"JupyterLab did not answer on port {port} within {LAB_START_TIMEOUT_S:.0f} s; see {config.shown(log)}.")
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> "Lab":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def kernel_states(self) -> list[str]:
+        """Each running kernel's state as the server reports it (``starting``, ``idle``, ``busy``,
+        ``dead``...); empty if the server does not answer."""
+        try:
+            with urllib.request.urlopen(self.url("api/kernels"), timeout=10) as answer:
+                return [k.get("execution_state", "?") for k in json.load(answer)]
+        except (OSError, ValueError):
+            return []
+
+    def kernel_trouble(self) -> str | None:
+        """What went wrong with a kernel, from the server's log and the kernels' states; None
+        while nothing did."""
+        text = self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+        found = kernel_trouble(text)
+        if found is None and "dead" in self.kernel_states():
+            found = kernel_trouble(text, dead=True)
+        return found and f"{found}\nThe server's whole log: {config.shown(self.log)}."
+
+
+def kernel_trouble(log_text: str, dead: bool = False) -> str | None:
+    """The trouble a JupyterLab server's log shows with a kernel (a restart, a request to start or
+    reach one that the server could not serve), said for a person by :func:`kernel_failure`; None
+    if the log shows none and ``dead`` is false (the server reports no kernel dead)."""
+    sign = next((TOKEN.sub("token=[secret]", line.strip()) for line in log_text.splitlines() if KERNEL_TROUBLE.search(line)), None)
+    if sign is None and not dead:
+        return None
+    return kernel_failure(log_text, f"the notebook's kernel did not start, or died ({sign or 'the server reports it dead'})")
+
+
+def kernel_failure(log_text: str, headline: str) -> str:
+    """``headline``, then the last error lines the server and the kernel wrote to the log (or the
+    log's last lines, if none), then what to do."""
+    lines = log_text.splitlines()
+    errors = list(dict.fromkeys(m.group(0).strip()[:400] for line in lines if (m := ERROR_LINE.match(line))))[-3:]
+    about_kernels = [line for line in lines if "kernel" in line.lower()][-5:]
+    said = (f"Its error:\n" + "\n".join(f"  {line}" for line in errors) if errors else
+            "The log has no error line; what it says of kernels:\n" + "\n".join(f"  {line[:400]}" for line in about_kernels))
+    said = TOKEN.sub("token=[secret]", said)
+    return f"{headline}.\n{said}\nWhat to do: {kernel_advice(errors)}"
+
+
+def kernel_advice(errors: list[str]) -> str:
+    """What to do about a kernel's error lines."""
+    text = " ".join(errors)
+    if "longer than" in text or "File name too long" in text:
+        return (f"a kernel's socket path is longer than this system allows ({kernels.SOCKET_PATH_MAX} bytes). Run "
+                "`make preflight`: it says where the workbook puts kernel sockets; set TMPDIR to a short folder "
+                "such as /tmp and run the check again.")
+    if "No such kernel" in text or "NoSuchKernel" in text:
+        return f"the workbook's kernel ({workbook.KERNEL_NAME}) is not registered: run `make install`."
+    if not errors:
+        return ("the kernel's process started but never answered. Start it alone to see where it waits: "
+                "`.venv/bin/python -m ipykernel_launcher --help` should return at once; then `make lab` and open notebook 01.")
+    return ("read the kernel's error above. If it is an import error, `make install` repairs the environment; "
+            "`make lab` starts the same server, where opening notebook 01 shows the kernel start.")
 
 
 def _menu_command(browser, wait, menu: str, command: str) -> None:
@@ -155,9 +257,19 @@ PROMPT = re.compile(r"^\[(\d+)\]:$")
 """A code cell's prompt once it has run in this kernel: ``[7]:`` (``[ ]:`` not yet, ``[*]:`` running)."""
 
 
-def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot: Path, saved: Path) -> dict:
+class KernelTrouble(Exception):
+    """Raised inside a wait when the kernel died or never connected; its text says why."""
+
+
+def _status_bar(browser) -> str:
+    from selenium.webdriver.common.by import By
+
+    return " / ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem") if e.text.strip())
+
+
+def _drive(lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot: Path, saved: Path) -> dict:
     """Open the notebook, run all cells from the Run menu, save from the File menu, take a
-    screenshot; return what the page showed."""
+    screenshot; return what the page showed. Every wait also watches the kernel (:meth:`Lab.kernel_trouble`)."""
     from selenium import webdriver
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
@@ -166,16 +278,33 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in (*chromium_flags(), f"--user-data-dir={profile}"):
+    for flag in (*chromium_flags(), f"--user-data-dir={lab.work / 'chromium-profile'}"):
         options.add_argument(flag)
     browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+
+    def watching(condition):
+        def check(b):
+            trouble = lab.kernel_trouble()
+            if trouble:
+                raise KernelTrouble(trouble)
+            return condition(b)
+        return check
+
     try:
-        browser.get(url)
+        browser.get(lab.url(f"lab/tree/{notebook}"))
         wait = WebDriverWait(browser, RUN_TIMEOUT_S, poll_frequency=1)
-        wait.until(seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell")))
+        wait.until(watching(seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))))
         # the kernel connected and idle, as the status bar says it ("<kernel> | Idle"); before that
         # the Run menu's commands are disabled
-        wait.until(lambda b: any(e.text.strip().endswith("| Idle") for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")))
+        try:
+            WebDriverWait(browser, KERNEL_START_TIMEOUT_S, poll_frequency=1).until(watching(
+                lambda b: any(e.text.strip().endswith("| Idle") for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem"))))
+        except TimeoutException:
+            raise KernelTrouble(kernel_failure(
+                lab.log.read_text(encoding="utf-8", errors="replace"),
+                f"the notebook's kernel has not connected {KERNEL_START_TIMEOUT_S:.0f} s after the notebook opened "
+                f"(status bar: {_status_bar(browser) or 'empty'}; kernels: {', '.join(lab.kernel_states()) or 'none'})")
+                + f"\nThe server's whole log: {config.shown(lab.log)}.") from None
         kernel_shown = browser.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']").text
         code_cells = len(browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
         _menu_command(browser, wait, "Run", "runmenu:run-all")
@@ -187,7 +316,7 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
             idle = b.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']")
             return bool(idle) and len(shown := prompts(b)) == code_cells and all(PROMPT.match(p) for p in shown)
 
-        wait.until(finished)
+        wait.until(watching(finished))
         counts = [int(PROMPT.match(p).group(1)) for p in prompts(browser)]
         # a traceback is rendered as stderr with ANSI colours (a warning has none)
         errors_shown = len(browser.find_elements(
@@ -197,12 +326,15 @@ def _drive(url: str, chromium: str, driver_path: str, profile: Path, screenshot:
         wait.until(lambda b: saved.stat().st_mtime_ns != before)
         browser.save_screenshot(str(screenshot))
         return {"kernel_shown": kernel_shown, "code_cells": code_cells, "counts": counts, "errors_shown": errors_shown}
+    except KernelTrouble as trouble:
+        failed = screenshot.with_name("kernel-failed.png")
+        browser.save_screenshot(str(failed))
+        raise LabCheckError(f"{trouble} The page is in {config.shown(failed)}.") from None
     except TimeoutException:
         failed = screenshot.with_name("timed-out.png")
         browser.save_screenshot(str(failed))
-        status = " / ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem") if e.text.strip())
-        raise LabCheckError(f"JupyterLab did not get there within {RUN_TIMEOUT_S:.0f} s (status bar: {status or 'empty'}); "
-                            f"the page is in {config.shown(failed)}, the server's log in {config.shown(WORK_DIR / 'jupyterlab.log')}.") from None
+        raise LabCheckError(f"JupyterLab did not get there within {RUN_TIMEOUT_S:.0f} s (status bar: {_status_bar(browser) or 'empty'}); "
+                            f"the page is in {config.shown(failed)}, the server's log in {config.shown(lab.log)}.") from None
     finally:
         browser.quit()
 
@@ -231,18 +363,9 @@ def check(notebook: str = NOTEBOOK) -> list[str]:
     folder.mkdir(parents=True)
     copy = folder / notebook
     _parameterized_copy(config.NOTEBOOKS_DIR / notebook, copy, PARAMETERS)
-    port, token = services.free_port(), secrets.token_hex(16)
-    lab = _start_lab(folder, port, token, WORK_DIR / "jupyterlab.log")
-    started = time.monotonic()
-    try:
-        shown = _drive(f"http://{config.LOCALHOST}:{port}/lab/tree/{notebook}?token={token}", chromium, driver_path,
-                       WORK_DIR / "chromium-profile", WORK_DIR / "notebook-01.png", copy)
-    finally:
-        lab.terminate()
-        try:
-            lab.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            lab.kill()
+    with kernels.socket_folder() as sockets, Lab(folder, WORK_DIR, sockets) as lab:
+        started = time.monotonic()
+        shown = _drive(lab, notebook, chromium, driver_path, WORK_DIR / "notebook-01.png", copy)
     saved = json.loads(copy.read_text())
     code = [c for c in saved["cells"] if c["cell_type"] == "code"]
     errors = [o.get("ename", "?") for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -117,10 +117,11 @@ def problems() -> list[str]:
 
 
 def notes() -> list[str]:
-    """What is optional and missing: the workbook runs without it, and the note says how to add it."""
-    from helpers import versitygw
+    """What is optional and missing (the workbook runs without it, and the note says how to add it),
+    and what the workbook does differently on this machine (kernel sockets, when the clone is deep)."""
+    from helpers import kernels, versitygw
 
-    return [note for note in (versitygw.check_go(),) if note]
+    return [note for note in (versitygw.check_go(), kernels.preflight_note(ROOT)) if note]
 
 
 def main() -> int:
@@ -128,7 +129,7 @@ def main() -> int:
     for problem in found:
         print(f"preflight: {problem}", file=sys.stderr)
     for note in notes():
-        print(f"preflight (optional): {note}", file=sys.stderr)
+        print(f"preflight (note): {note}", file=sys.stderr)
     return 1 if found else 0
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from helpers import config
+from helpers import config, kernels
 
 EXECUTED_DIR = config.BUILD_DIR / "executed"
 CELL_TIMEOUT_S = 1200
@@ -39,11 +39,6 @@ KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Delta Lake workbook (Python 
 """The kernel JupyterLab shows for every notebook, so a learner can tell it from other
 environments: .venv's Python, registered inside .venv by :func:`install_kernel`."""
 IGNORE_OUTPUT_TAG = "nbval-ignore-output"
-KERNEL_TRANSPORT = "ipc"
-"""How the runs here and JupyterLab (``make lab``) talk to a kernel: Unix sockets in Jupyter's
-runtime folder, readable by this user only, instead of TCP ports on 127.0.0.1 that any local user
-could connect to. ipykernel warns about unencrypted TCP at every kernel start; over IPC it has
-nothing to warn about. (nbval, under ``make test``, still uses TCP: its log is not a learner's.)"""
 
 
 class NotebookError(RuntimeError):
@@ -105,30 +100,6 @@ class Execution:
         return self.error is None
 
 
-def ipc_kernel_manager():
-    """The kernel manager class papermill runs notebooks with: jupyter_client's, over
-    :data:`KERNEL_TRANSPORT`, its sockets named by an absolute path (a relative one would be read
-    from the kernel's working folder by the kernel and from ours by the client)."""
-    import uuid
-
-    from jupyter_client import AsyncKernelManager
-    from jupyter_core.paths import jupyter_runtime_dir
-    from traitlets import default
-
-    class IpcKernelManager(AsyncKernelManager):
-        @default("transport")
-        def _transport_default(self) -> str:
-            return KERNEL_TRANSPORT
-
-        @default("ip")
-        def _ip_default(self) -> str:
-            folder = Path(jupyter_runtime_dir())
-            folder.mkdir(parents=True, exist_ok=True)
-            return str(folder / f"workbook-{uuid.uuid4().hex[:12]}-ipc")
-
-    return IpcKernelManager
-
-
 def execute(path: Path, output: Path, parameters: dict[str, Any] | None = None) -> Execution:
     """Run one notebook with papermill (cwd = notebooks/) into ``output``; never raises for a failing cell."""
     import papermill
@@ -140,17 +111,18 @@ def execute(path: Path, output: Path, parameters: dict[str, Any] | None = None) 
     started = time.monotonic()
     error, failed_cell = None, None
     try:
-        papermill.execute_notebook(
-            str(path),
-            str(output),
-            parameters=parameters,
-            kernel_name=KERNEL_NAME,
-            kernel_manager_class=ipc_kernel_manager(),
-            cwd=str(config.NOTEBOOKS_DIR),
-            execution_timeout=CELL_TIMEOUT_S,
-            progress_bar=False,
-            log_output=False,
-        )
+        with kernels.socket_folder() as sockets:
+            papermill.execute_notebook(
+                str(path),
+                str(output),
+                parameters=parameters,
+                kernel_name=KERNEL_NAME,
+                kernel_manager_class=kernels.papermill_kernel_manager(sockets),
+                cwd=str(config.NOTEBOOKS_DIR),
+                execution_timeout=CELL_TIMEOUT_S,
+                progress_bar=False,
+                log_output=False,
+            )
     except PapermillExecutionError as failure:
         error = f"{failure.ename}: {failure.evalue}"
         failed_cell = f"cell {failure.cell_index} (In [{failure.exec_count}])"

@@ -92,19 +92,6 @@ def test_a_failing_notebook_is_named_with_its_cell(scratch_workbook, capsys):
     assert "FAILED at cell 1" in index and "01_fails.html" in index
 
 
-def test_notebooks_run_over_local_sockets_without_the_unencrypted_tcp_warning(tmp_path, capfd):
-    source = tmp_path / "talk.ipynb"
-    source.write_text(json.dumps(_notebook([("print(6 * 7)", [])])))
-    done = workbook.execute(source, tmp_path / "out.ipynb")
-    assert done.ok, done.error
-    assert "42" in json.dumps(json.loads(done.output.read_text())["cells"][0]["outputs"])
-    logged = capfd.readouterr().err
-    assert "without encryption" not in logged  # ipykernel's warning when a kernel listens on TCP
-    assert workbook.ipc_kernel_manager()().transport == workbook.KERNEL_TRANSPORT == "ipc"
-    lab = next(line for line in (config.ROOT / "Makefile").read_text().splitlines() if "jupyter lab --ip" in line)
-    assert f"--KernelManager.transport={workbook.KERNEL_TRANSPORT}" in lab  # make lab: the same transport
-
-
 def test_papermill_runs_the_environment_check_with_parameters(monkeypatch, tmp_path):
     monkeypatch.setattr(workbook, "EXECUTED_DIR", tmp_path / "executed")
     (run,) = workbook.run(["00"], {"stores": [], "check_writer_eras": False})  # no Spark: fast
