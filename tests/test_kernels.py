@@ -9,7 +9,6 @@ import stat
 import tempfile
 from pathlib import Path
 
-import pytest
 
 from helpers import config, kernels, preflight, workbook
 

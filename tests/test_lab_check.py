@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import config, kernels, lab_check, workbook
+from helpers import config, kernels, lab_check, lab_server, workbook
 from tests.test_kernels import deep_folder
 
 
@@ -77,10 +77,10 @@ def test_a_prompt_says_whether_its_cell_ran(prompt, ran):
 
 def test_the_token_is_not_on_the_command_line_and_the_sandbox_is_dropped_for_root_only(tmp_path):
     token = "0123456789abcdef"
-    command = lab_check.lab_command(tmp_path / "nb", 8899, tmp_path, Path("/tmp/workbook-kernels-abcdefgh"))
+    command = lab_server.lab_command(tmp_path / "nb", 8899, tmp_path, Path("/tmp/workbook-kernels-abcdefgh"))
     assert not any(token in part or "IdentityProvider.token" in part for part in command)
     assert set(kernels.lab_arguments(Path("/tmp/workbook-kernels-abcdefgh"))) <= set(command)  # Unix sockets: no TCP ports, no TCP warning
-    assert lab_check.lab_environment(token, tmp_path)["JUPYTER_TOKEN"] == token
+    assert lab_server.lab_environment(token, tmp_path)["JUPYTER_TOKEN"] == token
     assert "--no-sandbox" in lab_check.chromium_flags(euid=0)
     assert "--no-sandbox" not in lab_check.chromium_flags(euid=1000)
 
@@ -99,7 +99,7 @@ def deep_lab(tmp_path, monkeypatch):
                                 "display_name": "broken", "language": "python"}))
     monkeypatch.setenv("JUPYTER_PATH", str(spec.parent.parent.parent))
     (work / "notebooks").mkdir()
-    with kernels.socket_folder() as sockets, lab_check.Lab(work / "notebooks", work, sockets) as lab:
+    with kernels.socket_folder() as sockets, lab_server.Lab(work / "notebooks", work, sockets) as lab:
         yield lab
 
 
@@ -168,7 +168,7 @@ def test_a_kernel_that_cannot_start_is_reported_with_its_own_error_and_what_to_d
 def test_the_advice_fits_the_error(error, advice):
     log = f"[I 12:00 ServerApp] starting\nTraceback (most recent call last):\n  File \"x\"\n{error}\n" \
           "[E 12:00 ServerApp] Uncaught exception POST /api/sessions?token=0123abcd (127.0.0.1)\n"
-    trouble = lab_check.kernel_trouble(log)
+    trouble = lab_server.kernel_trouble(log)
     assert error[:60] in trouble and advice in trouble
     assert "POST /api/sessions?token=[secret]" in trouble and "0123abcd" not in trouble
-    assert lab_check.kernel_trouble("[I 12:00 ServerApp] Kernel started: 1234\n") is None
+    assert lab_server.kernel_trouble("[I 12:00 ServerApp] Kernel started: 1234\n") is None
