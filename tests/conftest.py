@@ -59,6 +59,7 @@ RUN_FIRST = (
     "tests/test_privacy.py",  # ~35 s: Daft writers and notebook 00 under the no-egress hook
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_writer_spark.py",
+    "tests/test_spark_dynamodb_log_store.py",  # ~57 s: two Spark drivers against the unfinished-commit states
     "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
     "tests/test_driver_jobs.py",  # the gate's data-first hold, with boto3
     "notebooks/00_environment_check.ipynb",

@@ -1,12 +1,8 @@
 package workbook.storage;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InterruptedIOException;
-import java.io.OutputStream;
 import java.net.URI;
-import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.time.Duration;
@@ -19,13 +15,10 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.regex.Pattern;
 
 import io.delta.storage.CloseableIterator;
 import io.delta.storage.HadoopFileSystemLogStore;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -50,6 +43,17 @@ import software.amazon.awssdk.services.dynamodb.model.PutItemRequest;
 import software.amazon.awssdk.services.dynamodb.model.QueryRequest;
 import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
 import software.amazon.awssdk.services.dynamodb.model.TableDescription;
+
+import static workbook.storage.LogFiles.LOG_DIR;
+import static workbook.storage.LogFiles.STAGING_DIR;
+import static workbook.storage.LogFiles.commitFileName;
+import static workbook.storage.LogFiles.copyNew;
+import static workbook.storage.LogFiles.existsQuietly;
+import static workbook.storage.LogFiles.isCommitFile;
+import static workbook.storage.LogFiles.tableKey;
+import static workbook.storage.LogFiles.tableOf;
+import static workbook.storage.LogFiles.withoutUserInfo;
+import static workbook.storage.LogFiles.writeLines;
 
 /**
  * A Delta Lake log store for S3 that lets several writers (several Spark clusters, or Spark and
@@ -85,7 +89,10 @@ import software.amazon.awssdk.services.dynamodb.model.TableDescription;
  *       {@link FileAlreadyExistsException} (Delta then checks for conflicts and tries N+1).</li>
  *   <li>For N &gt; 0, version N-1 must be finished: if its item is still incomplete, finish it
  *       (copy its staged file to {@code N-1.json} if that is missing, then mark the item complete);
- *       if it has no item and no file, fail.</li>
+ *       if it has no item and no file, fail. Finishing is tried a few times with pauses; if
+ *       {@code N-1.json} still cannot be written, the write fails with an
+ *       {@link UnfinishedCommitException} that names the table, the version and the item, and says
+ *       what to do. Nothing of this write was committed then, so the error is the truth.</li>
  *   <li>Stage the commit in {@code _delta_log/.tmp/N.json.<uuid>}.</li>
  *   <li>Claim version N with a conditional PutItem of the incomplete item, which only succeeds if no
  *       item for N exists. Losing that race fails the write with {@link FileAlreadyExistsException}.
@@ -95,12 +102,24 @@ import software.amazon.awssdk.services.dynamodb.model.TableDescription;
  *       and DynamoDB refuses it, yet the item is this writer's own. Taken for a lost race, Delta
  *       would commit the same actions again at N+1
  *       ({@code findings/deltalake-lost-commit-response-commits-twice}); so the item is read, and
- *       if its {@code tempPath} is this commit's staged file, the claim stands.</li>
- *   <li>Copy the staged file to {@code N.json} and mark the item complete. If either step fails the
- *       error is only logged; whoever next lists the log or commits N+1 finishes the job.</li>
+ *       if its {@code tempPath} is this commit's staged file, the claim stands. When another
+ *       writer's item holds version N and {@code N.json} is not written yet, it is finished first
+ *       (as in step 2), so that Delta, told the version is taken, finds it when it lists the log;
+ *       if it cannot be finished, the write fails with an {@link UnfinishedCommitException}.</li>
+ *   <li>Publish: copy the staged file to {@code N.json} and mark the item complete. The copy is
+ *       tried again, with growing pauses, until {@code N.json} exists or the publish window
+ *       ({@code publishTimeoutSeconds}) has passed: Delta reads the status of {@code N.json} as
+ *       soon as this method returns, and a missing file would make it report the decided commit
+ *       as failed. A failure to mark the item complete is only logged (the file is what readers
+ *       need; whoever next lists the log marks it). If the window passes without {@code N.json},
+ *       the write fails with an {@link UnfinishedCommitException} that says the version IS
+ *       committed and must not be written again.</li>
  * </ol>
  * Before listing a {@code _delta_log}, the newest item of the table is looked up, and finished if it
- * is incomplete, so readers never miss a decided commit. Writes with overwrite=true (such as
+ * is incomplete, so readers never miss a commit that can be published. If it cannot be (S3 refuses
+ * the copy, or its staged file is gone), the listing logs why at WARN and lists what is there: a
+ * reader sees the table as it was before that commit, and a writer fails as in steps 2 and 4.
+ * Writes with overwrite=true (such as
  * {@code _last_checkpoint}) go straight to the file system. Writes with overwrite=false of anything
  * other than a {@code N.json} commit file are checked for existence and written directly, without an
  * item, so the table holds only commit items (delta-rs expects every item's name to be a version).
@@ -121,11 +140,47 @@ import software.amazon.awssdk.services.dynamodb.model.TableDescription;
  *   <li>{@code spark.workbook.storage.ddb.recognizeOwnClaim}: {@code true} (the default) reads a
  *       refused claim's item as above; {@code false} takes every refusal for a lost race, as a
  *       log store that does not look would (the workbook's tests show the difference).</li>
+ *   <li>{@code spark.workbook.storage.ddb.publishTimeoutSeconds}: how long a writer whose claim
+ *       won keeps trying to write {@code N.json} (default 120) before it fails with an error that
+ *       says the version is committed.</li>
  *   <li>{@code spark.workbook.storage.ddb.endpoint}: the DynamoDB endpoint, e.g.
  *       {@code http://127.0.0.1:5050}; when absent the AWS SDK finds the normal one.</li>
  *   <li>Credentials: {@code fs.s3a.access.key} and {@code fs.s3a.secret.key} (and
  *       {@code fs.s3a.session.token} if set), which Spark's {@code spark.hadoop.fs.s3a.*} settings
  *       put there; without them, the AWS SDK's default credential chain.</li>
+ * </ul>
+ *
+ * <h2>Where this class and Delta's differ on a commit that cannot be finished</h2>
+ * Read from Delta 4.4.0's {@code BaseExternalLogStore} and {@code S3DynamoDBLogStore}, and from the
+ * Delta Spark code that calls them; the workbook's tests reproduce both states with Spark.
+ * <ul>
+ *   <li><b>An incomplete item for version N whose staged file does not exist, and no
+ *       {@code N.json}.</b> Delta's {@code fixDeltaLog} tries the copy 4 times back to back and
+ *       rethrows the {@code FileNotFoundException} of the missing staged file from
+ *       {@code listFrom}. Delta's listing ({@code SnapshotManagement.listFromFileSystemInternal})
+ *       takes a {@code FileNotFoundException} for a missing log folder and goes on with no files;
+ *       so a writer whose claim of N was refused ({@code FileAlreadyExistsException}) checks for
+ *       conflicts, finds no version N, and tries N again, up to
+ *       {@code spark.databricks.delta.maxCommitAttempts} (10,000,000) times: it hangs. A reader
+ *       is told the table does not exist. The workbook's class before this change did the same
+ *       (in its test, a read and {@code DESCRIBE HISTORY} answered "doesn't exist", and an append
+ *       had not returned after 300 s). Here, {@code listFrom} never throws for a commit it cannot
+ *       finish (it logs it at WARN), and a refused claim finishes the holder's commit before
+ *       saying the version is taken, or fails the write with an {@link UnfinishedCommitException},
+ *       which Delta does not retry. Nothing deletes the item: whether its writer is gone is for
+ *       an operator to decide.</li>
+ *   <li><b>A claim that won, whose copy to {@code N.json} fails.</b> Delta's {@code write} logs
+ *       the copy's error ("ignoring recoverable error") and returns; Delta Spark then reads the
+ *       status of {@code N.json} ({@code FileSystemBasedCommitCoordinatorClient.doCommit}), gets a
+ *       {@code FileNotFoundException}, and the append fails, although the item decides version N
+ *       for it and the next listing publishes it: a writer told "failed" for a commit that is in
+ *       the log. (After the commit, {@code updateAfterCommit} lists the log only when other threads
+ *       wait for the table's snapshot lock; an error of {@code listFrom}'s finishing fails the
+ *       commit there too.) Here, the writer retries the copy with pauses for up to
+ *       {@code publishTimeoutSeconds}, and returns only once {@code N.json} exists; past that it
+ *       fails with an error that says the version is committed.</li>
+ *   <li>Finishing someone else's commit is tried with pauses (0.2, 0.4, 0.8 s) rather than back to
+ *       back, and every attempt that fails is logged at WARN.</li>
  * </ul>
  */
 public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
@@ -140,10 +195,12 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     // Our own addition.
     static final String ENDPOINT_KEY = "workbook.storage.ddb.endpoint";
     static final String RECOGNIZE_OWN_CLAIM_KEY = "workbook.storage.ddb.recognizeOwnClaim";
+    static final String PUBLISH_TIMEOUT_KEY = "workbook.storage.ddb.publishTimeoutSeconds";
 
     static final String DEFAULT_TABLE_NAME = "delta_log";
     static final String DEFAULT_REGION = "us-east-1";
     static final long DEFAULT_TTL_SECONDS = 24L * 60 * 60;
+    static final long DEFAULT_PUBLISH_TIMEOUT_SECONDS = 120;
 
     private static final String TABLE_PATH = "tablePath";
     private static final String FILE_NAME = "fileName";
@@ -151,10 +208,9 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private static final String COMPLETE = "complete";
     private static final String EXPIRE_TIME = "expireTime";
 
-    private static final String LOG_DIR = "_delta_log";
-    private static final String STAGING_DIR = ".tmp";
-    private static final Pattern COMMIT_FILE = Pattern.compile("\\d+\\.json");
     private static final int FINISH_ATTEMPTS = 4;
+    private static final long FIRST_PAUSE_MS = 200;
+    private static final long LONGEST_PAUSE_MS = 5000;
     private static final int READ_RETRIES = 3;
 
     /** One client per endpoint, region and identity, shared by every instance in the JVM. */
@@ -167,6 +223,7 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private final String endpoint;
     private final long ttlSeconds;
     private final boolean recognizeOwnClaim;
+    private final long publishTimeoutMillis;
 
     public EndpointS3DynamoDBLogStore(Configuration hadoopConf) throws IOException {
         super(hadoopConf);
@@ -180,6 +237,13 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
         }
         String ownClaim = firstSet(hadoopConf, "spark." + RECOGNIZE_OWN_CLAIM_KEY, RECOGNIZE_OWN_CLAIM_KEY);
         recognizeOwnClaim = ownClaim == null || !ownClaim.trim().equalsIgnoreCase("false");
+        String publish = firstSet(hadoopConf, "spark." + PUBLISH_TIMEOUT_KEY, PUBLISH_TIMEOUT_KEY);
+        long publishSeconds = publish == null ? DEFAULT_PUBLISH_TIMEOUT_SECONDS : Long.parseLong(publish.trim());
+        if (publishSeconds < 0) {
+            throw new IllegalArgumentException(
+                "The DynamoDB log store's " + PUBLISH_TIMEOUT_KEY + " must not be negative, got " + publishSeconds);
+        }
+        publishTimeoutMillis = publishSeconds * 1000L;
         String configuredEndpoint = firstSet(hadoopConf, "spark." + ENDPOINT_KEY, ENDPOINT_KEY);
         endpoint = configuredEndpoint == null || configuredEndpoint.isBlank()
             ? null : configuredEndpoint.trim();
@@ -269,7 +333,14 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
         if (table != null) {
             Optional<CommitItem> newest = newestItem(table);
             if (newest.isPresent() && !newest.get().complete) {
-                finish(fs, table, newest.get());
+                try {
+                    finish(fs, table, newest.get());
+                } catch (UnfinishedCommitException e) {
+                    // Never fail (or hang) a listing for it: a reader sees the table without that
+                    // commit, and a writer that needs the version fails in commit() with this error.
+                    LOG.warn("Listing {} without a commit that cannot be finished: {}",
+                        tableKey(table), e.getMessage());
+                }
             }
         }
         return super.listFrom(path, conf);
@@ -361,12 +432,30 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
                 .conditionExpression("attribute_not_exists(" + FILE_NAME + ")")
                 .build());
         } catch (ConditionalCheckFailedException refused) {
-            Optional<CommitItem> holder = recognizeOwnClaim ? item(tableKey, fileName) : Optional.empty();
-            if (holder.isPresent() && stagedName.equals(holder.get().tempPath)) {
+            Optional<CommitItem> holder = item(tableKey, fileName);
+            if (recognizeOwnClaim && holder.isPresent() && stagedName.equals(holder.get().tempPath)) {
                 LOG.warn("Version {} of {}: the claim was refused, but the item is this writer's own "
                     + "(the SDK resent a claim whose answer was lost); the claim stands", version, tableKey);
             } else {
                 LOG.info("Version {} of {} was claimed by another writer first", version, tableKey);
+                if (holder.isPresent() && !fs.exists(target)) {
+                    // Delta, told the version is taken, lists the log to find it: publish it first,
+                    // or Delta would find no version N and try N again, without end.
+                    String nothing = " This write committed nothing (version " + version
+                        + " was claimed by another writer).";
+                    if (holder.get().complete) {
+                        throw new UnfinishedCommitException(String.format("Version %d of %s is marked "
+                                + "complete by %s, but %s does not exist: it was deleted after it was "
+                                + "published. Restore it from the bucket's versions, or, if the table is "
+                                + "meant to end before it, delete that item.%s", version, tableKey,
+                            describe(holder.get()), target, nothing), null);
+                    }
+                    try {
+                        finish(fs, table, holder.get());
+                    } catch (UnfinishedCommitException e) {
+                        throw new UnfinishedCommitException(e.getMessage() + nothing, e);
+                    }
+                }
                 throw new FileAlreadyExistsException(target.toString(), null,
                     "another writer claimed this version in DynamoDB table " + tableName);
             }
@@ -375,18 +464,61 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
                 + " in DynamoDB table " + tableName + ": " + e.getMessage(), e);
         }
 
-        // The claim decided the commit. What follows only publishes it; if it fails, the next
-        // listing or the next commit of this table finishes it from the item.
+        // The claim decided the commit: from here on, this write may only succeed, or fail
+        // saying that the version IS committed.
+        publish(fs, table, new CommitItem(tableKey, fileName, stagedName, false));
+    }
+
+    /**
+     * Write a won claim's {@code N.json}, trying again with growing pauses until it exists or the
+     * publish window has passed; then mark the item complete (only logged if that fails).
+     */
+    private void publish(FileSystem fs, Path table, CommitItem claim) throws IOException {
+        Path logDir = new Path(table, LOG_DIR);
+        Path target = new Path(logDir, claim.fileName);
+        Path staged = new Path(logDir, claim.tempPath);
+        long deadline = System.nanoTime() + publishTimeoutMillis * 1_000_000L;
+        long pause = FIRST_PAUSE_MS;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                copyNew(fs, staged, target);
+                break;
+            } catch (IOException | RuntimeException e) {
+                if (existsQuietly(fs, target)) {  // another process published it meanwhile
+                    break;
+                }
+                if (System.nanoTime() + pause * 1_000_000L > deadline) {
+                    throw new UnfinishedCommitException(String.format(
+                        "Version %d of %s IS COMMITTED: this writer's claim (%s) won, but %s could not "
+                            + "be written from %s within %d s (%d attempts; last error: %s). Do not run this "
+                            + "write again: its rows would be committed twice. The next read of the table "
+                            + "that S3 lets write %s publishes it; check with DESCRIBE HISTORY.",
+                        claim.version(), claim.tableKey, describe(claim), target, staged,
+                        publishTimeoutMillis / 1000, attempt, e, target.getName()), e);
+                }
+                LOG.warn("Version {} of {} is decided (this writer's claim won) but writing {} failed "
+                    + "(attempt {}: {}); trying again in {} ms", claim.version(), claim.tableKey,
+                    target.getName(), attempt, e.toString(), pause);
+                pauseFor(pause, claim);
+                pause = Math.min(pause * 2, LONGEST_PAUSE_MS);
+            }
+        }
         try {
-            copyNew(fs, staged, target);
-            markComplete(tableKey, fileName, stagedName);
-        } catch (Exception e) {
-            LOG.warn("Commit {} of {} is decided but not yet published ({}); a later reader or "
-                + "writer will finish it", fileName, tableKey, e.toString(), e);
+            markComplete(claim.tableKey, claim.fileName, claim.tempPath);
+        } catch (RuntimeException e) {
+            LOG.warn("Version {} of {} is published, but its item could not be marked complete ({}); "
+                + "the next listing marks it", claim.version(), claim.tableKey, e.toString());
         }
     }
 
-    /** Copy an incomplete item's staged file to its commit file if missing, then mark it done. */
+    /**
+     * Publish an incomplete item's commit: copy its staged file to its commit file if that is
+     * missing, then mark the item complete. Tried {@link #FINISH_ATTEMPTS} times with pauses.
+     * Returns once the commit file exists (a failure to mark the item is then only logged);
+     * otherwise throws an {@link UnfinishedCommitException} that names the table, the version and
+     * the item, and says what to do. Never a {@code FileNotFoundException}: Delta's listing would
+     * take that for a missing log folder.
+     */
     private void finish(FileSystem fs, Path table, CommitItem item) throws IOException {
         Path logDir = new Path(table, LOG_DIR);
         Path target = new Path(logDir, item.fileName);
@@ -394,6 +526,7 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
         PathGuard guard = PathGuard.acquire(target);
         try {
             boolean published = false;
+            long pause = FIRST_PAUSE_MS;
             for (int attempt = 1; ; attempt++) {
                 try {
                     if (!published && !fs.exists(target)) {
@@ -405,17 +538,54 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
                     markComplete(item.tableKey, item.fileName, item.tempPath);
                     return;
                 } catch (IOException | RuntimeException e) {
+                    LOG.warn("Attempt {} of {} to finish version {} of {} failed: {}",
+                        attempt, FINISH_ATTEMPTS, item.version(), item.tableKey, e.toString());
                     if (attempt >= FINISH_ATTEMPTS) {
-                        throw e instanceof IOException ? (IOException) e : new IOException(
-                            "Could not finish pending commit " + item.fileName + " of "
-                                + item.tableKey + ": " + e.getMessage(), e);
+                        if (published || existsQuietly(fs, target)) {
+                            LOG.warn("Version {} of {} is published, but its item could not be marked "
+                                + "complete; the next listing marks it", item.version(), item.tableKey);
+                            return;
+                        }
+                        throw new UnfinishedCommitException(unfinishable(fs, item, staged, target, e), e);
                     }
-                    LOG.info("Attempt {} to finish {} of {} failed: {}",
-                        attempt, item.fileName, item.tableKey, e.toString());
+                    pauseFor(pause, item);
+                    pause *= 2;
                 }
             }
         } finally {
             guard.release();
+        }
+    }
+
+    /** Why an incomplete item's commit cannot be published, and what to do about it. */
+    private String unfinishable(FileSystem fs, CommitItem item, Path staged, Path target, Exception last) {
+        String where = String.format("Version %d of %s is claimed by %s", item.version(), item.tableKey,
+            describe(item));
+        if (!existsQuietly(fs, staged)) {
+            return String.format("%s, but its staged file %s does not exist and %s was never written, so "
+                    + "nobody can finish that commit, and no writer can commit version %d or later. If no "
+                    + "writer is committing to this table now, delete that item (key tablePath=%s, "
+                    + "fileName=%s) from DynamoDB table %s, then run the write again.",
+                where, staged, target.getName(), item.version(), item.tableKey, item.fileName, tableName);
+        }
+        return String.format("%s, but %s could not be written from its staged file %s after %d attempts "
+                + "(last error: %s). Run the write again once S3 accepts writes to %s; any read of the "
+                + "table also publishes it.",
+            where, target.getName(), staged, FINISH_ATTEMPTS, last, target.getParent());
+    }
+
+    private String describe(CommitItem item) {
+        return String.format("item {tablePath=%s, fileName=%s, tempPath=%s} in DynamoDB table %s",
+            item.tableKey, item.fileName, item.tempPath, tableName);
+    }
+
+    private static void pauseFor(long millis, CommitItem item) throws InterruptedIOException {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("Interrupted while publishing version " + item.version()
+                + " of " + item.tableKey + " (pending in its DynamoDB item; the next read publishes it)");
         }
     }
 
@@ -443,6 +613,17 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
             tempPath = attributes.get(TEMP_PATH).s();
             AttributeValue flag = attributes.get(COMPLETE);
             complete = flag != null && "true".equals(flag.s());
+        }
+
+        CommitItem(String tableKey, String fileName, String tempPath, boolean complete) {
+            this.tableKey = tableKey;
+            this.fileName = fileName;
+            this.tempPath = tempPath;
+            this.complete = complete;
+        }
+
+        long version() {
+            return Long.parseLong(fileName.substring(0, fileName.indexOf('.')));
         }
     }
 
@@ -520,105 +701,6 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
     }
 
     // ------------------------------------------------------------------------------------------
-    // Files and paths
-    // ------------------------------------------------------------------------------------------
-
-    /** Write one line per action, each ended by a newline; a failed write leaves no file. */
-    private static void writeLines(FileSystem fs, Path path, Iterator<String> lines,
-            boolean overwrite) throws IOException {
-        FSDataOutputStream out = fs.create(path, overwrite);
-        try {
-            while (lines.hasNext()) {
-                out.write((lines.next() + "\n").getBytes(StandardCharsets.UTF_8));
-            }
-        } catch (IOException | RuntimeException e) {
-            discard(out, path);
-            throw e;
-        }
-        out.close();
-    }
-
-    /** Copy src to a new file dst; an existing dst is left alone and counts as done. */
-    private static void copyNew(FileSystem fs, Path src, Path dst) throws IOException {
-        try (InputStream in = fs.open(src)) {
-            FSDataOutputStream out;
-            try {
-                out = fs.create(dst, false);
-            } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
-                LOG.info("{} already exists; another process published it", dst);
-                return;
-            }
-            try {
-                in.transferTo(out);
-            } catch (IOException | RuntimeException e) {
-                discard(out, dst);
-                throw e;
-            }
-            out.close();
-        }
-    }
-
-    /**
-     * Drop an output stream without publishing it. On S3 the object only appears on close, so a
-     * stream that failed half way must be aborted, not closed, or a truncated file would appear.
-     */
-    private static void discard(OutputStream out, Path path) {
-        if (out instanceof FSDataOutputStream) {
-            try {
-                ((FSDataOutputStream) out).abort();
-                return;
-            } catch (UnsupportedOperationException e) {
-                // This file system cannot abort; leave the stream unclosed.
-            } catch (RuntimeException e) {
-                LOG.debug("Aborting the write of {} failed", path, e);
-                return;
-            }
-        }
-        LOG.debug("Left the failed write of {} unclosed", path);
-    }
-
-    private static boolean isCommitFile(Path path) {
-        return COMMIT_FILE.matcher(path.getName()).matches()
-            && path.getParent() != null && LOG_DIR.equals(path.getParent().getName());
-    }
-
-    private static String commitFileName(long version) {
-        return String.format("%020d.json", version);
-    }
-
-    /** The table a path in its {@code _delta_log} belongs to, or null outside any log folder. */
-    static Path tableOf(Path path) {
-        for (Path p = path; p != null; p = p.getParent()) {
-            if (LOG_DIR.equals(p.getName())) {
-                return p.getParent();
-            }
-        }
-        return null;
-    }
-
-    /** The table's {@code tablePath} key: scheme, authority and path, never a trailing slash. */
-    static String tableKey(Path table) {
-        String text = table.toString();
-        while (text.endsWith("/") && !text.endsWith("//")) {
-            text = text.substring(0, text.length() - 1);
-        }
-        return text;
-    }
-
-    static Path withoutUserInfo(Path path) {
-        URI uri = path.toUri();
-        if (uri.getUserInfo() == null) {
-            return path;
-        }
-        try {
-            return new Path(new URI(uri.getScheme(), null, uri.getHost(), uri.getPort(),
-                uri.getPath(), uri.getQuery(), uri.getFragment()));
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("Cannot drop the user info of " + path, e);
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------
     // Settings
     // ------------------------------------------------------------------------------------------
 
@@ -656,48 +738,6 @@ public class EndpointS3DynamoDBLogStore extends HadoopFileSystemLogStore {
         } catch (IOException e) {
             LOG.warn("Could not read {} from the Hadoop configuration: {}", key, e.toString());
             return null;
-        }
-    }
-
-    // ------------------------------------------------------------------------------------------
-    // Helpers
-    // ------------------------------------------------------------------------------------------
-
-    /**
-     * A lock per path, for the threads of this JVM: one thread at a time writes or finishes a
-     * given commit file. Other JVMs are kept apart by the conditional PutItem, not by this.
-     */
-    static final class PathGuard {
-        private static final Map<Path, PathGuard> HELD = new ConcurrentHashMap<>();
-
-        private final ReentrantLock lock = new ReentrantLock();
-        private int users;
-        private Path path;
-
-        static PathGuard acquire(Path path) throws InterruptedIOException {
-            PathGuard guard = HELD.compute(path, (p, existing) -> {
-                PathGuard g = existing == null ? new PathGuard() : existing;
-                g.users++;
-                g.path = p;
-                return g;
-            });
-            try {
-                guard.lock.lockInterruptibly();
-            } catch (InterruptedException e) {
-                guard.leave();
-                Thread.currentThread().interrupt();
-                throw new InterruptedIOException("Interrupted while waiting to write " + path);
-            }
-            return guard;
-        }
-
-        void release() {
-            lock.unlock();
-            leave();
-        }
-
-        private void leave() {
-            HELD.compute(path, (p, g) -> --g.users == 0 ? null : g);
         }
     }
 }
