@@ -103,9 +103,9 @@ DOUBLE_OPTIMIZE = Boundary(
     "compacted row is then in the table twice; an overwrite made beside an OPTIMIZE commits too and keeps "
     "the rows it replaced (1.6.4 and 1.6.5 are yanked; 1.6.6 still does both)",
     "measured: the conflict matrix (1.6.3 refuses, 1.6.6 commits), notebook 12 §6 (0.22.3 and 1.5.1 "
-    "refuse, 1.6.6 commits), findings/deltalake-two-optimizes-both-commit (0.22.3, 1.5.1, 1.6.0, 1.6.1 and "
-    "1.6.3 refuse; 1.6.4, 1.6.5 and 1.6.6 commit), findings/deltalake-overwrite-after-optimize-keeps-rows "
-    "(1.5.1, 1.6.0, 1.6.1 and 1.6.3 refuse; 1.6.4, 1.6.5 and 1.6.6 commit)",
+    "refuse, 1.6.6 commits), findings/deltalake-two-optimizes-both-commit (a second OPTIMIZE, a Z-order, an "
+    "overwrite and a DELETE after an OPTIMIZE: 1.5.1 and 1.6.3 refuse all four, 0.22.3 the second OPTIMIZE, "
+    "1.6.0 and 1.6.1 the OPTIMIZE and the overwrite; 1.6.4, 1.6.5 and 1.6.6 commit all four)",
 )
 DAFT_SEEDS = Boundary(
     "Daft", "0.7.10", "0.7.9",

@@ -16,6 +16,7 @@ takes a few seconds; the timeouts are generous for a loaded machine.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,12 +44,22 @@ def _assert_still_reproduces(done: subprocess.CompletedProcess, what: str) -> No
     assert "BUG PRESENT" in done.stdout, output
 
 
-def test_two_optimizes_from_one_snapshot_still_both_commit(tmp_path):
+def test_operations_beside_an_optimize_still_commit_and_leave_rows_no_serial_order_leaves(tmp_path):
+    """One reproducer, four operations made from the snapshot before a concurrent OPTIMIZE: a second
+    compaction and a Z-order double the rows, an overwrite keeps the rows it replaced, and a DELETE
+    of every row reports 60 deleted rows and deletes none."""
     current = eras.era(eras.CURRENT)
     done = _reproduce("deltalake-two-optimizes-both-commit", eras.python_for(eras.CURRENT), tmp_path)
     assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
-    _assert_still_reproduces(done, f"two OPTIMIZEs from one snapshot both committing (deltalake {current.deltalake_version})")
-    assert "120 rows (expected 60)" in done.stdout, done.stdout
+    _assert_still_reproduces(done, f"operations beside an OPTIMIZE committing (deltalake {current.deltalake_version})")
+    for line in ("optimize.compact(): committed version 7, returned {'numFilesAdded': 1, 'numFilesRemoved': 6}; "
+                 "the table holds 120 rows (any serial order leaves 60)",
+                 "optimize.z_order(['row']): committed version 7",
+                 "write_deltalake(mode='overwrite'), 3 rows: committed version 7; the table holds 63 rows (any serial order leaves 3)",
+                 "delete() (no predicate): committed version 7, returned {'num_deleted_rows': 60}; "
+                 "the table holds 60 rows (any serial order leaves 0)",
+                 "BUG PRESENT: 4 of 4 operations"):
+        assert line in done.stdout, f"missing: {line}\n{done.stdout}"
 
 
 def test_dynamodb_log_store_still_stuck_on_a_commit_copied_but_not_completed(tmp_path):
@@ -76,8 +87,12 @@ def test_a_writer_whose_copy_was_refused_still_claims_a_version_it_never_writes(
 
 
 def test_moto_conditional_writes_still_let_two_writers_win(tmp_path):
+    """Deterministic: the server holds each pair of writes between check and write until both are
+    there, at Python's default switch interval, so every round has two winners."""
     done = _reproduce("moto-conditional-writes-not-atomic", eras.python_for(eras.CURRENT), tmp_path)
     _assert_still_reproduces(done, "moto's non-atomic conditional writes")
+    assert "(switch interval 0.005 s)" in done.stdout, done.stdout
+    assert "server: 6 times two requests were held" in done.stdout and "in 6 of 6 rounds" in done.stdout, done.stdout
 
 
 AZURITE_BLOB = config.ROOT / "node_modules" / ".bin" / "azurite-blob"
@@ -94,6 +109,19 @@ def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path
     _assert_still_reproduces(done, f"an append committed twice after its commit answer was lost (s3, deltalake {current.deltalake_version})")
     assert "told the writer: success" in done.stdout and "is added by version(s) [1, 2]" in done.stdout, done.stdout
     assert "-> 412" in done.stdout, done.stdout
+    # the harm a user sees beyond the history: the change data feed reports every appended row twice
+    assert "DeltaTable.load_cdf(starting_version=1): 6 rows, x = [1, 1, 2, 2, 3, 3], versions [1, 2]" in done.stdout, done.stdout
+
+
+def test_a_delete_whose_commit_answer_is_lost_is_still_told_it_failed_although_committed(tmp_path):
+    current = eras.era(eras.CURRENT)
+    done = _reproduce("deltalake-lost-commit-response-commits-twice", eras.python_for(eras.CURRENT), tmp_path,
+                      "--store", "s3", "--operation", "delete")
+    assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(done, f"a committed DELETE reported failed after its commit answer was lost (deltalake {current.deltalake_version})")
+    assert ("told the caller: CommitFailedError: Failed to commit transaction: Commit failed: a concurrent transaction "
+            "deleted data this operation read.") in done.stdout, done.stdout
+    assert "operations by version {0: 'WRITE', 1: 'WRITE', 2: 'DELETE'}; the table holds x = [0, 1]" in done.stdout, done.stdout
 
 
 def _lost_claim_outcomes(relay_port: int, table_name: str) -> dict:
@@ -133,10 +161,26 @@ def _lost_claim_outcomes(relay_port: int, table_name: str) -> dict:
     return outcome
 
 
+_DYNAMODB_CLAIM_RELAY = """
+import json, runpy, sys
+finding = runpy.run_path(sys.argv[1])  # the reproducer's relay, without running its main
+
+def claim(self, body):
+    if not self.headers.get("X-Amz-Target", "").endswith(".PutItem") or b"ConditionExpression" not in body:
+        return None
+    return f"PutItem {json.loads(body)['Item']['fileName']['S']} (conditional)"
+
+finding["RelayHandler"].claim = claim
+finding["Relay"](int(sys.argv[2]), int(sys.argv[3])).serve_forever()
+"""
+"""The finding's relay, made to drop the answer to a conditional DynamoDB ``PutItem`` (the claim of a
+DynamoDB log store) instead of a commit file's: a mode only this test needs, so it lives here."""
+
+
 @pytest.mark.spark
 def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its_own_claim(stores, table_name):
     """The same lost answer in Delta Spark 4.4.0 with the DynamoDB log store: the finding's relay
-    (``--relay-drops dynamodb-claim``) sits between the workbook's log store and moto's DynamoDB
+    (made by ``_DYNAMODB_CLAIM_RELAY`` to drop a claim's answer) sits between the workbook's log store and moto's DynamoDB
     and drops the answer to one append's claim. The AWS SDK resends the PutItem and DynamoDB
     refuses it. Taken for a lost race (``recognizeOwnClaim=false``, as a log store that does not
     look), Delta's commit loop commits the same file again at the next version; the workbook's log
@@ -149,8 +193,9 @@ def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its
     from helpers import config, services
 
     relay_port = services.free_port()
-    relay = subprocess.Popen([sys.executable, str(FINDINGS / "deltalake-lost-commit-response-commits-twice" / "repro.py"),
-                              "--relay", str(relay_port), str(config.moto_port()), "--relay-drops", "dynamodb-claim"])
+    relay = subprocess.Popen([sys.executable, "-c", _DYNAMODB_CLAIM_RELAY,
+                              str(FINDINGS / "deltalake-lost-commit-response-commits-twice" / "repro.py"),
+                              str(relay_port), str(config.moto_port())])
     try:
         for _ in range(600):  # up to a minute for the relay's Python to bind its port; not a timing of the test
             try:
@@ -198,7 +243,8 @@ def test_the_double_optimize_is_bracketed_by_the_last_release_that_refuses_it(tm
     reproducer tells the two apart, so its exit 1 above is the bug and not the script."""
     done = _reproduce("deltalake-two-optimizes-both-commit", eras.python_for(eras.LAST_REFUSING_DOUBLE_OPTIMIZE), tmp_path)
     assert "deltalake 1.6.3," in done.stdout, done.stdout + done.stderr
-    _assert_not_reproduced(done, "deltalake 1.6.3 refusing the second OPTIMIZE")
+    _assert_not_reproduced(done, "deltalake 1.6.3 refusing the four operations")
+    assert done.stdout.count("refused: CommitFailedError") == 4 and done.stdout.count("deleted the same data") == 4, done.stdout
 
 
 def test_the_stuck_repair_is_bracketed_by_the_seeds_era_that_repairs_it(tmp_path):
@@ -209,22 +255,63 @@ def test_the_stuck_repair_is_bracketed_by_the_seeds_era_that_repairs_it(tmp_path
     _assert_not_reproduced(done, "deltalake 0.22.3 repairing the half-done commit")
 
 
-def test_an_overwrite_after_a_concurrent_optimize_still_keeps_the_rows_it_replaced(tmp_path):
-    current = eras.era(eras.CURRENT)
-    done = _reproduce("deltalake-overwrite-after-optimize-keeps-rows", eras.python_for(eras.CURRENT), tmp_path)
-    assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
-    _assert_still_reproduces(done, f"an overwrite after a concurrent OPTIMIZE keeping the old rows (deltalake {current.deltalake_version})")
-    assert "63 rows (any serial order leaves 3)" in done.stdout, done.stdout
-    bracket = _reproduce("deltalake-overwrite-after-optimize-keeps-rows", eras.python_for(eras.LAST_REFUSING_DOUBLE_OPTIMIZE), tmp_path)
-    _assert_not_reproduced(bracket, "deltalake 1.6.3 refusing the overwrite")
-
-
 def test_every_finding_is_listed_in_both_tables():
     """README's Findings table and findings/README.md name every finding folder (and nothing else)."""
     import re
 
-    folders = {p.name for p in FINDINGS.iterdir() if (p / "repro.py").is_file()}
-    assert all((FINDINGS / name / "REPORT.md").is_file() for name in folders)
+    folders = {p.name for p in FINDINGS.iterdir() if (p / "REPORT.md").is_file()}  # with a repro.py, or a report alone
+    assert all((p / "REPORT.md").is_file() for p in FINDINGS.iterdir() if (p / "repro.py").is_file()), "a repro.py without its REPORT.md"
     for table, prefix in ((config.ROOT / "README.md", "findings/"), (FINDINGS / "README.md", "")):
         linked = set(re.findall(rf"\]\({re.escape(prefix)}([\w.-]+)/(?:REPORT\.md|repro\.py)\)", table.read_text()))
         assert linked == folders, f"{table.name}: {sorted(linked ^ folders)}"
+
+
+REPORT_SECTIONS = ("Environment", "Reproducer", "Expected and actual", "Cause", "Objections", "Proposed fix", "Related upstream issues")
+"""The sections a maintainer expects in a report to file, in this order (each a ``## `` heading that
+starts with these words); the title is the report's first line."""
+
+WORKBOOK_INTERNALS = re.compile(r"\bmake (?:matrix|test|install|student|probe|versitygw|torture|bench)\b|\bhelpers\b|torture"
+                                r"|\bworkbook\b|\bnotebooks?\b|--relay-drops|\.envs/|python_for", re.IGNORECASE)
+"""What a maintainer cannot run or does not care about: the workbook's make targets, its package, its
+torture run, its notebooks, its environments and the relay modes only its own tests use."""
+
+
+def _to_file() -> list[str]:
+    """The folders findings/README.md marks as reports to **file** (in its "where each goes" table)."""
+    rows = re.findall(r"^\| \[([\w.-]+)\]\([\w.-]+/REPORT\.md\) \| [^|]+ \| \*\*file\*\*", (FINDINGS / "README.md").read_text(), re.M)
+    assert rows, "findings/README.md marks no report to file"
+    return rows
+
+
+def _missing_sections(report: str) -> list[str]:
+    lines = report.splitlines()
+    headings = [line[3:] for line in lines if line.startswith("## ")]
+    missing = [] if lines and lines[0].startswith("# ") and len(lines[0]) > 20 else ["title"]
+    at = 0
+    for section in REPORT_SECTIONS:
+        found = next((i for i in range(at, len(headings)) if headings[i].startswith(section)), None)
+        if found is None:
+            missing.append(section)
+        else:
+            at = found + 1
+    reproducer = report.split("\n## Reproducer", 1)[-1].split("\n## ", 1)[0]
+    if "```" not in reproducer:
+        missing.append("an inline reproducer (a fenced block under Reproducer)")
+    return missing
+
+
+def test_each_report_to_file_has_the_sections_a_maintainer_expects():
+    problems = {name: missing for name in _to_file()
+                if (missing := _missing_sections((FINDINGS / name / "REPORT.md").read_text()))}
+    assert not problems, f"reports to file lacking sections (in this order: {', '.join(REPORT_SECTIONS)}): {problems}"
+
+
+def test_no_report_or_reproducer_names_the_workbooks_internals():
+    """REPORT.md, ADVISORY.md and repro.py are read and run by upstream maintainers: nothing in them
+    may need the workbook (its make targets, helpers, torture run, notebooks, environments, test-only modes)."""
+    found = {}
+    for path in sorted([*FINDINGS.glob("*/REPORT.md"), *FINDINGS.glob("*/ADVISORY.md"), *FINDINGS.glob("*/repro.py")]):
+        hits = sorted({match.group(0) for match in WORKBOOK_INTERNALS.finditer(path.read_text())})
+        if hits:
+            found[str(path.relative_to(FINDINGS))] = hits
+    assert not found, f"workbook internals named where a maintainer reads: {found}"

@@ -34,7 +34,13 @@ the append carries an idempotent-write id, ``Transaction(app_id, version)``: del
 checker then refuses the second attempt ("Concurrent transaction failed"), so the append is
 committed once and the writer is told it failed (the other workaround).
 
-Exit codes: 1 the bug is present (the append's file is added by two commits), 0 it is added by
+After the verdict lines it prints what a user of the table sees: ``DeltaTable.history()`` and, on
+releases that have it, ``DeltaTable.load_cdf`` (the table is created with the change data feed on).
+With ``--operation delete`` the lost answer is a DELETE's (``delete("x >= 2")`` after an append):
+its resent commit is refused and the conflict checker refuses the DELETE against its own commit.
+
+Exit codes: 1 the bug is present (the append's file is added by two commits; with ``--operation
+delete``, the DELETE is in the log and its caller was told it failed), 0 it is added by
 exactly one commit (or the append failed with an error, which is also correct behaviour), 2 the
 script could not run (a package or server missing, or an unexpected outcome).
 """
@@ -201,10 +207,9 @@ class Relay(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int, upstream_port: int, drops: str = "commit-file") -> None:
+    def __init__(self, port: int, upstream_port: int) -> None:
         super().__init__(("127.0.0.1", port), RelayHandler)
         self.upstream_port = upstream_port
-        self.drops = drops
         self.armed = False
         self.seen: list[str] = []
         self.lock = threading.Lock()
@@ -213,9 +218,9 @@ class Relay(http.server.ThreadingHTTPServer):
         pass  # the dropped connection is the point
 
 
-def start_relay(upstream_port: int, drops: str = "commit-file") -> int:
+def start_relay(upstream_port: int) -> int:
     port = free_port()
-    start_server([sys.executable, __file__, "--relay", str(port), str(upstream_port), "--relay-drops", drops], port, "the relay")
+    start_server([sys.executable, __file__, "--relay", str(port), str(upstream_port)], port, "the relay")
     return port
 
 
@@ -263,14 +268,8 @@ class RelayHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def claim(self, body: bytes) -> str | None:
-        """What this request claims, shown, if it is the kind the relay drops; else None. A commit
-        file's write (``PUT .../_delta_log/N.json``), or with ``--relay-drops dynamodb-claim`` a
-        conditional DynamoDB ``PutItem`` (the claim of Delta's and delta-rs's DynamoDB log stores;
-        used by the workbook's own test of Delta Spark)."""
-        if self.server.drops == "dynamodb-claim":
-            if not self.headers.get("X-Amz-Target", "").endswith(".PutItem") or b"ConditionExpression" not in body:
-                return None
-            return f"PutItem {json.loads(body)['Item']['fileName']['S']} (conditional)"
+        """What this request claims, shown, if it is the kind the relay drops (a commit file's write,
+        ``PUT .../_delta_log/N.json``); else None."""
         path = unquote(urlparse(self.path).path)
         if self.command != "PUT" or COMMIT_FILE.search(path) is None:
             return None
@@ -294,6 +293,58 @@ def adds(commit: bytes) -> set[str]:
     return {json.loads(line)["add"]["path"] for line in commit.splitlines() if line.strip() and "add" in json.loads(line)}
 
 
+def run_through_relay(relay: int, what: str, operation) -> str:
+    """Arm the relay, run ``operation``, list the commit-file writes the relay saw; what the caller
+    was told ("success" or its error's first line; an error is a correct outcome here)."""
+    relay_control(relay, "arm")
+    try:
+        operation()
+        told = "success"
+    except Exception as error:  # what the caller is told is the finding
+        told = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+    state = relay_control(relay, "state")
+    if state["armed"]:
+        raise CannotRun(f"{what} never wrote a commit file through the relay")
+    print("Writes of commit files through the relay, in order:")
+    for line in state["seen"]:
+        print(f"  {line}")
+    return told
+
+
+def show_history_and_change_feed(table) -> None:
+    """What a user of the table sees of the operation besides its rows: the history, and the change
+    data feed (each when the release has it)."""
+    entries = sorted((entry.get("version", -1), entry.get("operation")) for entry in table.history())
+    print(f"DeltaTable.history(), (version, operation): {entries}")
+    if hasattr(table, "load_cdf"):
+        changes = table.load_cdf(starting_version=1).read_all()
+        print(f"DeltaTable.load_cdf(starting_version=1): {changes.num_rows} rows, "
+              f"x = {sorted(changes.column('x').to_pylist())}, versions {sorted(set(changes.column('_commit_version').to_pylist()))}")
+
+
+def delete_case(store, relay: int, uri: str, options: dict) -> int:
+    """A DELETE whose commit answer is lost: the resent commit is refused, the conflict checker then
+    refuses the DELETE against its own commit, and the caller is told it failed."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    write_deltalake(uri, pa.table({"x": [1, 2, 3]}), mode="append", storage_options=options)  # version 1, nothing dropped
+    told = run_through_relay(relay, "the DELETE", lambda: DeltaTable(uri, storage_options=options).delete("x >= 2"))
+    print(f"DeltaTable.delete('x >= 2') told the caller: {told}")
+    commits = store.commits()
+    operations = {version: json.loads(next(line for line in body.splitlines() if b'"commitInfo"' in line))["commitInfo"]
+                  .get("operation") for version, body in commits.items()}
+    table = DeltaTable(uri, storage_options=options)
+    rows = sorted(table.to_pyarrow_table().column("x").to_pylist())
+    print(f"The log (read from {store.name}): operations by version {operations}; the table holds x = {rows}")
+    show_history_and_change_feed(table)
+    if told != "success" and operations.get(2) == "DELETE":
+        print("BUG PRESENT: the DELETE is committed (version 2) and its caller was told it failed.")
+        return 1
+    print("OK: the DELETE's caller was told what happened.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=("azure", "s3"), default="azure", help="Azurite (default) or moto's S3")
@@ -302,13 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-retries", help="storage option max_retries for deltalake (0: the workaround, deltalake 1.x)")
     parser.add_argument("--app-transaction", action="store_true",
                         help="append with CommitProperties(app_transactions=[Transaction('repro-job', 1)]) (the other workaround)")
+    parser.add_argument("--operation", choices=("append", "delete"), default="append",
+                        help="the operation whose commit answer is lost (default: an append of 3 rows)")
     parser.add_argument("--relay", nargs=2, type=int, metavar=("PORT", "UPSTREAM_PORT"),
                         help="only run the relay, in front of 127.0.0.1:UPSTREAM_PORT (what the script starts for itself)")
-    parser.add_argument("--relay-drops", choices=("commit-file", "dynamodb-claim"), default="commit-file",
-                        help="with --relay: whose answer it drops once armed (POST /relay-control/arm)")
     args = parser.parse_args(argv)
     if args.relay:
-        Relay(*args.relay, drops=args.relay_drops).serve_forever()
+        Relay(*args.relay).serve_forever()
         return 0
     try:
         import deltalake
@@ -328,24 +379,18 @@ def main(argv: list[str] | None = None) -> int:
             options["max_retries"] = args.max_retries
             print(f"storage option max_retries={args.max_retries}")
         print(f"{store.name} on 127.0.0.1:{store.port}, deltalake through a relay on 127.0.0.1:{relay}; table {uri}")
-        write_deltalake(uri, pa.table({"x": [0]}), storage_options=options)
-        relay_control(relay, "arm")
-        try:
-            extra = {}
-            if args.app_transaction:
-                from deltalake import CommitProperties, Transaction
-                extra["commit_properties"] = CommitProperties(app_transactions=[Transaction(app_id="repro-job", version=1)])
-                print("the append carries Transaction(app_id='repro-job', version=1)")
-            write_deltalake(uri, pa.table({"x": [1, 2, 3]}), mode="append", storage_options=options, **extra)
-            told = "success"
-        except Exception as error:  # a failed append is a correct outcome here: the writer was told
-            told = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
-        state = relay_control(relay, "state")
-        if state["armed"]:
-            raise CannotRun("the append never wrote a commit file through the relay")
-        print("Writes of commit files through the relay, in order:")
-        for line in state["seen"]:
-            print(f"  {line}")
+        # the change data feed on, so that its readers can be shown too (deltalake 0.14.0 ignores it)
+        write_deltalake(uri, pa.table({"x": [0]}), storage_options=options,
+                        configuration={"delta.enableChangeDataFeed": "true"})
+        if args.operation == "delete":
+            return delete_case(store, relay, uri, options)
+        extra = {}
+        if args.app_transaction:
+            from deltalake import CommitProperties, Transaction
+            extra["commit_properties"] = CommitProperties(app_transactions=[Transaction(app_id="repro-job", version=1)])
+            print("the append carries Transaction(app_id='repro-job', version=1)")
+        told = run_through_relay(relay, "the append", lambda: write_deltalake(
+            uri, pa.table({"x": [1, 2, 3]}), mode="append", storage_options=options, **extra))
         print(f"write_deltalake(mode='append') told the writer: {told}")
         commits = store.commits()
         new = adds(commits.get(1, b""))
@@ -355,9 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         holding = sorted(version for version, commit in commits.items() if appended in adds(commit))
         print(f"The log (read from {store.name}): versions {sorted(commits)}; the append's data file {appended} "
               f"is added by version(s) {holding}")
-        rows = DeltaTable(uri, storage_options=options).to_pyarrow_table().num_rows
+        table = DeltaTable(uri, storage_options=options)
+        rows = table.to_pyarrow_table().num_rows
         print(f"deltalake reads {rows} rows at version {max(commits)}; {ROWS_WRITTEN} were written"
-              + (", so the appended rows are read twice" if rows > ROWS_WRITTEN else " (it counts a file added twice once)"))
+              + (", so the appended rows are read twice" if rows > ROWS_WRITTEN
+                 else " (it counts a file added by two commits once)" if len(holding) > 1 else ""))
+        show_history_and_change_feed(table)
     except CannotRun as problem:
         print(f"cannot run: {problem}", file=sys.stderr)
         return 2

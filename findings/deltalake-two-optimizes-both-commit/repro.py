@@ -1,30 +1,28 @@
-"""Two OPTIMIZE compactions made from one snapshot both commit, and the compacted rows double.
+"""A commit whose snapshot predates a concurrent OPTIMIZE removes files the OPTIMIZE already removed,
+and deltalake 1.6.4 to 1.6.6 let it commit.
 
 Run it::
 
     pip install deltalake==1.6.6 pyarrow
     python repro.py
 
-The script writes a small table to a temporary folder on the local disk (6 appends of 10 rows,
-one Parquet file each), opens it twice at the same version, compacts with the first handle (it
-commits the next version and removes the 6 small files), then with the second, whose snapshot
-still holds the 6 small files. The second compaction removes files the first one already
-removed, so it must fail with a conflict ("a concurrent transaction deleted the same data your
-transaction deletes"). No threads and no timing: the two handles make the race deterministic.
+For each case, a fresh table on the local disk (6 appends of 10 rows, one Parquet file each,
+version 5) is opened twice at version 5. Handle 1 compacts (version 6 removes the 6 files and adds
+one, all with dataChange false). Handle 2, still at version 5, then runs the second operation,
+which removes the same 6 files: a compaction, a Z-order, an overwrite, a DELETE of every row.
+Each must be refused ("a concurrent transaction deleted the same data your transaction
+deletes"), or leave what a serial order leaves. No threads and no timing.
 
-Exit codes: 1 the bug is present (the second OPTIMIZE committed; the table then reads every
-compacted row twice), 0 the second OPTIMIZE was refused as a commit conflict, 2 the script could
-not run (a package is missing, or an OPTIMIZE failed for another reason).
+Exit codes: 1 the bug is present (at least one case committed and the table then holds rows no
+serial order leaves), 0 every case was refused or correct, 2 the script could not run.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import traceback
-from pathlib import Path
 
 try:
     import deltalake
@@ -35,81 +33,55 @@ except ImportError as missing:
     print(f"cannot run: {missing}. Install the packages first: pip install deltalake pyarrow", file=sys.stderr)
     sys.exit(2)
 
-APPENDS = 6
-ROWS_PER_APPEND = 10
+NEW_ROWS = pa.table({"batch": [100, 100, 100], "row": [0, 1, 2]})
+
+# the second operation, run from the handle opened before the compaction; the rows any serial order leaves
+CASES = {
+    "optimize.compact()": (lambda table: table.optimize.compact(), 60),
+    "optimize.z_order(['row'])": (lambda table: table.optimize.z_order(["row"]), 60),
+    "write_deltalake(mode='overwrite'), 3 rows": (lambda table: write_deltalake(table, NEW_ROWS, mode="overwrite"), 3),
+    "delete() (no predicate)": (lambda table: table.delete(), 0),
+}
 
 
-def create_table(path: str) -> None:
-    """A table of APPENDS small files: each append writes ROWS_PER_APPEND rows in one file."""
-    for batch in range(APPENDS):
-        rows = pa.table({"batch": [batch] * ROWS_PER_APPEND, "row": list(range(ROWS_PER_APPEND))})
-        write_deltalake(path, rows, mode="append")
-
-
-def compact(table: DeltaTable) -> Exception | None:
-    """OPTIMIZE (compact) with this handle; None if it committed, else its error."""
+def run_case(path: str, second_operation) -> tuple[object, Exception | None]:
+    for batch in range(6):
+        write_deltalake(path, pa.table({"batch": [batch] * 10, "row": list(range(10))}), mode="append")
+    first, second = DeltaTable(path), DeltaTable(path)  # both at version 5
+    first.optimize.compact()  # commits version 6
     try:
-        table.optimize.compact()
+        return second_operation(second), None
     except Exception as error:  # the refusal is the expected outcome
-        return error
-    return None
-
-
-def first_line(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}".splitlines()[0]
-
-
-def log_summary(path: str) -> tuple[int, list[str]]:
-    """From the commit files: how many data files the table holds, and which files more than one
-    commit removes (read from the JSON log itself, so it works with any deltalake release)."""
-    live: set[str] = set()
-    removals: dict[str, int] = {}
-    for commit in sorted(Path(path, "_delta_log").glob("*.json")):
-        for line in commit.read_text().splitlines():
-            action = json.loads(line) if line.strip() else {}
-            if "add" in action:
-                live.add(action["add"]["path"])
-            if "remove" in action:
-                removed = action["remove"]["path"]
-                live.discard(removed)
-                removals[removed] = removals.get(removed, 0) + 1
-    return len(live), sorted(name for name, count in removals.items() if count > 1)
+        return None, error
 
 
 def main() -> int:
     print(f"deltalake {deltalake.__version__}, pyarrow {pa.__version__}, Python {sys.version.split()[0]}")
-    with tempfile.TemporaryDirectory() as path:
-        create_table(path)
-        first, second = DeltaTable(path), DeltaTable(path)
-        snapshot = first.version()
-        print(f"table created: version {snapshot}, {APPENDS * ROWS_PER_APPEND} rows in {log_summary(path)[0]} files; "
-              f"two handles opened at version {snapshot}")
-
-        error = compact(first)
-        if error:
-            print(f"cannot run: the first OPTIMIZE failed: {first_line(error)}", file=sys.stderr)
-            return 2
-        print(f"first OPTIMIZE committed version {DeltaTable(path).version()}")
-
-        error = compact(second)
-        table = DeltaTable(path)
-        rows = table.to_pyarrow_table().num_rows
-        if error:
-            print(f"second OPTIMIZE (snapshot of version {snapshot}) refused: {first_line(error)}")
-        else:
-            print(f"second OPTIMIZE (snapshot of version {snapshot}) committed version {table.version()}")
-        files, removed_twice = log_summary(path)
-        print(f"table now: version {table.version()}, {rows} rows (expected {APPENDS * ROWS_PER_APPEND}), "
-              f"{files} data files; files removed by two commits: {len(removed_twice)}")
-
-    if error is None:
-        print("BUG PRESENT: the second OPTIMIZE removed files a concurrent commit had already removed, "
-              "and committed; its compacted file duplicates the first one's rows.")
+    print("each case: a table of 60 rows in 6 files at version 5, two handles opened at version 5, "
+          "handle 1 runs optimize.compact() (version 6), then handle 2 runs:")
+    bugs = 0
+    for name, (operation, serial_rows) in CASES.items():
+        with tempfile.TemporaryDirectory() as path:
+            result, error = run_case(path, operation)
+            table = DeltaTable(path)
+            rows = table.to_pyarrow_table().num_rows
+        if error is not None:
+            if not isinstance(error, CommitFailedError):
+                print(f"cannot run: {name} failed, but not with a commit conflict: {error!r}", file=sys.stderr)
+                return 2
+            print(f"  {name}: refused: {type(error).__name__}: {str(error).splitlines()[0]}")
+            continue
+        said = f", returned {dict((k, v) for k, v in result.items() if k in ('num_deleted_rows', 'numFilesRemoved', 'numFilesAdded'))}" \
+            if isinstance(result, dict) else ""
+        wrong = rows != serial_rows
+        bugs += wrong
+        print(f"  {name}: committed version {table.version()}{said}; the table holds {rows} rows "
+              f"(any serial order leaves {serial_rows}){'  <-- wrong' if wrong else ''}")
+    if bugs:
+        print(f"BUG PRESENT: {bugs} of {len(CASES)} operations removed files a concurrent OPTIMIZE had already removed, "
+              "committed, and left rows no serial order leaves.")
         return 1
-    if not isinstance(error, CommitFailedError):
-        print("cannot run: the second OPTIMIZE failed, but not with a commit conflict", file=sys.stderr)
-        return 2
-    print("OK: the second OPTIMIZE was refused as a conflict.")
+    print("OK: every operation was refused as a conflict (or left what a serial order leaves).")
     return 0
 
 
@@ -120,9 +92,8 @@ if __name__ == "__main__":
         traceback.print_exc()
         print("cannot run: unexpected error (above)", file=sys.stderr)
         code = 2
-    # Leave without Python's shutdown: on a loaded machine deltalake's native threads have, once,
-    # aborted the interpreter's teardown ("terminate called without an active exception", exit
-    # -6) after the verdict was printed. The verdict is the exit code; nothing is left to clean up.
+    # Leave without Python's shutdown: deltalake's native threads have, once on a loaded machine,
+    # aborted the interpreter's teardown after the verdict was printed. The exit code is the verdict.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -7,23 +7,26 @@ Run it::
     pip install "moto[server]"      # brings boto3
     python repro.py
 
-The script starts ``python -m moto.server``'s own entry point (``moto.server.main``) on
-127.0.0.1, on a free port, in a process of its own, waits until it answers and stops it at exit.
-That process runs with a short thread switch interval (``sys.setswitchinterval(1e-6)``, option
-``--switch-interval``): it changes nothing in what moto does, it only lets the server's request
-threads interleave more often, so the window between moto's condition check and its write is hit
-in a few rounds instead of rarely.
+The script starts moto's server through its own entry point (``moto.server.main``, as ``python
+-m moto.server -H 127.0.0.1 -p PORT``) in a process of its own, on 127.0.0.1 and a free port, at
+Python's default thread switch interval. Before ``main`` runs, that process wraps the one step
+that comes after the condition check and before the write, and makes it a barrier of two:
 
-Each round, WRITERS threads (8) are released together by a barrier and each sends one
-conditional write of the same new key (a new key per round). S3 and DynamoDB guarantee that
-exactly one of them succeeds and the others get 412 PreconditionFailed /
-ConditionalCheckFailedException. The script runs up to ROUNDS rounds (400) per service, stops a
-service at its first round with more than one winner and reads that key back (S3: its object
-versions, from a versioned bucket; DynamoDB: whose write the item holds).
+- S3: ``S3Backend.put_object``, which ``S3Response.put_object`` calls once its ``If-None-Match: *``
+  check has found no object;
+- DynamoDB: ``get_filter_expression``, which ``Table.put_item`` calls after it has read the
+  current item and before it evaluates the condition against it and stores the new item.
 
-Exit codes: 1 the bug is present (some round had two or more winners), 0 every round of both
-services had exactly one winner, 2 the script could not run (a package is missing, moto did not
-start, or a write failed for another reason).
+Each round, two client threads send one conditional write each of the same new key. The server
+holds the first request that reaches the wrapped step until the second reaches it too, then lets
+both go on. A server whose conditional write is atomic never lets the second request reach that
+step while the first is held (it refuses it, or blocks it on a lock): the hold then times out
+after HOLD_TIMEOUT seconds, the first request goes on alone, and the round has one winner. The
+outcome depends on moto's code only, not on how the threads happen to be scheduled.
+
+Exit codes: 1 the bug is present (a round had two winners), 0 every round of both services had
+exactly one winner, 2 the script could not run (a package is missing, moto did not start, the
+step to wrap is no longer there, or a write failed for another reason).
 """
 
 from __future__ import annotations
@@ -38,19 +41,50 @@ import threading
 import time
 import traceback
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 
-ROUNDS = 400
-WRITERS = 8
-SWITCH_INTERVAL = 1e-6
+ROUNDS = 3
+HOLD_TIMEOUT = 10.0
 BUCKET = "race"
 TABLE = "race"
 REGION = "us-east-1"
 MOTO_START_TIMEOUT = 60.0
-SERVER = ("import sys; sys.setswitchinterval(float(sys.argv[1])); "
-          "from moto.server import main; main(['-H', '127.0.0.1', '-p', sys.argv[2]])")
-"""moto's own command line (``python -m moto.server -H 127.0.0.1 -p PORT``), after setting the
-switch interval of the server process."""
+SERVER = r'''
+import sys, threading
+import moto.dynamodb.models.table as dynamodb_table
+import moto.s3.models as s3_models
+from moto.server import main
+
+hold_timeout = float(sys.argv[1])
+barrier = threading.Barrier(2)
+
+def hold(what):
+    """Wait until a second request reaches the same step, at most hold_timeout seconds."""
+    try:
+        if barrier.wait(timeout=hold_timeout) == 0:  # one of the two reports it
+            sys.stderr.write(f"HOLD {what}: two requests reached it and were released together\n")
+    except threading.BrokenBarrierError:
+        barrier.reset()
+        sys.stderr.write(f"HOLD {what}: timed out with one request\n")
+    sys.stderr.flush()
+
+s3_put_object = s3_models.S3Backend.put_object
+def put_object(self, bucket_name, key_name, *args, **kwargs):
+    if key_name.startswith("race-"):
+        hold("S3Backend.put_object")
+    return s3_put_object(self, bucket_name, key_name, *args, **kwargs)
+s3_models.S3Backend.put_object = put_object
+
+get_filter_expression = dynamodb_table.get_filter_expression
+def held_get_filter_expression(expression, *args, **kwargs):
+    if expression == "attribute_not_exists(k)":
+        hold("dynamodb Table.put_item, between get_item and the condition")
+    return get_filter_expression(expression, *args, **kwargs)
+dynamodb_table.get_filter_expression = held_get_filter_expression
+
+main(["-H", "127.0.0.1", "-p", sys.argv[2]])
+'''
+"""moto's own command line, after wrapping the step between each conditional write's check and its
+write (the names below are moto 5.x's; if they are gone, the server fails to start: exit 2)."""
 
 
 class CannotRun(Exception):
@@ -63,12 +97,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_moto(switch_interval: float) -> str:
-    """Start moto's server on 127.0.0.1; wait (bounded) until it answers; stop it at exit.
-    Returns its endpoint."""
+def start_moto(log) -> str:
+    """Start moto's server on 127.0.0.1; wait (bounded) until it answers; stop it at exit."""
     port = free_port()
-    log = tempfile.TemporaryFile(mode="w+")  # not a pipe: moto logs every request, a full pipe would block it
-    server = subprocess.Popen([sys.executable, "-c", SERVER, repr(switch_interval), str(port)],
+    server = subprocess.Popen([sys.executable, "-c", SERVER, repr(HOLD_TIMEOUT), str(port)],
                               stdout=log, stderr=subprocess.STDOUT, text=True)
     atexit.register(stop, server)
     endpoint = f"http://127.0.0.1:{port}"
@@ -101,8 +133,8 @@ def client(service: str, endpoint: str):
 
     return boto3.client(service, endpoint_url=endpoint, region_name=REGION,
                         aws_access_key_id="test", aws_secret_access_key="test",
-                        config=botocore.config.Config(max_pool_connections=2 * WRITERS,
-                                                      retries={"max_attempts": 1}))  # one attempt: one answer
+                        config=botocore.config.Config(retries={"max_attempts": 1},  # one attempt: one answer
+                                                      read_timeout=3 * HOLD_TIMEOUT))
 
 
 class S3Race:
@@ -117,20 +149,19 @@ class S3Race:
         self.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
 
     def write(self, round_: int, writer: int) -> None:
-        self.s3.put_object(Bucket=BUCKET, Key=f"key-{round_}", Body=f"writer {writer}".encode(), IfNoneMatch="*")
+        self.s3.put_object(Bucket=BUCKET, Key=f"race-{round_}", Body=f"writer {writer}".encode(), IfNoneMatch="*")
 
     def stored(self, round_: int) -> str:
-        versions = self.s3.list_object_versions(Bucket=BUCKET, Prefix=f"key-{round_}")["Versions"]
+        versions = self.s3.list_object_versions(Bucket=BUCKET, Prefix=f"race-{round_}").get("Versions", [])
         bodies = [self.s3.get_object(Bucket=BUCKET, Key=v["Key"], VersionId=v["VersionId"])["Body"].read().decode()
                   for v in versions]
-        return (f"key-{round_} holds {len(versions)} object version(s), written by (oldest first): "
-                f"{', '.join(reversed(bodies))}")
+        return f"race-{round_} holds {len(versions)} object version(s), written by (oldest first): {', '.join(reversed(bodies))}"
 
 
 class DynamoDBRace:
     """Conditional PutItem (attribute_not_exists) of one new key per round."""
 
-    name = "DynamoDB PutItem attribute_not_exists"
+    name = "DynamoDB PutItem attribute_not_exists(k)"
     refusal = "ConditionalCheckFailedException"
 
     def __init__(self, endpoint: str) -> None:
@@ -140,50 +171,43 @@ class DynamoDBRace:
                                    AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}])
 
     def write(self, round_: int, writer: int) -> None:
-        self.dynamodb.put_item(TableName=TABLE, Item={"k": {"S": f"key-{round_}"}, "writer": {"N": str(writer)}},
+        self.dynamodb.put_item(TableName=TABLE, Item={"k": {"S": f"race-{round_}"}, "writer": {"N": str(writer)}},
                                ConditionExpression="attribute_not_exists(k)")
 
     def stored(self, round_: int) -> str:
-        item = self.dynamodb.get_item(TableName=TABLE, Key={"k": {"S": f"key-{round_}"}})["Item"]
-        return f"key-{round_} holds the write of writer {item['writer']['N']}; the other winners' writes are gone"
+        item = self.dynamodb.get_item(TableName=TABLE, Key={"k": {"S": f"race-{round_}"}})["Item"]
+        return f"race-{round_} holds the write of writer {item['writer']['N']}"
 
 
-def run_round(race, pool: ThreadPoolExecutor, round_: int) -> list[int]:
-    """One round: WRITERS writers released together; the writers whose write was accepted."""
-    barrier = threading.Barrier(WRITERS)
+def run_round(race, round_: int) -> list[int]:
+    """Two writers, one conditional write each of the same new key: the writers told they won."""
+    import botocore.exceptions
 
-    def attempt(writer: int) -> int | None:
-        import botocore.exceptions
+    outcome: dict[int, object] = {}
 
-        barrier.wait()
+    def attempt(writer: int) -> None:
         try:
             race.write(round_, writer)
-            return writer
+            outcome[writer] = "won"
         except botocore.exceptions.ClientError as error:
-            if error.response["Error"]["Code"] != race.refusal:
-                raise
-            return None
+            outcome[writer] = "refused" if error.response["Error"]["Code"] == race.refusal else error
+        except Exception as error:  # reported as "could not run" below
+            outcome[writer] = error
 
-    return [writer for writer in pool.map(attempt, range(WRITERS)) if writer is not None]
-
-
-def race_until_two_win(race, rounds: int) -> tuple[int, list[int]] | None:
-    """Rounds until one has more than one winner: (round, winners), or None after ``rounds``."""
-    with ThreadPoolExecutor(WRITERS) as pool:
-        for round_ in range(1, rounds + 1):
-            winners = run_round(race, pool, round_)
-            if not winners:
-                raise CannotRun(f"{race.name}: round {round_} had no winner at all")
-            if len(winners) > 1:
-                return round_, winners
-    return None
+    threads = [threading.Thread(target=attempt, args=(writer,)) for writer in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    errors = [value for value in outcome.values() if isinstance(value, Exception)]
+    if errors:
+        raise CannotRun(f"{race.name}: a write failed for another reason: {errors[0]!r}")
+    return sorted(writer for writer, value in outcome.items() if value == "won")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds per service at most (default {ROUNDS})")
-    parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL,
-                        help=f"the moto server's sys.setswitchinterval (default {SWITCH_INTERVAL}; Python's own is 0.005)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds per service (default {ROUNDS})")
     args = parser.parse_args(argv)
     try:
         import boto3
@@ -191,32 +215,36 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as missing:
         print(f'cannot run: {missing}. Install the package first: pip install "moto[server]"', file=sys.stderr)
         return 2
-    print(f"moto {moto.__version__}, boto3 {boto3.__version__}, Python {sys.version.split()[0]}")
-    try:
-        endpoint = start_moto(args.switch_interval)
-        print(f"moto server at {endpoint}, switch interval {args.switch_interval} s; "
-              f"{WRITERS} writers per round, up to {args.rounds} rounds per service")
-        doubled = False
-        for race in (S3Race(endpoint), DynamoDBRace(endpoint)):
-            started = time.monotonic()
-            found = race_until_two_win(race, args.rounds)
-            took = time.monotonic() - started
-            if found is None:
-                print(f"{race.name}: exactly one winner in each of {args.rounds} rounds ({took:.1f} s)")
-                continue
-            round_, winners = found
-            doubled = True
-            print(f"{race.name}: round {round_}: {len(winners)} writers were told their write succeeded "
-                  f"(writers {', '.join(map(str, winners))}) ({took:.1f} s); {race.stored(round_)}")
-    except CannotRun as problem:
-        print(f"cannot run: {problem}", file=sys.stderr)
-        return 2
-    except Exception:  # anything unforeseen is "could not run", never taken for the bug
-        traceback.print_exc()
-        print("cannot run: unexpected error (above)", file=sys.stderr)
-        return 2
+    print(f"moto {moto.__version__}, boto3 {boto3.__version__}, Python {sys.version.split()[0]} "
+          f"(switch interval {sys.getswitchinterval()} s)")
+    doubled = 0
+    with tempfile.TemporaryFile(mode="w+") as log:  # not a pipe: moto logs every request, a full pipe would block it
+        try:
+            endpoint = start_moto(log)
+            print(f"moto server at {endpoint}; 2 writers per round, {args.rounds} rounds per service")
+            for race in (S3Race(endpoint), DynamoDBRace(endpoint)):
+                for round_ in range(1, args.rounds + 1):
+                    winners = run_round(race, round_)
+                    if not winners:
+                        raise CannotRun(f"{race.name}: round {round_} had no winner at all")
+                    doubled += len(winners) > 1
+                    print(f"{race.name}: round {round_}: {len(winners)} writer(s) told their write succeeded; "
+                          f"{race.stored(round_)}")
+        except CannotRun as problem:
+            print(f"cannot run: {problem}", file=sys.stderr)
+            return 2
+        except Exception:  # anything unforeseen is "could not run", never taken for the bug
+            traceback.print_exc()
+            print("cannot run: unexpected error (above)", file=sys.stderr)
+            return 2
+        log.seek(0)
+        server_log = log.read()
+    print(f"server: {server_log.count('released together')} times two requests were held at the step between "
+          f"check and write and released together; {server_log.count('timed out with one')} times one request "
+          "waited there alone")
     if doubled:
-        print("BUG PRESENT: a conditional write that must have exactly one winner had more than one.")
+        print(f"BUG PRESENT: in {doubled} of {2 * args.rounds} rounds both conditional writes of one new key "
+              "passed the condition and were accepted.")
         return 1
     print("OK: every round had exactly one winner.")
     return 0
