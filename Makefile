@@ -113,7 +113,7 @@ matrix: install ## the conflict matrix: every ordered pair of writes raced from 
 	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
 	cp build/matrix/full/meta.json data/conflict_matrix_meta.json
-	$(PY) -m helpers.answer
+	$(PY) -m helpers.answer_page
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }

@@ -7,44 +7,22 @@ by :data:`RULE`, engines absent from the CSV skipped (so "not measured" until th
 or one check of a notebook's Checks cell (:class:`Check`); or nothing (:class:`Unmeasured`). A row
 whose commit protocol loses appends loses data in every cell, on one evidence (:attr:`Row.loses`).
 Versions come from :mod:`helpers.boundaries` and :mod:`helpers.eras` only. :func:`grid_of` resolves
-every cell from the rows and the CSV (:class:`Results`); :mod:`helpers.answer_page` renders them as
-``docs/answer.md``, and this module's :func:`main` runs it::
-
-    python -m helpers.answer           # writes docs/answer.md
-    python -m helpers.answer --check   # exit 1 if docs/answer.md differs from a fresh render
+every cell from the rows and the CSV (:class:`helpers.answer_matrix.Results`, with the verdicts and
+their rule); each cell also names the words of its section that state its verdict (``claim``,
+:data:`MATRIX_CLAIMS`). :mod:`helpers.answer_page` renders them as ``docs/answer.md``
+(``python -m helpers.answer_page``); this module imports nothing of it.
 """
 
 from __future__ import annotations
 
-import csv
-import re
-import fnmatch
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from helpers import boundaries as b
-from helpers import config, eras
-
-MATRIX_CSV = config.DATA_DIR / "conflict_matrix.csv"
-
-SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED = (
-    "safe", "refused (retry)", "loses data", "duplicates data", "wrong result", "fails though committed", "not measured")
-VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED)
-LOSING_KINDS = ("lost update", "broken log")
-"""Kinds that lose data (a committed write's rows, values or columns gone; the table unreadable).
-``duplicated rows`` duplicates data; the others (``resurrected rows``, ``removed twice``) are a wrong
-result: nothing acknowledged is missing, yet the table holds what no serial order gives."""
-UNDECIDED = ("not available", "error")
-RULE = (
-    f"a cited pair missing, not available or in error → {NOT_MEASURED}",
-    f"any anomaly with a lost update or a broken log → {LOSES}",
-    f"else any anomaly with duplicated rows → {DUPLICATES}",
-    f"else any anomaly (resurrected rows, a file removed twice) → {WRONG}",
-    f"else any refused → {REFUSED}",
-    f"else (every pair serializable) → {SAFE}",
+from helpers import eras
+from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
+    DUPLICATES, LOSES, LOSING_KINDS, MATRIX_CSV, MISREPORTS, NOT_MEASURED, REFUSED, RULE, SAFE, UNDECIDED, VERDICTS, WRONG,
+    Results, short_version, verdict_of,
 )
-"""The rule from matrix classes to a verdict. A retry's classes include its run after reloading."""
 
 
 def v(era_name: str) -> str:
@@ -82,8 +60,9 @@ class Section:
 
     @property
     def link(self) -> str:
-        """A link from ``docs/`` to the notebook: GitHub's anchors into notebooks are unreliable."""
-        return f"[{self.label}](../notebooks/{self.notebook})"
+        """A link from ``docs/`` to the learner's edition (``student/``), then to the edition with the
+        answers (``notebooks/``); GitHub's anchors into notebooks are unreliable, so the section is named."""
+        return f"[{self.label}](../student/{self.notebook}) ([solutions](../notebooks/{self.notebook}))"
 
 
 N09 = "09_spark_multi_cluster_s3.ipynb"
@@ -154,6 +133,9 @@ class Check:
     versions: str
     note: str = ""
     every_run: bool = True
+    claim: str = ""
+    """Words of the section (its prose or committed output) that state what the cell says; a test
+    checks they are there and that they say the cell's verdict."""
 
 
 @dataclass(frozen=True)
@@ -196,71 +178,85 @@ SPARK_FIX = {"remedy": (("append_txn", "retry_txn"),), "remedy_how": "`txnAppId`
 MIXED_RACE = "mixed race: rows lost, silent losses, distinct commits per file"
 HAZARD = "conditional first: rows lost, distinct commits in commit 1"
 UNSAFE_FULL_RUN = "full run: the unsafe protocols lost acknowledged operations"
+MIXED_CLAIM = "another may say it failed although its commit is in the log"
+HAZARD_CLAIM = "rows are gone: commit 1 holds"
+FULL_RUN_CLAIM = "mixed-spark-and-deltalake-1.6 lost"
 CB, GONE, REPAIR = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED, b.STUCK_REPAIR
 ROWS = (
     Row("rs-unsafe", "deltalake", f"up to {CB.last_before}", "S3", "`AWS_S3_ALLOW_UNSAFE_RENAME=true`, no lock",
         f"deltalake up to {CB.last_before} with the unsafe rename",
-        loses=Check(S05_2, "rows lost (reported as committed, absent from the table)", LOSES, SEEDS)),
+        loses=Check(S05_2, "rows lost (reported as committed, absent from the table)", LOSES, SEEDS,
+                    claim="reported as committed, the table holds")),
     Row("rs-lock-seeds", "deltalake", f"{b.DYNAMODB_LOG_STORE.version}–{CB.last_before}", "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store)", f"deltalake {SEEDS} with the DynamoDB lock",
         engines=_rs(SEEDS), **RS_FIX,
-        cells={"append": Check(S07_1, "rows lost", SAFE, SEEDS),
+        cells={"append": Check(S07_1, "rows lost", SAFE, SEEDS, claim="lost 0"),
                "other": Unmeasured("its `tablePath` can differ from Spark's (a trailing slash) before "
                                    f"{b.TABLE_PATH_SLASH.version}")}),
-    Row("rs-lock-interop", "deltalake", f"{CB.version}–{GONE.last_before}", "S3 + DynamoDB",
+    Row("rs-lock-early", "deltalake", f"{CB.version}–{REPAIR.last_before}", "S3 + DynamoDB",
+        "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
+        f"deltalake {CB.version}–{REPAIR.last_before} with the DynamoDB lock",
+        cells={c.key: Unmeasured(f"no release from {CB.version} to {REPAIR.last_before} is raced here; in those releases a job that "
+                                 "repairs a commit its writer is still making copies it plainly, and the writer is told "
+                                 f"it committed ({S12_C.label}; findings/deltalake-dynamodb-repair-of-a-live-commit)")
+               for c in COLUMNS}),
+    Row("rs-lock-interop", "deltalake", f"{REPAIR.version}–{GONE.last_before}", "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
         f"deltalake {INTEROP} with the DynamoDB lock", engines=_rs(INTEROP), **RS_FIX,
         cells={"append": Check(S12_C, "live repair: the writer's own copy was refused and it was told its append failed",
-                               MISREPORTS, INTEROP,
+                               MISREPORTS, INTEROP, claim="reports \"version N already exists\" for an append that is in the log",
                                note=f"deltalake {REPAIR.version}–{GONE.last_before}: a job loading the table repairs a commit "
-                                    f"its writer is still making, and the writer is told \"version N already exists\"; up to "
-                                    f"{REPAIR.last_before} it is told it committed; if the repair holds the staged file through the "
-                                    "writer's four tries, the writer claims the next version and leaves it without a commit "
-                                    "file, and no write through the log store succeeds after it "
-                                    "(findings/deltalake-dynamodb-reclaim-after-a-refused-copy); in the conflict matrix's "
-                                    "race, where each job loads the table before the other claims a version, both appends "
-                                    "commit"),
-               "other": Check(S09_5, MIXED_RACE, SAFE, f"{INTEROP} + Delta Spark {SPARK}",
-                              note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}")}),
+                                    "its writer is still making, and the writer is told \"version N already exists\"; if the "
+                                    "repair holds the staged file through the writer's four tries, the writer claims the next "
+                                    "version and leaves it without a commit file, and no write through the log store succeeds "
+                                    "after it (findings/deltalake-dynamodb-reclaim-after-a-refused-copy); in the conflict "
+                                    "matrix's race, where each job loads the table before the other claims a version, both "
+                                    "appends commit"),
+               "other": Check(S09_5, MIXED_RACE, MISREPORTS, f"{INTEROP} + Delta Spark {SPARK}", claim=MIXED_CLAIM,
+                              note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}: nothing is lost, but "
+                                   "a writer can be told its append failed although it is in the log")}),
     Row("rs-put", "deltalake", f"{CB.version}–{b.DOUBLE_OPTIMIZE.last_before}", "S3", "conditional put, no lock",
         f"deltalake {CB.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put", engines=_rs(INTEROP, LAST_REFUSING),
         **RS_FIX, cells={"other": Unmeasured(f"Spark's plain PUT replaces a conditional one, as measured with {CURRENT} "
                                              "(next row)")}),
     Row("rs-put-today", "deltalake", f"{b.DOUBLE_OPTIMIZE.version}–{CURRENT}", "S3", "conditional put, no lock",
         f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3", engines=_rs(CURRENT), **RS_FIX,
-        cells={"append": Check(S08_3, "rows lost, retries on", SAFE, CURRENT),
-               "other": Check(S09_6, HAZARD, LOSES, f"{CURRENT} + Delta Spark {SPARK}")}),
+        cells={"append": Check(S08_3, "rows lost, retries on", SAFE, CURRENT, claim="Every commit file written once, no row lost."),
+               "other": Check(S09_6, HAZARD, LOSES, f"{CURRENT} + Delta Spark {SPARK}", claim=HAZARD_CLAIM)}),
     Row("rs-azure", "deltalake", CURRENT, "Azure Blob", "put-if-absent (the only commit there)",
         f"deltalake {CURRENT} on Azure", engines=_rs(CURRENT, s3=False), **RS_FIX,
-        cells={"append": Check(S03_3, "rows lost, retries on", SAFE, CURRENT),
+        cells={"append": Check(S03_3, "rows lost, retries on", SAFE, CURRENT, claim="rows added, 0 lost"),
                "other": Unmeasured("Spark and delta-rs are not raced on Azure here")}),
     Row("spark-one", "Delta Spark", SPARK, "S3", "default S3 log store, one driver (its jobs in one JVM)",
         f"Delta Spark {SPARK} from one driver", engines=SPARK_ENGINES, **SPARK_FIX,
-        cells={"append": Check(S09_2, "rows in the one-driver table", SAFE, SPARK),
-               "other": Check(S09_6, HAZARD, LOSES, f"{SPARK} + deltalake {CURRENT}")}),
+        cells={"append": Check(S09_2, "rows in the one-driver table", SAFE, SPARK, claim="Why nothing is lost."),
+               "other": Check(S09_6, HAZARD, LOSES, f"{SPARK} + deltalake {CURRENT}", claim=HAZARD_CLAIM)}),
     Row("spark-several", "Delta Spark", SPARK, "S3", "default S3 log store, several drivers (clusters)",
         f"Delta Spark {SPARK}'s default S3 log store from several drivers",
-        loses=Check(S09_3, "rows lost by several drivers", LOSES, SPARK)),
+        loses=Check(S09_3, "rows lost by several drivers", LOSES, SPARK,
+                    claim="several drivers on one `s3a://` table still lose commits, and none of them notices")),
     Row("spark-dynamodb", "Delta Spark", SPARK, "S3 + DynamoDB", "S3DynamoDBLogStore",
         f"Delta Spark {SPARK} with the DynamoDB log store", engines=SPARK_ENGINES, **SPARK_FIX,
-        cells={"append": Check(S09_4, "rows lost with the DynamoDB log store", SAFE, SPARK),
-               "other": Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False,
-                              note=f"with deltalake {LOG_STORE} through the same lock table: safe ({S09_5.label})")}),
+        cells={"append": Check(S09_4, "rows lost with the DynamoDB log store", SAFE, SPARK,
+                               claim="a commit that won DynamoDB is never lost"),
+               "other": Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False, claim=FULL_RUN_CLAIM,
+                              note=f"with deltalake {LOG_STORE} through the same lock table nothing is lost, but a writer can be told its "
+                                   f"append failed although it is in the log ({S09_5.label})")}),
     Row("mixed-lock", "Delta Spark + deltalake", f"{SPARK} + {LOG_STORE}", "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
         f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",
         cells={**{c.key: Unmeasured(f"the conflict matrix's mixed pairs run deltalake {CURRENT}: see the local-disk row")
-                  for c in COLUMNS}, "append": Check(S09_5, MIXED_RACE, SAFE, f"{SPARK} + {INTEROP}")}),
+                  for c in COLUMNS}, "append": Check(S09_5, MIXED_RACE, MISREPORTS, f"{SPARK} + {INTEROP}", claim=MIXED_CLAIM)}),
     Row("mixed-put", "Delta Spark + deltalake", f"{SPARK} + {GONE.version}–{CURRENT}", "S3 + DynamoDB",
         "Spark through the DynamoDB log store, deltalake by conditional put",
         f"Delta Spark with the DynamoDB log store beside deltalake {GONE.version} or later",
-        loses=Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + {CURRENT}", every_run=False)),
+        loses=Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + {CURRENT}", every_run=False, claim=FULL_RUN_CLAIM)),
     Row("mixed-local", "Delta Spark + deltalake", f"{SPARK} + {CURRENT}", "local disk",
         "each engine's own put-if-absent commit (the matrix's mixed pairs)",
         f"Delta Spark {SPARK} and deltalake {CURRENT} on one local table", engines=MIXED_ENGINES, other_from_matrix=True),
     Row("two-locks", "deltalake + deltalake", f"{OLD_LOCK} + {SEEDS}", "S3 + DynamoDB",
         "each writer its own lock (the seeds' lease, the log store)", "two lock mechanisms on one table",
-        loses=Check(S06_5, "two-lock race: rows lost", LOSES, f"{OLD_LOCK} + {SEEDS}")),
+        loses=Check(S06_5, "two-lock race: rows lost", LOSES, f"{OLD_LOCK} + {SEEDS}", claim="the later one replaced the other")),
 )
 
 
@@ -275,60 +271,29 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
     return MatrixCells(row.engines, column.pairs) if row.engines and column.pairs else Unmeasured()
 
 
-class Results:
-    """The conflict matrix's rows (``data/conflict_matrix.csv``), by engine and pair."""
-
-    def __init__(self, rows: list[dict]):
-        self.rows = rows
-        self.by_pair = {(r["engine"], r["first"], r["second"]): r for r in rows}
-        self.engine_names = list(dict.fromkeys(r["engine"] for r in rows))
-
-    @classmethod
-    def load(cls, path: Path = MATRIX_CSV) -> Results:
-        with Path(path).open(newline="", encoding="utf-8") as handle:
-            return cls(list(csv.DictReader(handle)))
-
-    def engines(self, names: tuple[str, ...]) -> list[str]:
-        """The CSV's engines that ``names`` (names or fnmatch patterns) select, in the CSV's order."""
-        return [e for e in self.engine_names if any(fnmatch.fnmatchcase(e, n) for n in names)]
-
-    def cited(self, cells: MatrixCells) -> tuple[list[str], list[dict | None]]:
-        """The engines present, and for each of them and each pair its row (None where missing)."""
-        present = self.engines(cells.engines)
-        found = [(e, self.by_pair.get((e, first, second))) for e in present for first, second in cells.pairs]
-        # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
-        return present, [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
-
-    def versions(self, engines: list[str]) -> str:
-        """The versions those engines ran (the CSV's ``engine_version``), ascending, comma-separated."""
-        found = {short_version(r["engine_version"]) for r in self.rows if r["engine"] in engines}
-        return ", ".join(sorted(found, key=lambda x: [(0, int(p), "") if p.isdigit() else (1, 0, p)
-                                                      for p in re.split(r"[.+ /]+", x)]))
-
-
-def short_version(engine_version: str) -> str:
-    """A version as the page names it: ``1.6.6``, ``Delta Spark 4.4.0`` for Spark's
-    ``Apache-Spark/4.2.0 Delta-Lake/4.4.0``, and ``Delta Spark 4.4.0 + 1.6.6`` for a mixed pair."""
-    parts = [part.strip() for part in engine_version.split(" / ")]
-    named = [f"Delta Spark {m.group(1)}" if (m := re.search(r"Delta-Lake/(\S+)", part)) else part for part in parts]
-    return " + ".join(named)
-
-
-CONFIRMATION = "@s3"
-"""The suffix of an engine that confirms another's cells on the S3 emulator."""
-
-
-def verdict_of(rows: list[dict | None]) -> str:
-    """The verdict of some matrix rows by :data:`RULE` (no rows, or a missing one: not measured)."""
-    if not rows or any(r is None for r in rows):
-        return NOT_MEASURED
-    outcomes = {r["outcome"] for r in rows} | {r["retry_after_reload"] for r in rows if r["retry_after_reload"]}
-    if outcomes & set(UNDECIDED):
-        return NOT_MEASURED
-    kinds = {k for r in rows for text in (r["anomaly_kind"], r["retry_after_reload_kind"]) for k in text.split(" + ") if k}
-    if "anomaly" in outcomes:
-        return LOSES if kinds & set(LOSING_KINDS) else DUPLICATES if "duplicated rows" in kinds else WRONG
-    return REFUSED if "refused" in outcomes else SAFE
+MATRIX_CLAIMS = {
+    ("append", SAFE): "Two appends from one snapshot both commit, in every engine and every mixed pair, each at a "
+                      "version of its own: nothing lost.",
+    ("rewrite", REFUSED): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
+                          "snapshot commits.",
+    ("overwrite", REFUSED): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
+                            "snapshot commits.",
+    ("overwrite", SAFE): "deltalake 0.22.3 (before 1.2.0) lets an append and an overwrite from one snapshot both commit, "
+                         "as the documentation allows, and the table equals a serial order: nothing lost.",
+    ("optimize", DUPLICATES): "every compacted row is then in the table twice",
+    ("optimize", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all six: the later job fails "
+                           "loudly and commits nothing.",
+    ("optimize_append", SAFE): "An OPTIMIZE and an append from one snapshot both commit, in either order and in every "
+                               "engine: nothing lost, since a compaction changes no row.",
+    ("vacuum", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
+    ("vacuum", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come back.",
+    ("vacuum", LOSES): "the append then commits a version whose data file is gone, and the table can no longer be read: "
+                       "its rows are lost and every read fails.",
+    ("retry", DUPLICATES): "ids 7 and 8 are in the table twice",
+    ("other", DUPLICATES): "with Delta Spark first and deltalake 1.6.6 second, every compacted row is in the table twice",
+}
+"""For a matrix cell, keyed by (column, verdict): the words of the section it links (13 §5, or §4 for the
+retried append) that state that verdict; a test checks they are there and say it."""
 
 
 @dataclass(frozen=True)
@@ -341,18 +306,21 @@ class Cell:
     evidence: Check | MatrixCells | Unmeasured
     engines: tuple[str, ...] = ()
     note: str = ""
+    claim: str = ""
 
 
 def resolve(row: Row, column: Column, results: Results) -> Cell:
     """One cell: its verdict (the check's, or the matrix's by the rule), versions, section, evidence."""
     found = evidence(row, column)
     if isinstance(found, Check):
-        return Cell(found.verdict, found.versions, found.section, found, note=found.note)
+        return Cell(found.verdict, found.versions, found.section, found, note=found.note, claim=found.claim)
     if isinstance(found, Unmeasured):
         return Cell(NOT_MEASURED, "", None, found, note=found.note)
     present, rows = results.cited(found)
     note = "" if present else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
-    return Cell(verdict_of(rows), results.versions(present), column.section, found, tuple(present), note)
+    verdict = verdict_of(rows)
+    return Cell(verdict, results.versions(present), column.section, found, tuple(present), note,
+                MATRIX_CLAIMS.get((column.key, verdict), ""))
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:
@@ -365,13 +333,3 @@ def remedy(row: Row, results: Results) -> tuple[str, str]:
     present, rows = results.cited(MatrixCells(row.engines, row.remedy))
     return (verdict_of(rows), results.versions(present)) if row.remedy else (NOT_MEASURED, "")
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m helpers.answer [--check]``: the page is rendered by :mod:`helpers.answer_page`."""
-    from helpers import answer_page  # imported here: it imports this module's data
-
-    return answer_page.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

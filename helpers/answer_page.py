@@ -6,10 +6,10 @@
 (:class:`helpers.answer.Results`) and the matrix run's facts (``data/conflict_matrix_meta.json``,
 :func:`load_meta`): the table with its notes, the rule, what to do, the version boundaries
 (:mod:`helpers.boundaries`), the sources and where the engines disagree with Delta's documentation.
-The same inputs give the same text. :func:`main` is ``python -m helpers.answer``::
+The same inputs give the same text. :func:`main` is the command (``make matrix`` runs it)::
 
-    python -m helpers.answer           # writes docs/answer.md
-    python -m helpers.answer --check   # exit 1 if docs/answer.md differs from a fresh render
+    python -m helpers.answer_page           # writes docs/answer.md
+    python -m helpers.answer_page --check   # exit 1 if docs/answer.md differs from a fresh render
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import json
 import sys
 from pathlib import Path
 
+from dataclasses import dataclass
+
 from helpers import boundaries as b
 from helpers import config
 from helpers.answer import (
     COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
     grid_of, remedy,
 )
+from helpers.sessions import DELTA_DYNAMODB_LOG_STORE, DYNAMODB_LOG_STORE_PREFIX, WORKBOOK_DYNAMODB_LOG_STORE
 
 MATRIX_META = config.DATA_DIR / "conflict_matrix_meta.json"
 PAGE = config.ROOT / "docs" / "answer.md"
@@ -35,30 +38,56 @@ def load_meta(path: Path = MATRIX_META) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+GLOSSARY = "glossary.md"
+
+
+def term(words: str, anchor: str) -> str:
+    """``words`` linked to the glossary's entry (its anchor: the term's name, lowercase, hyphens)."""
+    return f"[{words}]({GLOSSARY}#{anchor})"
+
+
 INTRO = (
-    "Each row is an engine, the releases its setting stands for (from the version boundaries below), a store and a "
-    "setting; each column is a race between two jobs on one table. A cell gives the verdict, the releases measured and "
-    "the notebook section that shows it. **safe**: both commit and the table equals a serial order; **refused (retry)**: "
-    "the later writer fails with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; "
-    "**loses data**, **duplicates data**, **wrong result**: the writers report success and the table is not what any "
-    "serial order gives; **fails though committed**: a writer is told its write failed although it is in the table, "
-    "so rerunning it duplicates data; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict matrix "
-    "(`m+S3`: on S3 too). A row whose commit protocol loses appends says so once, in its first cell, and loses data in "
-    "every cell. Links open the notebook; the section is named by its number.")
+    "Each row is an engine, its releases (from the version boundaries below), a store and a setting; each column is "
+    "a race between two jobs on one table, the later one working from an older " + term("snapshot", "snapshot") + ". "
+    "A cell gives the verdict, the releases measured and the notebook section that shows it. **safe**: both commit "
+    "and the table equals a " + term("serial order", "serial-order") + "; **refused (retry)**: the later job fails "
+    "with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; **loses data**, "
+    "**duplicates data**, **wrong result**: the jobs report success and the table is not what any serial order "
+    "gives; **fails though committed**: a job is told its write failed although it is in the table, so rerunning "
+    "it duplicates data; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict "
+    "matrix (`m+S3`: on S3 too). A row whose commit protocol loses appends says so once, in its first cell, and "
+    "loses data in every cell. Each link opens the notebook in the learner's edition (`student/`), then in the "
+    "edition with the solutions; the section is named by its number.")
 ADVICE = {
     ("optimize", DUPLICATES): ("Run OPTIMIZE and Z-order from one job at a time",
                                "two made from one snapshot both commit, and every compacted row is then in the table twice"),
-    ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM while no job overwrites",
+    ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites",
                         "an overwrite made from a snapshot older than the compaction commits and brings removed rows back"),
-    ("retry", DUPLICATES): ("Never retry an append blindly", "a retry of a commit that landed unacknowledged adds its "
-                            "rows again, with or without an app id alone"),
-    ("append", MISREPORTS): ("Before rerunning a failed append, look for it in the log",
+    ("vacuum", LOSES): ("Keep VACUUM's default retention (7 days) while any job may be writing",
+                        "a zero-retention VACUUM deletes the data file of an append still in flight, the append then "
+                        "commits, and the table can no longer be read"),
+    ("retry", DUPLICATES): ("Never rerun an append blindly", "if its commit landed but the job never heard so, a rerun "
+                            "adds the rows again; an app id alone does not stop it"),
+    ("append", MISREPORTS): ("Before rerunning a failed append, look for it in the table",
                              "a job that loads the table while the append is being committed can finish that commit for "
                              "it, and the writer is then told \"version N already exists\" for an append that is in the "
                              "table"),
-    ("other", LOSES): ("Never share a table between writers that commit differently", "one writer's commit replaces the other's"),
+    ("other", MISREPORTS): ("When Spark and deltalake share one lock table, look for a failed append in the table before "
+                            "rerunning it", "nothing is lost, but either writer can be told its append failed although "
+                            "it is in the log"),
+    ("other", LOSES): ("Never let writers that commit differently share a table", "one writer's commit file replaces "
+                       "the other's, and its rows are gone"),
+    ("other", DUPLICATES): ("Run OPTIMIZE from one engine at a time",
+                            "the other engine's OPTIMIZE from the same snapshot commits too, and compacted rows end up twice"),
 }
-"""(what to do, why) for a bad verdict in a column; any other gets a generic sentence."""
+"""(what to do, why) for a bad verdict in a column, in a person's words; any other gets a plain sentence."""
+RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE, UPDATE or MERGE beside an append",
+              "overwrite": "an overwrite beside an append", "optimize": "two OPTIMIZEs or Z-orders",
+              "optimize_append": "an OPTIMIZE beside an append", "vacuum": "a zero-retention VACUUM beside a writer",
+              "retry": "a rerun append", "other": "the other engine on the same table"}
+"""Each column's race, as a sentence says it."""
+WHY = {LOSES: "rows are lost", DUPLICATES: "rows end up twice", WRONG: "the table holds rows no serial order gives",
+       MISREPORTS: "a job can be told it failed for a write that is in the table"}
 DISAGREEMENTS = {"needless failure": "refused where the docs say the two cannot conflict",
                  "anomaly": "anomalies where the docs say the two conflict",
                  "committed": "committed where the docs say the two conflict"}
@@ -97,28 +126,131 @@ def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+@dataclass(frozen=True)
+class Setting:
+    """A setting a reader may have: a paragraph above the table. ``row``: its row of the table;
+    ``avoid``: rows of near settings that lose data, named as what not to do."""
+
+    title: str
+    row: str
+    configure: str
+    avoid: tuple[str, ...] = ()
+    measured_with: str = ""
+    """Which implementation the row's measurements ran, where it is not the one a reader deploys."""
+
+
+DDB = DYNAMODB_LOG_STORE_PREFIX
+SPARK_LOCK_CONF = (f"`spark.delta.logStore.s3a.impl={DELTA_DYNAMODB_LOG_STORE}`, `{DDB}.ddb.tableName` and "
+                   f"`{DDB}.ddb.region`, with the `io.delta:delta-storage-s3-dynamodb` package and `s3a://` table URIs")
+RS_LOCK_OPTIONS = "`AWS_S3_LOCKING_PROVIDER=dynamodb` and `DELTA_DYNAMO_TABLE_NAME`"
+SPARK_LOG_STORE_MEASURED = (
+    f"Delta Spark's side was measured with the workbook's own `{WORKBOOK_DYNAMODB_LOG_STORE}` against the emulators: "
+    f"Delta's `{DELTA_DYNAMODB_LOG_STORE}` has no DynamoDB endpoint setting, so it runs only against a real account "
+    "(`WORKBOOK_PROFILE=cloud`). The two share the protocol, the lock items and the `ddb.*` settings, and differ only "
+    "where a commit cannot be finished: Delta's 4.4.0 class tells a writer whose claim won, but whose copy to `N.json` "
+    "S3 refused, that its append failed although it is in the log, and keeps writers claiming one version without end "
+    "against an item whose staged file is gone ([the report](../findings/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md)); "
+    "the workbook's class retries the copy and fails the other case with an error naming the item. With Delta's class, "
+    "look for a failed append in the table before running it again")
+SETTINGS = (
+    Setting(f"deltalake {b.DOUBLE_OPTIMIZE.version} or later on S3", "rs-put-today",
+            "no lock: `write_deltalake` commits by " + term("conditional put", "conditional-put") + " (`If-None-Match: "
+            "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
+            f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; leave "
+            "`CommitProperties(max_commit_retries=...)` at the library's default, so that a job that loses the race "
+            "for a version retries at the next one"),
+    Setting("deltalake on Azure Blob or ADLS Gen2", "rs-azure",
+            "nothing for concurrency: a commit is a blob created only if absent, a " + term("conditional put", "conditional-put")
+            + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
+            "`az login`); keep the default retries"),
+    Setting(f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
+            "rs-lock-interop",
+            f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB " + term("log store", "log-store")
+            + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
+            f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides"),
+    Setting(f"Delta Spark {b.DELTA_SPARK.version} from one driver", "spark-one",
+            "nothing beyond the `spark.hadoop.fs.s3a.*` keys of your store: the default S3 log store "
+            "(no `spark.delta.logStore.s3a.impl`) orders the commits of one driver's jobs under a lock of its JVM, so "
+            "every job that writes the table must run in that one driver", avoid=("spark-several",)),
+    Setting(f"Delta Spark {b.DELTA_SPARK.version} from several clusters", "spark-dynamodb",
+            f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB " + term("log store", "log-store")
+            + "; without it, the default S3 log store cannot see the other drivers' commits", avoid=("spark-several",),
+            measured_with=SPARK_LOG_STORE_MEASURED),
+    Setting("Delta Spark and deltalake on one table", "mixed-lock",
+            f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
+            f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "
+            f"deltalake {b.DYNAMODB_LOG_STORE_REMOVED.version} and later cannot take part in Spark's lock, so on S3 they "
+            "must not write a table Spark writes", avoid=("mixed-put",), measured_with=SPARK_LOG_STORE_MEASURED),
+)
+"""The settings the page opens with, each rendered from its row's cells."""
+
+
+def race_words(column_key: str, row=None) -> str:
+    """A column's race as a sentence says it; "the other engine" named for the row's engine."""
+    if column_key == "other" and row is not None and row.engine in ("deltalake", "Delta Spark"):
+        return f"{'Delta Spark' if row.engine == 'deltalake' else 'deltalake'} writing the same table"
+    return RACE_WORDS[column_key]
+
+
+def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] = ()) -> list[str]:
+    return [race_words(c.key, row) for c in COLUMNS if c.key not in skip and grid[row.key, c.key].verdict in verdicts]
+
+
+def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
+    """One setting in plain words: what to configure, what may run at once, what fails loudly, what to
+    keep apart (and why), how to rerun; all but the configuration read from the row's cells."""
+    row = next(r for r in ROWS if r.key == setting.row)
+    cells = [grid[row.key, c.key] for c in COLUMNS]
+    links = ", ".join(dict.fromkeys(c.section.link for c in cells if c.section and c.verdict != NOT_MEASURED))
+    parts = [f"**{setting.title}** ({row.store}). **Configure:** {setting.configure}."]
+    if safe := _races(grid, row, (SAFE,)):
+        parts.append(f"**May run at once:** {'; '.join(safe)}.")
+    if refused := _races(grid, row, (REFUSED,)):
+        parts.append(f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}.")
+    apart = [f"{race_words(c.key, row)} ({WHY[grid[row.key, c.key].verdict]})" for c in COLUMNS
+             if c.key != "retry" and grid[row.key, c.key].verdict in (LOSES, DUPLICATES, WRONG)]
+    if apart:
+        parts.append(f"**Keep apart:** {'; '.join(apart)}.")
+    if told := _races(grid, row, (MISREPORTS,)):
+        parts.append(f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}.")
+    if grid[row.key, "retry"].verdict in WHY:
+        verdict, versions = remedy(row, results)
+        how = (f"only with {row.remedy_how} (measured {versions})" if verdict == SAFE else
+               f"only with {row.remedy_how} (measured {versions}: a rerun from an older snapshot fails loudly, one "
+               "from a fresh snapshot is skipped)" if verdict == REFUSED else "only after looking for it in the table")
+        parts.append(f"**Rerun an append whose job died {how}:** it may have committed, and a blind rerun adds "
+                     "its rows twice.")
+    for key in setting.avoid:
+        avoided = next(r for r in ROWS if r.key == key)
+        parts.append(f"**Never** {avoided.name}: those commits lose appends ({avoided.loses.section.link}).")
+    if unmeasured := _races(grid, row, (NOT_MEASURED,)):
+        parts.append(f"Not measured here: {'; '.join(unmeasured)}.")
+    if setting.measured_with:
+        parts.append(f"**Which class:** {setting.measured_with}.")
+    return " ".join(parts) + f" Shown in {links}."
+
+
 def what_to_do(grid: dict, results: Results) -> list[str]:
-    """The advice, generated from the cells: each item names the rows whose cells call for it."""
+    """The advice, from the cells: each item names the settings whose cells call for it."""
     kept = [r for r in ROWS if not r.loses]
     losing = [f"{r.name} ({r.loses.section.link})" for r in ROWS if r.loses]
-    safe = [r.name for r in kept if grid[r.key, "append"].verdict == SAFE]
-    items = [f"Never let two jobs commit at once with {_listed(losing)}: the commit protocol loses appends, whatever "
-             "the two jobs do.", f"Appends from many jobs at once are safe with {_listed(safe)}."]
-    refused = [c.title for c in COLUMNS if any(grid[r.key, c.key].verdict == REFUSED for r in kept)]
-    items.append(f"A refusal loses nothing ({', '.join(refused)}): the later writer fails with an error and commits "
-                 "nothing; rerun it from a fresh snapshot.")
+    items = [f"Never let two jobs commit at once with {_listed(losing)}: these commit protocols lose appends, "
+             "whatever the jobs do."]
+    refused = [race_words(c.key) for c in COLUMNS if any(grid[r.key, c.key].verdict == REFUSED for r in kept)]
+    items.append(f"When one job of a race fails with a conflict ({'; '.join(refused)}), nothing is lost: it committed "
+                 "nothing, and you can rerun it; it starts from a fresh snapshot.")
     for column in COLUMNS:
         for verdict in (LOSES, DUPLICATES, WRONG, MISREPORTS):
             rows = [r for r in kept if grid[r.key, column.key].verdict == verdict]
             if rows:
-                do, why = ADVICE.get((column.key, verdict), (f"Keep {column.title} apart", f"the table {verdict}"))
+                do, why = ADVICE.get((column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict]))
                 links = ", ".join(dict.fromkeys(grid[r.key, column.key].section.link for r in rows))
-                items.append(f"{do} with {_listed([r.name for r in rows])}: {why} ({links}).")
+                items.append(f"{do} ({_listed([r.name for r in rows])}): {why} ({links}).")
     fixes = [(r, *remedy(r, results)) for r in ROWS if r.remedy]
     for how in dict.fromkeys(r.remedy_how for r, _, _ in fixes):
         safe = [f"{r.name} (measured {versions})" for r, verdict, versions in fixes if r.remedy_how == how and verdict == SAFE]
         if safe:
-            items.append(f"A retried append is safe with {how}: {_listed(safe)}.")
+            items.append(f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)}).")
     return [f"- {item}" for item in items]
 
 
@@ -165,8 +297,11 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     grid, notes = grid_of(results), []
     rows = table(grid, notes)
     out = ["# Is it safe to write to this Delta table from two jobs at once? The answer, on one page", "",
-           "Generated by `python -m helpers.answer` from the workbook's measurements; `tests/test_answer.py` fails when "
-           "a cell disagrees with what it cites. Do not edit by hand.", "", INTRO, "", *rows, ""]
+           "Generated by `python -m helpers.answer_page` from the workbook's measurements; `tests/test_answer.py` fails when "
+           "a cell disagrees with what it cites. Do not edit by hand.", "",
+           "## Your setting", "", "Find yours; the table below has every cell, with the evidence.", "",
+           *[p for setting in SETTINGS for p in (setting_paragraph(setting, grid, results), "")],
+           "## Every setting, every race", "", INTRO, "", *rows, ""]
     out += [f"[{i}] {note}" + ("  " if i < len(notes) else "") for i, note in enumerate(notes, 1)] + [""]
     out += ["A matrix cell's verdict, from the classes of the pairs it cites:", ""]
     out += [f"{i}. {step}" for i, step in enumerate(RULE, 1)] + [""]
@@ -181,17 +316,21 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.answer", description="Write docs/answer.md from the measurements.")
+    parser = argparse.ArgumentParser(prog="python -m helpers.answer_page", description="Write docs/answer.md from the measurements.")
     parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from a fresh render")
     parser.add_argument("--page", type=Path, default=PAGE, help="the page (default docs/answer.md)")
     args = parser.parse_args(argv)
     fresh, shown = render(), config.shown(args.page)
     if args.check:
         if not args.page.exists() or args.page.read_text(encoding="utf-8") != fresh:
-            print(f"{shown} is not what `python -m helpers.answer` writes now: run it and commit the page.", file=sys.stderr)
+            print(f"{shown} is not what `python -m helpers.answer_page` writes now: run it and commit the page.", file=sys.stderr)
             return 1
         print(f"{shown} is current")
         return 0
     args.page.write_text(fresh, encoding="utf-8")
     print(f"wrote {shown}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -219,7 +219,7 @@ CLOUD_AWS_SETTINGS = "AWS_ENDPOINT_URL (unset for AWS itself), AWS_REGION, HTTPS
 """What to check when AWS does not answer in the cloud profile (boto3 and delta-rs read them)."""
 CLOUD_AWS_CREDENTIALS = "the AWS credential chain (`aws sts get-caller-identity`: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, an instance role)"
 CLOUD_AZURE_SETTINGS = "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ENDPOINT (unset for Azure itself), HTTPS_PROXY"
-CLOUD_AZURE_CREDENTIALS = "AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or `az login`, and the role in README.md (\"Real cloud\")"
+CLOUD_AZURE_CREDENTIALS = "AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or `az login`, and the role in docs/running.md (\"Real cloud\")"
 
 
 def aws_endpoint(service: str = "s3") -> str:

@@ -1,11 +1,11 @@
 """The full runs' results, committed: what notebooks 11 and 12 show of `make bench` (9 to 18
-minutes) and `make torture` (about 106), which write under ``build/``, a folder git ignores.
+minutes) and `make torture` (145 in its committed run), which write under ``build/``, a folder git ignores.
 
 When a full run passes its checks, its make target publishes the tables the notebooks read into
 ``data/full_runs/<kind>/``: ``meta.json`` (date, machine, versions) and each table's CSV, gzipped
 byte for byte (so it reads back exactly as the run's own), a few hundred KB in all. A notebook asks :func:`location` where the full run is: the
 machine's own ``build/<kind>/<name>/`` once it has made one, else the committed copy, so a fresh
-clone and the student edition show the figures README quotes.
+clone and the student edition show the figures README and docs/ quote.
 
 Command line (the Makefile calls it after a full run)::
 

@@ -17,7 +17,7 @@ from pathlib import Path
 PYTHON_VERSION = (3, 11)
 JAVA_MIN, JAVA_MAX = 17, 21  # Spark 4.2 runs on Java 17 and 21
 NODE_MIN = 20
-DISK_NEEDED_GB = 5  # a fresh install keeps 3.4 GB (README, "Prerequisites"); runs add build/ and .state/
+DISK_NEEDED_GB = 5  # a fresh install keeps 3.4 GB (docs/install.md); runs add build/ and .state/
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -344,7 +344,7 @@ def _log_store_classpath() -> list[Path]:
 def _abfs_conf() -> dict[str, str]:
     """Hadoop ABFS settings. Hadoop 3.5 removed wasb://, and Azurite has no ADLS Gen2 (dfs) endpoint,
     so locally ABFS runs in its Blob-endpoint mode against Azurite; each setting below is needed
-    (README, "Spark on Azurite", says what fails without it)."""
+    (docs/troubleshooting.md, "Spark on Azurite", says what fails without it)."""
     account = config.azure_account_name()
     host = f"{account}.dfs.core.windows.net"
     if config.profile() == "cloud":

@@ -50,7 +50,7 @@ def _refused(what: str, endpoint: str, resource: str, code: str) -> StorageError
         advice = "Locally the emulators' keys come from helpers/config.py; is WORKBOOK_PROFILE meant to be cloud?"
     else:
         credentials = config.CLOUD_AZURE_CREDENTIALS if what.startswith("Azure") else config.CLOUD_AWS_CREDENTIALS
-        advice = f"WORKBOOK_PROFILE=cloud: check {credentials}, and the permissions in README.md (\"Real cloud\")."
+        advice = f"WORKBOOK_PROFILE=cloud: check {credentials}, and the permissions in docs/running.md (\"Real cloud\")."
     return StorageError(f"{what} at {endpoint} refused the credentials for {resource} ({code}). {advice}")
 
 

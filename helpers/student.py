@@ -50,6 +50,11 @@ cell says `# YOUR CODE HERE`, and the locked cell after it checks your answer wh
 Run a notebook from the top (Kernel > Restart Kernel and Run All Cells); it stops at the first
 exercise you have not done yet, after every lesson above it has run.
 
+Start with `00_environment_check.ipynb`; its first cell links the
+[glossary](../docs/glossary.md), which defines every term the notebooks use. Cells that only
+show results committed in `data/` (the full benchmark, torture run and conflict matrix) keep
+their outputs here, so what their text describes is there before you run anything.
+
 Do not edit these files by hand: `make student` writes them from `notebooks/` with nbgrader.
 The answers are in `notebooks/` (the same notebooks, answers in place) and in
 `notebooks/solutions/` (the discussion questions).

@@ -4,7 +4,7 @@ Each property is a checker that raises AssertionError naming what is wrong; each
 the committed inputs (it must pass) and on a crafted input (it must fail), so no check here passes
 whatever the page says:
 
-* the page is what ``python -m helpers.answer`` writes now;
+* the page is what ``python -m helpers.answer_page`` writes now;
 * every cell decided by the conflict matrix has the verdict that data/conflict_matrix.csv gives by
   the stated rule, recomputed here (not read back from helpers.answer), and the versions it ran;
 * every notebook check a cell cites is a check of that notebook's code, and every section the page
@@ -40,7 +40,7 @@ def _matrix_rows() -> list[dict]:
 # (i) the page is current --------------------------------------------------------------------------
 
 def assert_page_current(page: str) -> None:
-    assert page == answer_page.render(), "docs/answer.md differs from a fresh render: run `python -m helpers.answer`"
+    assert page == answer_page.render(), "docs/answer.md differs from a fresh render: run `python -m helpers.answer_page`"
 
 
 def test_the_committed_page_is_a_fresh_render():
@@ -52,9 +52,9 @@ def test_a_page_edited_by_hand_is_caught(tmp_path):
     with pytest.raises(AssertionError, match="differs from a fresh render"):
         assert_page_current(edited)
     (tmp_path / "answer.md").write_text(edited, encoding="utf-8")
-    assert answer.main(["--check", "--page", str(tmp_path / "answer.md")]) == 1
+    assert answer_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 1
     (tmp_path / "answer.md").write_text(_page(), encoding="utf-8")
-    assert answer.main(["--check", "--page", str(tmp_path / "answer.md")]) == 0
+    assert answer_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 0
 
 
 # (ii) matrix cells follow from the CSV by the rule -----------------------------------------------
@@ -243,11 +243,11 @@ def test_the_module_rule_agrees_with_the_rule_written_out_here():
     assert answer.verdict_of([]) == expected_verdict([]) == "not measured"
 
 
-def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebooks():
+def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
     readme = (config.ROOT / "README.md").read_text(encoding="utf-8")
     assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), "README links the page near its top"
     assert "(answer.md)" in (config.ROOT / "docs" / "facilitator.md").read_text(encoding="utf-8").split("wrap-up", 1)[1][:300]
-    for name in ("11_commit_throughput.ipynb", "12_torture.ipynb"):
+    for name in ("13_conflict_matrix.ipynb",):  # the last notebook's "Next" is the page
         cells = _notebook(name)["cells"]
         appendix = next((i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")), len(cells))
         last = cells[appendix - 1]  # the main path's last cell: an appendix follows it, if any

@@ -2,7 +2,12 @@
 
 * every term of the workbook is defined before a notebook's prose uses it. A term is defined where
   a markdown cell names it in bold (``**orphan**``, ``**commit gate**``); a use is the word in any
-  markdown cell, code spans included. A cell that defines a term may use it;
+  markdown cell, code spans included. A cell that defines a term may use it. The terms of
+  :data:`TERMS` are defined in notebook 00 itself; those of :data:`GLOSSARY_ONLY` are defined once a
+  cell links the glossary (``docs/glossary.md``, which notebook 00's first cell links);
+* docs/glossary.md defines every term (:data:`GLOSSARY_TERMS`) in bold, and README, every other page
+  of docs/ and notebooks/README.md use none of them before they link the glossary (or define the
+  term in bold themselves);
 * every exercise can be solved from what the lessons showed: each helper function or attribute
   (a name ``helpers/`` defines) and each column or key (a string) an answer uses, between
   ``### BEGIN SOLUTION`` and ``### END SOLUTION``, appears in a lesson cell of the same or an
@@ -31,6 +36,26 @@ TERMS = {
     "commit gate": r"commit gates?",
 }
 """Each term, as a pattern of the forms prose uses."""
+GLOSSARY_ONLY = {
+    "log store": r"log stores?",
+    "snapshot": r"snapshots?",
+    "blind append": r"blind appends?",
+    "staged": r"staged",
+    "tombstone": r"tombstones?",
+    "serial order": r"serial orders?",
+    "lease": r"leases?",
+    "conditional put": r"conditional puts?",
+    "conditional write": r"conditional writes?",
+    "put-if-absent": r"put-if-absent",
+    "create-if-absent": r"create-if-absent",
+    "copy-if-absent": r"copy-if-absent",
+}
+"""Terms the glossary defines for every reader (with one preferred name per idea: "conditional put",
+whose synonyms are the four after it)."""
+GLOSSARY_TERMS = {**TERMS, **GLOSSARY_ONLY}
+GLOSSARY = config.ROOT / "docs" / "glossary.md"
+GLOSSARY_LINK = re.compile(r"\[[^\]]*\]\((?:\.\./)?(?:docs/)?glossary\.md(?:#[\w-]*)?\)")
+"""A link to the glossary, its text included: a term may be the text of the link to its entry."""
 
 
 def _markdown(path) -> list[str]:
@@ -44,10 +69,12 @@ def used_before_defined(notebooks: list[tuple[str, list[str]]]) -> list[str]:
     problems = []
     for name, cells in notebooks:
         for number, text in enumerate(cells):
-            for term, pattern in TERMS.items():
+            for term, pattern in GLOSSARY_TERMS.items():
                 if re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE):
                     defined.add(term)
-            for term, pattern in TERMS.items():
+            if GLOSSARY_LINK.search(text):
+                defined |= set(GLOSSARY_ONLY)
+            for term, pattern in GLOSSARY_TERMS.items():
                 if term not in defined and re.search(rf"\b{pattern}\b", text, re.IGNORECASE):
                     problems.append(f"{name} markdown cell {number}: '{term}' used before it is defined")
                     defined.add(term)  # one report per term
@@ -88,6 +115,65 @@ def test_a_term_defined_in_no_notebook_is_found_in_the_notebook_that_first_uses_
 
 def _glossary() -> str:
     return "\n".join(f"- **{term}**: ..." for term in TERMS)
+
+
+def test_a_glossary_term_is_defined_by_a_link_to_the_glossary():
+    crafted = [("00_crafted", [_glossary() + "\nThe rest is in the [glossary](../docs/glossary.md)."]),
+               ("01_next", ["Each writer loads a snapshot, then its staged commit meets a tombstone."])]
+    assert used_before_defined(crafted) == []
+    unlinked = [("00_crafted", [_glossary()]), ("01_next", ["Each writer loads a snapshot."])]
+    assert used_before_defined(unlinked) == ["01_next markdown cell 0: 'snapshot' used before it is defined"]
+
+
+def test_notebook_00_links_the_glossary_in_its_first_cell():
+    assert GLOSSARY_LINK.search(workbook_notebooks()[0][1][0])
+
+
+# ---------------------------------------------------------------------------------------------
+# The glossary, and the pages a reader reads outside the notebooks
+# ---------------------------------------------------------------------------------------------
+
+def undefined_in_glossary(text: str) -> list[str]:
+    return [term for term, pattern in GLOSSARY_TERMS.items() if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)]
+
+
+def test_the_glossary_defines_every_term():
+    assert undefined_in_glossary(GLOSSARY.read_text(encoding="utf-8")) == []
+
+
+def used_before_the_glossary(name: str, text: str) -> list[str]:
+    """``"<page>: '<term>' used before the glossary is linked"`` for each term a page uses before its
+    first link to the glossary, unless it defines the term in bold first."""
+    link = GLOSSARY_LINK.search(text)
+    linked_at = link.start() if link else len(text)
+    problems = []
+    for term, pattern in GLOSSARY_TERMS.items():
+        use = re.search(rf"\b{pattern}\b", text, re.IGNORECASE)
+        definition = re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)
+        if use and use.start() < linked_at and not (definition and definition.start() <= use.start()):
+            problems.append(f"{name}: '{term}' used before the glossary is linked")
+    return problems
+
+
+def reader_pages() -> list:
+    pages = [config.ROOT / "README.md", *sorted((config.ROOT / "docs").glob("*.md")), config.NOTEBOOKS_DIR / "README.md"]
+    return [page for page in pages if page != GLOSSARY]
+
+
+def test_readme_docs_and_the_notebooks_readme_link_the_glossary_before_its_terms():
+    problems = []
+    for page in reader_pages():
+        problems += used_before_the_glossary(str(page.relative_to(config.ROOT)), page.read_text(encoding="utf-8"))
+    assert problems == []
+
+
+def test_a_page_that_uses_a_term_before_the_glossary_is_found():
+    page = "# A page\nThe seeds' writers race from one snapshot.\n\nTerms: [glossary](glossary.md). A tombstone."
+    assert used_before_the_glossary("crafted.md", page) == ["crafted.md: 'seeds' used before the glossary is linked",
+                                                             "crafted.md: 'snapshot' used before the glossary is linked"]
+    assert used_before_the_glossary("crafted.md", page.replace("one snapshot", "one **snapshot** (defined here)")) == [
+        "crafted.md: 'seeds' used before the glossary is linked"]
+    assert undefined_in_glossary(GLOSSARY.read_text(encoding="utf-8").replace("**tombstone**", "tombstone")) == ["tombstone"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises()
     kill point hit, a service restarted: the delta-rs protocols in notebook 12 (make test), Spark's
     in `make torture-spark` (.ci/run), with the notebook's Spark settings. Spark's appends never
     conflict, so its appends less the operations its kills interrupt are commits; up to half of
-    delta-rs's operations fail (README, "Torture"), so it gets twice as many operations."""
+    delta-rs's operations fail (docs/torture.md), so it gets twice as many operations."""
     declared = papermill.inspect_notebook(str(config.ROOT / "notebooks" / "12_torture.ipynb"))
     defaults = {name: ast.literal_eval(p["default"]) for name, p in declared.items()}
     spark_run = _torture_spark_target()
@@ -124,7 +124,7 @@ def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises()
     safe = [p for p in plan.PROTOCOLS.values() if p.safe]
     assert {p.name for p in safe if not p.spark} <= set(defaults["protocols"])
     assert {p.name for p in safe if p.spark} <= set(spark_run["protocols"])
-    assert defaults["min_commits"] >= 50  # README, "Torture": the bounded subset's promise
+    assert defaults["min_commits"] >= 50  # docs/torture.md: the bounded subset's promise
     for proto in safe:
         ops = plan.operations(proto.writers, defaults["spark_per_writer" if proto.spark else "per_writer"], proto.compactors)
         appends = sum(o["kind"] == "append" for writer in ops.values() for o in writer)

@@ -287,7 +287,7 @@ def load(run: str | Path) -> Results:
     folder = Path(run) if isinstance(run, Path) else RESULTS_DIR / run
     if not full_runs.finished(folder):
         raise TortureError(f"No finished torture run in {config.shown(folder)}: `make torture` makes the full one "
-                           "(README: \"Torture\"), `python -m helpers.torture --name NAME ...` any other.")
+                           "(docs/torture.md), `python -m helpers.torture --name NAME ...` any other.")
     return Results(folder, json.loads((folder / "meta.json").read_text()),
                    *(full_runs.read_table(folder, table) for table in full_runs.TABLES["torture"]))
 

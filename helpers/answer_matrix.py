@@ -1,0 +1,89 @@
+"""The conflict matrix's side of the one-page answer (:mod:`helpers.answer`): the verdicts, the rule
+from a pair's classes to a verdict (:func:`verdict_of`), and the matrix's rows by engine and pair
+(:class:`Results`, ``data/conflict_matrix.csv``)."""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import re
+from pathlib import Path
+
+from helpers import config
+
+MATRIX_CSV = config.DATA_DIR / "conflict_matrix.csv"
+
+SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED = (
+    "safe", "refused (retry)", "loses data", "duplicates data", "wrong result", "fails though committed", "not measured")
+VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED)
+LOSING_KINDS = ("lost update", "broken log")
+"""Kinds that lose data (a committed write's rows, values or columns gone; the table unreadable).
+``duplicated rows`` duplicates data; the others (``resurrected rows``, ``removed twice``) are a wrong
+result: nothing acknowledged is missing, yet the table holds what no serial order gives."""
+UNDECIDED = ("not available", "error")
+RULE = (
+    f"a cited pair missing, not available or in error → {NOT_MEASURED}",
+    f"any anomaly with a lost update or a broken log → {LOSES}",
+    f"else any anomaly with duplicated rows → {DUPLICATES}",
+    f"else any anomaly (resurrected rows, a file removed twice) → {WRONG}",
+    f"else any refused → {REFUSED}",
+    f"else (every pair serializable) → {SAFE}",
+)
+"""The rule from matrix classes to a verdict. A retry's classes include its run after reloading."""
+
+
+CONFIRMATION = "@s3"
+"""The suffix of an engine that confirms another's cells on the S3 emulator."""
+
+
+def verdict_of(rows: list[dict | None]) -> str:
+    """The verdict of some matrix rows by :data:`RULE` (no rows, or a missing one: not measured)."""
+    if not rows or any(r is None for r in rows):
+        return NOT_MEASURED
+    outcomes = {r["outcome"] for r in rows} | {r["retry_after_reload"] for r in rows if r["retry_after_reload"]}
+    if outcomes & set(UNDECIDED):
+        return NOT_MEASURED
+    kinds = {k for r in rows for text in (r["anomaly_kind"], r["retry_after_reload_kind"]) for k in text.split(" + ") if k}
+    if "anomaly" in outcomes:
+        return LOSES if kinds & set(LOSING_KINDS) else DUPLICATES if "duplicated rows" in kinds else WRONG
+    return REFUSED if "refused" in outcomes else SAFE
+
+
+class Results:
+    """The conflict matrix's rows (``data/conflict_matrix.csv``), by engine and pair."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+        self.by_pair = {(r["engine"], r["first"], r["second"]): r for r in rows}
+        self.engine_names = list(dict.fromkeys(r["engine"] for r in rows))
+
+    @classmethod
+    def load(cls, path: Path = MATRIX_CSV) -> Results:
+        with Path(path).open(newline="", encoding="utf-8") as handle:
+            return cls(list(csv.DictReader(handle)))
+
+    def engines(self, names: tuple[str, ...]) -> list[str]:
+        """The CSV's engines that ``names`` (names or fnmatch patterns) select, in the CSV's order."""
+        return [e for e in self.engine_names if any(fnmatch.fnmatchcase(e, n) for n in names)]
+
+    def cited(self, cells) -> tuple[list[str], list[dict | None]]:
+        """The engines present, and for each of them and each pair of ``cells`` (a
+        :class:`helpers.answer.MatrixCells`) its row (None where missing)."""
+        present = self.engines(cells.engines)
+        found = [(e, self.by_pair.get((e, first, second))) for e in present for first, second in cells.pairs]
+        # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
+        return present, [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
+
+    def versions(self, engines: list[str]) -> str:
+        """The versions those engines ran (the CSV's ``engine_version``), ascending, comma-separated."""
+        found = {short_version(r["engine_version"]) for r in self.rows if r["engine"] in engines}
+        return ", ".join(sorted(found, key=lambda x: [(0, int(p), "") if p.isdigit() else (1, 0, p)
+                                                      for p in re.split(r"[.+ /]+", x)]))
+
+
+def short_version(engine_version: str) -> str:
+    """A version as the page names it: ``1.6.6``, ``Delta Spark 4.4.0`` for Spark's
+    ``Apache-Spark/4.2.0 Delta-Lake/4.4.0``, and ``Delta Spark 4.4.0 + 1.6.6`` for a mixed pair."""
+    parts = [part.strip() for part in engine_version.split(" / ")]
+    named = [f"Delta Spark {m.group(1)}" if (m := re.search(r"Delta-Lake/(\S+)", part)) else part for part in parts]
+    return " + ".join(named)
