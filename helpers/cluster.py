@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config, preflight, services
+from helpers import config, local_processes, preflight
 
 MASTER_DEFAULT_PORT = 7077
 WORKERS = 2
@@ -157,13 +157,13 @@ def up(workers: int = WORKERS, quiet: bool = False) -> dict:
     if problem:
         raise ClusterError(problem)
     port = master_port()
-    if not services.port_is_free(port):
+    if not local_processes.port_is_free(port):
         raise ClusterError(
             f"Port {port} on {config.LOCALHOST} is taken by another program (another Spark master?). Stop it "
             f"(`lsof -i :{port}` shows it), or pick another port: `export WORKBOOK_SPARK_MASTER_PORT=<free port>`."
         )
     host, master = config.LOCALHOST, master_url(port=port)
-    webui_port = services.free_port()
+    webui_port = local_processes.free_port()
     state = {"master": master, "webui": f"http://{host}:{webui_port}", "pids": []}
     roles = ["master"] + [f"worker-{i}" for i in range(1, workers + 1)]
     processes = [_spawn(master_command(host, port, webui_port), "master")]
@@ -174,7 +174,7 @@ def up(workers: int = WORKERS, quiet: bool = False) -> dict:
         for i in range(1, workers + 1):
             work_dir = config.STATE_DIR / "cluster" / f"worker-{i}"
             work_dir.mkdir(parents=True, exist_ok=True)
-            processes.append(_spawn(worker_command(host, master, services.free_port(), work_dir), f"worker-{i}"))
+            processes.append(_spawn(worker_command(host, master, local_processes.free_port(), work_dir), f"worker-{i}"))
             state["pids"].append(processes[-1].pid)
             state_file().write_text(json.dumps(state, indent=1))
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -203,7 +203,7 @@ def down(quiet: bool = False) -> bool:
     if state is None:
         return False
     for pid in reversed(state["pids"]):
-        services.stop_process_group(pid)
+        local_processes.stop_process_group(pid)
     state_file().unlink(missing_ok=True)
     if not quiet:
         print(f"cluster: stopped (master {state['master']} and its workers)")

@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from helpers import config, kernels, services, workbook
+from helpers import config, kernels, local_processes, workbook
 
 
 class LabServerError(RuntimeError):
@@ -75,7 +75,7 @@ class Lab:
 
     def __init__(self, folder: Path, work: Path, sockets: Path | None):
         self.folder, self.work, self.sockets = folder, work, sockets
-        self.port, self.token = services.free_port(), secrets.token_hex(16)
+        self.port, self.token = local_processes.free_port(), secrets.token_hex(16)
         self.log = work / "jupyterlab.log"
         self.process: subprocess.Popen | None = None
 

@@ -37,26 +37,26 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from helpers import config, moto_server, preflight, versitygw
+from helpers.local_processes import port_is_free, stop_process_group
 from helpers.writers.protocol import process_alive
 
+OWNER_VARIABLE = "WORKBOOK_SERVICES_OWNER"
+"""Set by :func:`running` for its block (and inherited by what it runs); a service's pid file keeps
+it, so the block stops what it started and nothing another command started meanwhile."""
 START_TIMEOUT_S = 60.0
 REPLAY_START_TIMEOUT_S = 900.0
 """A durable moto replays its journal before it answers, a few ms per write: a long run's journal takes minutes."""
-STOP_TIMEOUT_S = 15.0
-
-
 class ServiceError(RuntimeError):
     """A service could not be started, reached or stopped; the message names the fix."""
 
@@ -141,24 +141,6 @@ def _identify_azurite(host: str, port: int) -> str | None:
         return None
     server = next((v for k, v in answer[1].items() if k.lower() == "server"), "")
     return server if server.startswith("Azurite-Blob") else None
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on now (the system's choice)."""
-    with socket.socket() as sock:
-        sock.bind((config.LOCALHOST, 0))
-        return sock.getsockname()[1]
-
-
-def port_is_free(port: int) -> bool:
-    """True if nothing listens on 127.0.0.1:port (we could bind it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((config.LOCALHOST, port))
-        except OSError:
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,6 +290,14 @@ def _read_pid(service: Service) -> int | None:
     return pid
 
 
+def _owner(service: Service) -> str | None:
+    """Which :func:`running` block started the service (its token), from its pid file."""
+    try:
+        return json.loads(service.pid_file.read_text()).get("owner")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _log_tail(service: Service, lines: int = 15) -> str:
     try:
         text = service.log_file.read_text(errors="replace").splitlines()
@@ -361,7 +351,8 @@ def _start(service: Service) -> int:
             env=service.environment() if service.environment else None,
             start_new_session=True,  # survives the notebook kernel or make that started it
         )
-    service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command}))
+    service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command,
+                                            "owner": os.environ.get(OWNER_VARIABLE, "")}))
     timeout = REPLAY_START_TIMEOUT_S if service.name == "moto" and durable_moto() else START_TIMEOUT_S
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -398,29 +389,6 @@ def up(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
         if not quiet:
             print(f"{service.name}: started on {host}:{port} (pid {pid}, log {config.shown(service.log_file)})")
     return started
-
-
-def stop_process_group(pid: int) -> None:
-    """SIGTERM the process group ``pid`` leads (a service started in a session of its own), then
-    SIGKILL it if it is still there after :data:`STOP_TIMEOUT_S`."""
-    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
 
 
 def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
@@ -482,14 +450,22 @@ def require(*capabilities: str) -> None:
 
 @contextlib.contextmanager
 def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
-    """Services up for the duration of the block; afterwards stop those that were not running before
-    (including any that a notebook started inside the block)."""
-    before = {s.name for s in status(names) if s.answering}
-    up(names)
+    """Services up for the duration of the block; afterwards stop those the block started, itself or
+    through a process it ran (a notebook's kernel, a test): each service's pid file names the block
+    whose :data:`OWNER_VARIABLE` was in force when it started. A service another command started
+    meanwhile, on the same ports, is left running for that command to stop."""
+    before = {s.name for s in status() if s.answering or s.managed}
+    token, outer = uuid.uuid4().hex, os.environ.get(OWNER_VARIABLE)
+    os.environ[OWNER_VARIABLE] = token
     try:
+        up(names)
         yield [s.name for s in _select(names)]
     finally:
-        started = [s.name for s in status(names) if s.managed and s.name not in before]
+        if outer is None:
+            os.environ.pop(OWNER_VARIABLE, None)
+        else:
+            os.environ[OWNER_VARIABLE] = outer
+        started = [s.name for s in status() if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token]
         down(started)
 
 

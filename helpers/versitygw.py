@@ -130,13 +130,13 @@ def answers(port: int) -> bool:
 @contextlib.contextmanager
 def running(root: Path) -> Iterator[str]:
     """A versitygw of its own, on a free loopback port, its state under ``root``; yields its endpoint."""
-    from helpers import services
+    from helpers import local_processes
 
     if not built():
         raise VersitygwError(f"versitygw is not built: run `make versitygw` ({check_go() or 'Go is ready'}).")
     for folder in ("data", "versions"):
         (root / folder).mkdir(parents=True, exist_ok=True)
-    port = services.free_port()
+    port = local_processes.free_port()
     log = open(root / "versitygw.log", "ab")
     process = subprocess.Popen(command(port, root), env=environment(), stdin=subprocess.DEVNULL, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
@@ -149,7 +149,7 @@ def running(root: Path) -> Iterator[str]:
             time.sleep(0.2)
         yield f"http://{config.LOCALHOST}:{port}"
     finally:
-        services.stop_process_group(process.pid)
+        local_processes.stop_process_group(process.pid)
         log.close()
 
 

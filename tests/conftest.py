@@ -22,19 +22,19 @@ def stores():
 @pytest.fixture
 def free_port():
     """A function that returns a port nothing listens on (on 127.0.0.1)."""
-    from helpers import services
+    from helpers import local_processes
 
-    return services.free_port
+    return local_processes.free_port
 
 
 @pytest.fixture
 def private_services(monkeypatch, tmp_path):
     """Point both services at spare ports and a private state folder; stop whatever the test started."""
-    from helpers import config, services
+    from helpers import config, local_processes, services
 
     monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
-    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(services.free_port()))
-    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(services.free_port()))
+    monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(local_processes.free_port()))
+    monkeypatch.setenv("WORKBOOK_AZURITE_PORT", str(local_processes.free_port()))
     yield
     services.down(quiet=True)
 

@@ -190,9 +190,9 @@ def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its
     import time
     import urllib.request
 
-    from helpers import config, services
+    from helpers import config, local_processes
 
-    relay_port = services.free_port()
+    relay_port = local_processes.free_port()
     relay = subprocess.Popen([sys.executable, "-c", _DYNAMODB_CLAIM_RELAY,
                               str(FINDINGS / "deltalake-lost-commit-response-commits-twice" / "repro.py"),
                               str(relay_port), str(config.moto_port())])

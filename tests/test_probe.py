@@ -9,7 +9,7 @@ import sys
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from helpers import config, services
+from helpers import config, local_processes
 from helpers.probe import cli, objects
 
 
@@ -49,7 +49,7 @@ def test_each_way_to_fail_is_one_line_naming_the_endpoint_and_the_setting():
 
 
 def test_an_unreachable_store_exits_2_with_one_line(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "AWS_ENDPOINT_URL": f"http://{config.LOCALHOST}:{services.free_port()}",
+    env = {"PATH": "/usr/bin:/bin", "AWS_ENDPOINT_URL": f"http://{config.LOCALHOST}:{local_processes.free_port()}",
            "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "HOME": str(tmp_path)}
     done = _probe("--writers", "2", "--rounds", "1", "--no-delta", env=env)
     assert done.returncode == 2, done.stderr

@@ -1,11 +1,12 @@
 """helpers.services: real emulator processes on spare ports, started, checked, reset and stopped."""
 
+import os
 import socket
 import sys
 
 import pytest
 
-from helpers import config, services, storage
+from helpers import config, local_processes, services, storage
 
 
 def test_moto_lifecycle_up_idempotent_reset_down(private_services):
@@ -37,7 +38,7 @@ def test_busy_port_is_explained(private_services, monkeypatch):
             services.up(["moto"], quiet=True)
         assert "WORKBOOK_MOTO_PORT" in str(error.value)
         # the fix the message gives: another port, while the squatter still holds the first
-        monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(services.free_port()))
+        monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(local_processes.free_port()))
         assert services.up(["moto"], quiet=True) == ["moto"]
         assert services.status(["moto"])[0].answering
 
@@ -77,6 +78,28 @@ def test_running_stops_only_what_it_started(private_services):
     assert states == {"moto": True, "azurite": False}
 
 
+def test_running_leaves_alone_what_another_command_started_meanwhile(private_services, monkeypatch):
+    """Two commands on the same ports (`make test` in one terminal, `make workbook` in another): a
+    service the other one starts while this block runs is not this block's to stop, even though it
+    was not running when the block began."""
+    outer = os.environ.get(services.OWNER_VARIABLE)  # `make test`'s own block, if any
+    with services.running(["azurite"]):
+        with monkeypatch.context() as other:
+            other.setenv(services.OWNER_VARIABLE, "another-command")
+            assert services.up(["moto"], quiet=True) == ["moto"]
+        inside = services.up(["moto"], quiet=True)  # as a notebook in this block would: already answering
+        assert inside == []
+    states = {s.name: s.answering for s in services.status()}
+    assert states == {"moto": True, "azurite": False}, "the block stopped its own Azurite and left the other's moto"
+    assert os.environ.get(services.OWNER_VARIABLE) == outer, "the block gives back the owner it found"
+
+
+def test_running_stops_what_a_process_inside_it_started(private_services):
+    with services.running(["azurite"]):
+        assert services.up(["moto"], quiet=True) == ["moto"]  # a notebook's kernel inherits the block's owner
+    assert {s.name: s.answering for s in services.status()} == {"moto": False, "azurite": False}
+
+
 def test_unknown_service_and_cli(private_services, capsys):
     with pytest.raises(services.ServiceError, match="choose from"):
         services.up(["s4"])
@@ -93,7 +116,7 @@ def test_versitygw_plays_s3_only_when_chosen(private_services, monkeypatch, caps
     assert [s.name for s in services.active()] == ["moto", "azurite"]
     assert [s.name for s in services._select(["s3"])] == ["moto"]
     monkeypatch.setenv("WORKBOOK_S3_SERVER", "versitygw")
-    monkeypatch.setenv("WORKBOOK_VERSITYGW_PORT", str(services.free_port()))
+    monkeypatch.setenv("WORKBOOK_VERSITYGW_PORT", str(local_processes.free_port()))
     assert [s.name for s in services._select(["s3"])] == ["versitygw"]
     assert [s.name for s in services._select(["dynamodb"])] == ["moto"]
     assert services.plays(services.SERVICES["moto"]) == ("dynamodb",)

@@ -150,10 +150,10 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
     import http.server
     import threading
 
-    from helpers import services
+    from helpers import local_processes
     from helpers.torture import worker
 
-    stopped = services.free_port()
+    stopped = local_processes.free_port()
 
     class Gate(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -171,7 +171,7 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
     try:
         gate = [("127.0.0.1", server.server_port)]
         assert worker.unanswered_behind(gate) == ("127.0.0.1", stopped)
-        nothing = services.free_port()
+        nothing = local_processes.free_port()
         assert worker.unanswered_behind([("127.0.0.1", nothing)]) == ("127.0.0.1", nothing)
         # how the journal says it was found: in the message, by asking, or not at all
         named = f"Generic S3 error: error sending request for url (http://127.0.0.1:{nothing}/bucket/t/_delta_log/)"

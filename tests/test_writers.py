@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import config, eras, landing, runner, services, tables
+from helpers import config, eras, landing, local_processes, runner, tables
 from helpers import writers as w
 from helpers.writers import __main__ as writer_main
 
@@ -92,7 +92,7 @@ def test_writer_names_a_missing_table(tmp_path):
 
 
 def test_writer_fails_clearly_on_an_unreachable_endpoint(tmp_path):
-    port = next(p for p in range(59000, 59100) if services.port_is_free(p))
+    port = next(p for p in range(59000, 59100) if local_processes.port_is_free(p))
     options = tables.s3_storage_options()
     options["AWS_ENDPOINT_URL"] = f"http://{config.LOCALHOST}:{port}"
     spec = _spec(table_uri="s3://delta-root/unreachable", storage_options=options,

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import config, processes, runner, services, storage
+from helpers import config, local_processes, processes, runner, services, storage
 from helpers.progress import RunProgress
 from helpers.torture import faults, plan
 from helpers.torture.plan import Group, Protocol
@@ -46,8 +46,8 @@ def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")
     saved_env = {k: os.environ.get(k) for k in variables}
     saved_state = config.STATE_DIR
     s3_server = config.s3_server()
-    os.environ.update(WORKBOOK_MOTO_PORT=str(services.free_port()), WORKBOOK_AZURITE_PORT=str(services.free_port()),
-                      WORKBOOK_VERSITYGW_PORT=str(services.free_port()), WORKBOOK_MOTO_DURABLE="1", WORKBOOK_S3_SERVER=s3_server)
+    os.environ.update(WORKBOOK_MOTO_PORT=str(local_processes.free_port()), WORKBOOK_AZURITE_PORT=str(local_processes.free_port()),
+                      WORKBOOK_VERSITYGW_PORT=str(local_processes.free_port()), WORKBOOK_MOTO_DURABLE="1", WORKBOOK_S3_SERVER=s3_server)
     if s3_server == "versitygw" and "moto" in names:
         names = (*names, "versitygw")
     config.STATE_DIR = folder
