@@ -120,10 +120,6 @@ def socket_folder() -> Iterator[Path | None]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def transport(folder: Path | None) -> str:
-    return "ipc" if folder is not None else "tcp"
-
-
 def _short_sockets(base: type) -> type:
     """``base`` (a jupyter_client kernel manager class) naming its IPC sockets in ``socket_folder``."""
     from traitlets import Unicode, default
