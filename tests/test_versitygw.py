@@ -17,7 +17,7 @@ def test_without_go_or_with_an_old_one_the_note_says_how_to_add_the_real_server(
     monkeypatch.setattr(versitygw, "go_version", lambda: (1, 24))
     assert "Go 1.24 is on PATH; versitygw v1.8.0 needs Go 1.25+" in versitygw.check_go()
     monkeypatch.setattr(versitygw, "go_version", lambda: (1, 26))
-    assert versitygw.check_go() is None and preflight.notes() == []
+    assert versitygw.check_go() is None and not [n for n in preflight.notes() if "Go" in n]  # the kernel-socket note may remain, in a deep clone
 
 
 def test_the_build_keeps_its_modules_and_cache_in_the_project_and_builds_offline_from_them():
