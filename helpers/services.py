@@ -466,7 +466,8 @@ def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
         else:
             os.environ[OWNER_VARIABLE] = outer
         started = [s.name for s in status() if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token]
-        down(started)
+        if started:  # down([]) would mean every service
+            down(started)
 
 
 def _print_status(states: list[Status]) -> None:

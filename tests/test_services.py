@@ -94,6 +94,17 @@ def test_running_leaves_alone_what_another_command_started_meanwhile(private_ser
     assert os.environ.get(services.OWNER_VARIABLE) == outer, "the block gives back the owner it found"
 
 
+def test_a_block_that_started_nothing_stops_nothing(private_services, monkeypatch):
+    """Everything answers already (another command's emulators): the block starts nothing, and must
+    not stop them on its way out (seen: a second `services run` stopped the first's moto)."""
+    with monkeypatch.context() as other:
+        other.setenv(services.OWNER_VARIABLE, "another-command")
+        assert sorted(services.up(quiet=True)) == ["azurite", "moto"]
+    with services.running():
+        pass
+    assert {s.name: s.answering for s in services.status()} == {"moto": True, "azurite": True}
+
+
 def test_running_stops_what_a_process_inside_it_started(private_services):
     with services.running(["azurite"]):
         assert services.up(["moto"], quiet=True) == ["moto"]  # a notebook's kernel inherits the block's owner
