@@ -4,7 +4,7 @@
 FROM python:3.11.7-slim-bookworm
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jdk-headless make procps \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless make procps gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
 
 # Telemetry off in every container of this image (JupyterLab, the Spark master and workers), as

@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw s3-on-versitygw probe-store probe-versitygw clean distclean
+.PHONY: help install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -102,6 +102,9 @@ bench: install ## the commit-throughput benchmark, every protocol and writer cou
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 	$(PY) -m helpers.full_runs publish bench build/bench/full
 
+producers: install ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite and moto (about a minute; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
+	$(PY) -m helpers.services run -- $(PY) -m helpers.producers --name full --publish $(PRODUCERS_ARGS)
+
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
 	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 50
 
@@ -109,7 +112,7 @@ torture: install ## the torture run: each safe protocol takes enough operations 
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 	$(PY) -m helpers.full_runs publish torture build/torture/full
 
-matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3 (about 10 min); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
+matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving and two more table layouts (about 10 min); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
 	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
 	cp build/matrix/full/meta.json data/conflict_matrix_meta.json

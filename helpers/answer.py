@@ -108,6 +108,8 @@ COLUMNS = (
     Column("overwrite", "overwrite ‖ append", _both(("overwrite",), "append"), S13_5),
     Column("optimize", "OPTIMIZE ‖ OPTIMIZE (Z-order too)", tuple((x, y) for x in COMPACTIONS for y in COMPACTIONS), S13_5),
     Column("optimize_append", "OPTIMIZE ‖ append", _both(("optimize",), "append"), S13_5),
+    Column("optimize_delete", "OPTIMIZE ‖ delete/overwrite",
+           tuple(p for op in COMPACTIONS for p in _both(("delete", "delete_all", "overwrite"), op)), S13_5),
     Column("vacuum", "VACUUM ‖ writer", _both(WRITERS, "vacuum"), S13_5),
     Column("retry", "retried append", (("append", "retry"), ("append_txn", "retry_txn")), S13_4),
     Column("other", "sharing the table with the other engine", (), S13_5),
@@ -266,8 +268,8 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
         return row.loses
     if column.key in row.cells:
         return row.cells[column.key]
-    if column.key == "other" and row.other_from_matrix:
-        return MatrixCells(row.engines, tuple(p for c in COLUMNS for p in c.pairs))
+    if column.key == "other" and row.other_from_matrix:  # every race but VACUUM's, which its own column shows
+        return MatrixCells(row.engines, tuple(p for c in COLUMNS if c.key != "vacuum" for p in c.pairs))
     return MatrixCells(row.engines, column.pairs) if row.engines and column.pairs else Unmeasured()
 
 
@@ -281,8 +283,12 @@ MATRIX_CLAIMS = {
     ("overwrite", SAFE): "deltalake 0.22.3 (before 1.2.0) lets an append and an overwrite from one snapshot both commit, "
                          "as the documentation allows, and the table equals a serial order: nothing lost.",
     ("optimize", DUPLICATES): "every compacted row is then in the table twice",
-    ("optimize", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all six: the later job fails "
+    ("optimize", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job fails "
                            "loudly and commits nothing.",
+    ("optimize_delete", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
+                                  "fails loudly and commits nothing.",
+    ("optimize_delete", WRONG): "reports the rows it deleted, and the table still holds all of them: the delete deletes "
+                                "nothing.",
     ("optimize_append", SAFE): "An OPTIMIZE and an append from one snapshot both commit, in either order and in every "
                                "engine: nothing lost, since a compaction changes no row.",
     ("vacuum", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
@@ -307,6 +313,8 @@ class Cell:
     engines: tuple[str, ...] = ()
     note: str = ""
     claim: str = ""
+    conditions: tuple[tuple[str, str], ...] = ()
+    """For a matrix cell: ``(condition, verdict)`` where a layout or an interleaving changes its verdict."""
 
 
 def resolve(row: Row, column: Column, results: Results) -> Cell:
@@ -320,7 +328,7 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     note = "" if present else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
     verdict = verdict_of(rows)
     return Cell(verdict, results.versions(present), column.section, found, tuple(present), note,
-                MATRIX_CLAIMS.get((column.key, verdict), ""))
+                MATRIX_CLAIMS.get((column.key, verdict), ""), results.conditions(present, found.pairs))
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:

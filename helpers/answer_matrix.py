@@ -34,6 +34,16 @@ RULE = (
 
 CONFIRMATION = "@s3"
 """The suffix of an engine that confirms another's cells on the S3 emulator."""
+CONDITIONS = (
+    ("partitions", "when each job keeps to a partition of its own"),
+    ("file-stats", "when file statistics keep the two jobs' rows in different files (no partitions)"),
+    ("b-files-first", "when the later job wrote its data files before the other committed"),
+    ("b-files-after", "when the later job writes its data files only after the other committed"),
+)
+"""The matrix's variants of an engine (``<engine>+<suffix>``, :mod:`helpers.matrix.engines`) and the
+condition each stands for. A cell's own verdict is the engine's: jobs that touch the same files, the
+later one writing its data files when the engine does by itself (delta-rs after the other's commit,
+Delta Spark before it)."""
 
 
 def verdict_of(rows: list[dict | None]) -> str:
@@ -73,6 +83,22 @@ class Results:
         found = [(e, self.by_pair.get((e, first, second))) for e in present for first, second in cells.pairs]
         # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
         return present, [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
+
+    def conditions(self, present: list[str], pairs) -> tuple[tuple[str, str], ...]:
+        """``(condition, verdict)`` for each variant of these engines whose rows give another verdict
+        than the engines' own rows of the same pairs (a variant races only the pairs it concerns)."""
+        found = []
+        engines = [e for e in present if not e.endswith(CONFIRMATION)]
+        for suffix, words in CONDITIONS:
+            keys = [(e, first, second) for e in engines for first, second in pairs
+                    if (f"{e}+{suffix}", first, second) in self.by_pair]
+            if not keys:
+                continue
+            own = verdict_of([self.by_pair.get(key) for key in keys])
+            varied = verdict_of([self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys])
+            if varied != own:
+                found.append((words, varied))
+        return tuple(found)
 
     def versions(self, engines: list[str]) -> str:
         """The versions those engines ran (the CSV's ``engine_version``), ascending, comma-separated."""

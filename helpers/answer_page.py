@@ -55,12 +55,18 @@ INTRO = (
     "**duplicates data**, **wrong result**: the jobs report success and the table is not what any serial order "
     "gives; **fails though committed**: a job is told its write failed although it is in the table, so rerunning "
     "it duplicates data; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict "
-    "matrix (`m+S3`: on S3 too). A row whose commit protocol loses appends says so once, in its first cell, and "
+    "matrix (`m+S3`: on S3 too). A matrix cell's first verdict is for two jobs that touch the same files, the later "
+    "one writing its data files when its engine does by itself (deltalake after the other's commit, Delta Spark before "
+    "it); where a partition of each job's own, rows that file statistics keep apart, or the other moment for the data "
+    "files gives another verdict, the cell adds it with that condition. A row whose commit protocol loses appends says so once, in its first cell, and "
     "loses data in every cell. Each link opens the notebook in the learner's edition (`student/`), then in the "
     "edition with the solutions; the section is named by its number.")
 ADVICE = {
     ("optimize", DUPLICATES): ("Run OPTIMIZE and Z-order from one job at a time",
                                "two made from one snapshot both commit, and every compacted row is then in the table twice"),
+    ("optimize_delete", WRONG): ("Run OPTIMIZE and Z-order only while no job deletes or overwrites",
+                                 "a DELETE or an overwrite made from a snapshot older than the compaction commits, "
+                                 "reports the rows it removed, and the table still holds them all"),
     ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites",
                         "an overwrite made from a snapshot older than the compaction commits and brings removed rows back"),
     ("vacuum", LOSES): ("Keep VACUUM's default retention (7 days) while any job may be writing",
@@ -83,7 +89,8 @@ ADVICE = {
 """(what to do, why) for a bad verdict in a column, in a person's words; any other gets a plain sentence."""
 RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE, UPDATE or MERGE beside an append",
               "overwrite": "an overwrite beside an append", "optimize": "two OPTIMIZEs or Z-orders",
-              "optimize_append": "an OPTIMIZE beside an append", "vacuum": "a zero-retention VACUUM beside a writer",
+              "optimize_append": "an OPTIMIZE beside an append",
+              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE or an overwrite", "vacuum": "a zero-retention VACUUM beside a writer",
               "retry": "a rerun append", "other": "the other engine on the same table"}
 """Each column's race, as a sentence says it."""
 WHY = {LOSES: "rows are lost", DUPLICATES: "rows end up twice", WRONG: "the table holds rows no serial order gives",
@@ -110,7 +117,8 @@ def cell_text(cell: Cell, notes: list[str], *, repeat: bool = False) -> str:
     parts = [f"**{cell.verdict}**", cell.versions, cell.section.link if cell.section else ""]
     if isinstance(cell.evidence, MatrixCells):
         parts.append("m+S3" if any(e.endswith("@s3") for e in cell.engines) else "m")
-    return " · ".join(p for p in parts if p) + _note_mark(cell.note, notes)
+    varied = "".join(f"; **{verdict}** {condition}" for condition, verdict in cell.conditions)
+    return " · ".join(p for p in parts if p) + varied + _note_mark(cell.note, notes)
 
 
 def table(grid: dict, notes: list[str]) -> list[str]:
@@ -211,6 +219,9 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
              if c.key != "retry" and grid[row.key, c.key].verdict in (LOSES, DUPLICATES, WRONG)]
     if apart:
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
+    if depends := [f"{race_words(c.key, row)}: {verdict} {condition}" for c in COLUMNS
+                   for condition, verdict in grid[row.key, c.key].conditions]:
+        parts.append(f"**Where it depends:** {'; '.join(depends)}.")
     if told := _races(grid, row, (MISREPORTS,)):
         parts.append(f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}.")
     if grid[row.key, "retry"].verdict in WHY:
@@ -246,6 +257,12 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
                 do, why = ADVICE.get((column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict]))
                 links = ", ".join(dict.fromkeys(grid[r.key, column.key].section.link for r in rows))
                 items.append(f"{do} ({_listed([r.name for r in rows])}): {why} ({links}).")
+    for condition in dict.fromkeys(w for r in kept for c in COLUMNS for w, v in grid[r.key, c.key].conditions if v == SAFE):
+        pairs = [(r, c) for r in kept for c in COLUMNS if (condition, SAFE) in grid[r.key, c.key].conditions]
+        races = _listed(list(dict.fromkeys(race_words(c.key) for _, c in pairs)))
+        links = ", ".join(dict.fromkeys(grid[r.key, c.key].section.link for r, c in pairs))
+        items.append(f"To let jobs run at once, lay the table out so that they touch different files: {races} "
+                     f"commit both {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links}).")
     fixes = [(r, *remedy(r, results)) for r in ROWS if r.remedy]
     for how in dict.fromkeys(r.remedy_how for r, _, _ in fixes):
         safe = [f"{r.name} (measured {versions})" for r, verdict, versions in fixes if r.remedy_how == how and verdict == SAFE]
@@ -265,7 +282,12 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
     lines = [f"- **The conflict matrix** (`make matrix`), run on {meta['run_on']}: {meta['pairs_per_engine']} pairs per "
              f"engine, engines {engines}. Each pair is raced from a stale snapshot on local disk (engines named `…@s3`: "
              "on S3) and classed against the two serial orders; the cells marked `m` are decided by its rows in "
-             "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race.",
+             "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race. "
+             "An engine named `…+<layout>` races the operations with a predicate of their own on another table "
+             + "; ".join(f"(`{name}`: {what})" for name, what in meta.get("layouts", {}).items() if name != "shared-files")
+             + "; one named `…+b-files-first` or `…+b-files-after` races the pairs whose later job writes data files "
+             "with the other moment for them (" + "; ".join(f"`{k}`: {v}" for k, v in meta.get("interleavings", {}).items())
+             + ").",
              f"- **Delta's documentation**, set against every pair: {docs}.",
              "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):"]
     checks = {(c.evidence.section, c.evidence.check): c.evidence for c in grid.values() if isinstance(c.evidence, Check)}
@@ -306,6 +328,9 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     out += ["A matrix cell's verdict, from the classes of the pairs it cites:", ""]
     out += [f"{i}. {step}" for i, step in enumerate(RULE, 1)] + [""]
     out += ["## What to do", "", *what_to_do(grid, results), ""]
+    from helpers.producers import answer as producers_answer
+
+    out += [producers_answer.what_to_build(), ""]
     out += ["## Version boundaries", "", "From `helpers/boundaries.py`, the one home of these releases:", "",
             *boundaries_table(), ""]
     out += ["## Where each figure comes from", "", *sources(grid, results, meta), ""]

@@ -25,9 +25,10 @@ from typing import Sequence
 from helpers import config
 
 PUBLISHED_DIR = config.DATA_DIR / "full_runs"
-TABLES = {"bench": ("runs", "commits", "probe"), "torture": ("protocols", "operations", "kills", "restarts")}
+TABLES = {"bench": ("runs", "commits", "probe"), "torture": ("protocols", "operations", "kills", "restarts"),
+          "producers": ("runs", "racing")}
 """The tables of each kind of run, as its ``load`` reads them (``<table>.csv`` or ``<table>.csv.gz``)."""
-MAKE = {"bench": "make bench", "torture": "make torture"}
+MAKE = {"bench": "make bench", "torture": "make torture", "producers": "make producers"}
 
 
 class FullRunError(RuntimeError):

@@ -74,6 +74,16 @@ def check_javac() -> str | None:
     return None
 
 
+def check_cc() -> str | None:
+    """A C compiler: the conflict matrix builds a small library that holds a delta-rs commit on local
+    disk (``helpers/matrix/commit_hold.c``) the first time it races B's data files written first."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        return ("No C compiler (cc) on PATH: the conflict matrix (notebook 13, `make matrix`) compiles a small "
+                "library with it. Install one (Debian/Ubuntu: `apt-get install gcc libc6-dev`; macOS: "
+                "`xcode-select --install`).")
+    return None
+
+
 def check_node_runtime() -> str | None:
     """Node.js itself, which runs Azurite (the one place that knows the version it needs)."""
     if shutil.which("node") is None:
@@ -113,7 +123,7 @@ def check_disk(root: Path = ROOT) -> str | None:
 
 
 def problems() -> list[str]:
-    return [p for p in (check_python(), check_java(), check_javac(), check_node(), check_disk()) if p]
+    return [p for p in (check_python(), check_java(), check_javac(), check_cc(), check_node(), check_disk()) if p]
 
 
 def notes() -> list[str]:

@@ -124,16 +124,17 @@ def test_every_cell_says_what_its_section_says():
     assert assert_cells_agree_with_their_sections(answer.grid_of(answer.Results.load())) >= 60
 
 
-def _with_sentence(notebook: str, index: int, old: str, new: str):
-    """A loader of notebooks in which cell ``index`` of ``notebook`` says ``new`` where it said ``old``
-    (matched across its line breaks); fails loudly if the words to replace are not there."""
+def _with_sentence(notebook: str, old: str, new: str):
+    """A loader of notebooks in which the markdown cell of ``notebook`` that says ``old`` (matched
+    across its line breaks) says ``new`` instead; fails loudly if no cell says it."""
+    pattern = r"\s+".join(map(re.escape, old.split()))
+
     def notebooks(name: str) -> dict:
         loaded = _notebook(name)
         if name == notebook:
-            source = "".join(loaded["cells"][index]["source"])
-            pattern = r"\s+".join(map(re.escape, old.split()))
-            assert re.search(pattern, source), (notebook, index, old)
-            loaded["cells"][index]["source"] = [re.sub(pattern, new, source)]
+            cells = [c for c in loaded["cells"] if c["cell_type"] == "markdown" and re.search(pattern, "".join(c["source"]))]
+            assert cells, (notebook, old)
+            cells[0]["source"] = [re.sub(pattern, new, "".join(cells[0]["source"]))]
         return loaded
     return notebooks
 
@@ -142,11 +143,11 @@ def test_a_section_that_says_nothing_lost_cannot_back_a_loses_data_cell():
     """The contradiction this page once had: 13 §5 said a zero-retention VACUUM loses nothing, while
     the page's Delta Spark cells said it loses data. Say so again in 13 §5 and the test fails."""
     grid = answer.grid_of(answer.Results.load())
-    broken = _with_sentence(answer.N13, 25, answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
+    broken = _with_sentence(answer.N13, answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
                             "the append then commits a version whose data file is gone: loudly, nothing lost.")
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\): 13 §5 does not say"):
         assert_cells_agree_with_their_sections(grid, broken)
-    kept = _with_sentence(answer.N13, 25, "the append then commits", "nothing lost: the append then commits")
+    kept = _with_sentence(answer.N13, "the append then commits", "nothing lost: the append then commits")
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\).*reads as .*'no loss'"):
         assert_cells_agree_with_their_sections(grid, kept)
 

@@ -4,6 +4,7 @@ refused by name, and one small real run (deltalake 1.6.3 and 1.6.6, a few pairs 
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
@@ -156,7 +157,7 @@ def test_every_default_engine_is_an_installed_era():
     from helpers import eras
 
     specs = [engines.ENGINES[name] for name in engines.DEFAULT_ENGINES]
-    delta_rs = {s.name for s in specs if s.module == "helpers.matrix.deltars" and s.store == "local"}
+    delta_rs = {s.name for s in specs if s.module == "helpers.matrix.deltars" and s.store == "local" and not s.variant_of}
     assert delta_rs == {"deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", "deltalake-1.6.6"}
     assert all(eras.era(spec.era) for spec in engines.ENGINES.values())
 
@@ -212,3 +213,72 @@ def test_a_grid_of_retries_alone_draws_their_strip():
     assert axes.get_xlim() == (0.0, 2.0)
     assert sorted((p.get_x(), p.get_y(), p.get_width()) for p in axes.patches) == \
         [(0.0, 1.6, 1.0), (0.0, 2.6, 1.0), (1.0, 1.6, 1.0), (1.0, 2.6, 1.0)]
+
+
+def test_each_engine_races_the_other_interleaving_and_the_other_layouts_as_variants():
+    spark, rs = engines.ENGINES["delta-spark-4.4"], engines.ENGINES["deltalake-1.6.6"]
+    assert (spark.interleaving, rs.interleaving) == ("b-files-first", "b-files-after")
+    assert engines.ENGINES["spark-then-deltalake-1.6.6"].interleaving == "b-files-after"  # B is delta-rs
+    held_rs, held_spark = engines.ENGINES["deltalake-1.6.6+b-files-first"], engines.ENGINES["delta-spark-4.4+b-files-after"]
+    assert (held_rs.interleaving, held_spark.interleaving) == ("b-files-first", "b-files-after")
+    assert (held_rs.base_of, held_rs.variant_of, held_rs.process_key) == ("deltalake-1.6.6",) * 3
+    every = operations.pairs()
+    # the other interleaving: only pairs whose B writes data files (no metadata change, no DELETE of every row)
+    assert ("vacuum", "append") in held_rs.chosen(every) and ("append", "delete_all") not in held_rs.chosen(every)
+    assert not [b for _, b in held_rs.chosen(every) if b in ("add_column", "set_property", "retry_checked")]
+    # another layout: only the operations with a predicate or rows of their own there
+    partitions = engines.ENGINES["deltalake-1.6.6+partitions"]
+    assert partitions.chosen(every) == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS]
+    assert rs.chosen(every) == every
+
+
+def test_on_disjoint_files_the_docs_can_conflict_reads_cannot_except_an_operation_against_itself():
+    shared = documented.expectation("delete", "update")
+    assert shared.write_serializable == documented.CAN
+    apart = documented.expectation("delete", "update", "partitions")
+    assert (apart.delta_io, apart.write_serializable, apart.serializable) == (documented.CANNOT,) * 3
+    assert "different files" in apart.why
+    assert documented.expectation("delete", "delete", "file-stats").write_serializable == documented.CAN
+    assert documented.expectation("append", "append", "partitions") == documented.expectation("append", "append")
+
+
+def test_each_layout_gives_every_operation_its_rows_and_predicate():
+    for layout in operations.LAYOUTS.values():
+        width = len(layout.columns)
+        rows = [*layout.append_rows, *layout.overwrite_rows, *layout.replace_rows, *layout.merge_source,
+                *(row for batch in layout.base for row in batch)]
+        assert {len(row) for row in rows} == {width}, layout.name
+        assert set(layout.partition_by) <= set(layout.columns)
+    parts = operations.PARTITIONS
+    # each operation keeps to a partition of its own: the partitions its rows and predicate name differ
+    named = {"append": {r[2] for r in parts.append_rows}, "replace_where": {"a"}, "delete": {"b"}, "update": {"c"},
+             "merge": {r[2] for r in parts.merge_source}}
+    assert named["replace_where"] == {r[2] for r in parts.replace_rows}
+    assert all(f"part = '{p}'" in text for p, text in (("a", parts.replace_predicate), ("b", parts.delete_predicate),
+                                                         ("c", parts.update_predicate), ("d", parts.merge_condition)))
+    assert len(set().union(*named.values())) == sum(map(len, named.values())) == 5
+
+
+def test_the_other_interleaving_and_layouts_race_for_real(tmp_path):
+    # deltalake 1.6.6: B held at its commit's link while A commits (B's files first), and the partitioned layout
+    names = ["deltalake-1.6.6", "deltalake-1.6.6+b-files-first", "deltalake-1.6.6+partitions"]
+    rows = run.run(names, ["append", "delete", "delete_all", "optimize", "vacuum"], tmp_path / "variants",
+                   echo=lambda line: None)
+    cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
+    # the delete that deletes nothing: a DELETE of every row after a concurrent OPTIMIZE commits, every row stays
+    nothing = cell[("deltalake-1.6.6", "optimize", "delete_all")]
+    assert (nothing["outcome"], nothing["anomaly_kind"], nothing["rows_race"]) == \
+        ("anomaly", "resurrected rows + removed twice", 11)
+    # disjoint partitions: the DELETE after an append commits; on shared files delta-rs refuses it
+    assert cell[("deltalake-1.6.6", "append", "delete")]["conflict"] == "ConcurrentAppend"
+    assert cell[("deltalake-1.6.6+partitions", "append", "delete")]["outcome"] == "serializable"
+    assert cell[("deltalake-1.6.6+partitions", "delete", "delete")]["outcome"] == "refused"
+    # a full VACUUM deletes the files of an append in flight: with B's files first the append commits a
+    # version whose file is gone; after, it commits whole
+    assert cell[("deltalake-1.6.6", "vacuum", "append")]["outcome"] == "serializable"
+    in_flight = cell[("deltalake-1.6.6+b-files-first", "vacuum", "append")]
+    assert (in_flight["outcome"], in_flight["anomaly_kind"]) == ("anomaly", "broken log")
+    races = [json.loads(line) for line in (tmp_path / "variants" / "pairs.jsonl").open()]
+    held = [r for r in races if r["engine"] == "deltalake-1.6.6+b-files-first"]
+    assert held and all(r["race"]["held_at"] == f"{r['race']['base_version'] + 1:020d}.json" for r in held)
+    assert all(("deltalake-1.6.6+b-files-first", a, "delete_all") not in cell for a in ("append", "delete"))

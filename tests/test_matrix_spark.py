@@ -19,16 +19,18 @@ from helpers.matrix import engines, operations, run, worker
 SPARK, MIXED = "delta-spark-4.4", "spark-then-deltalake-1.6.6"
 
 
-def test_spark_mixed_and_s3_engines_are_registered_and_share_one_process():
+def test_spark_mixed_and_s3_engines_are_registered_and_share_two_drivers():
     assert {SPARK, MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}@s3", "deltalake-1.6.6@s3"} <= set(engines.DEFAULT_ENGINES)
     assert engines.ENGINES[MIXED].parts == (SPARK, "deltalake-1.6.6")
     assert engines.ENGINES["deltalake-1.6.6-then-spark"].after() == (MIXED,)
     assert engines.ENGINES[f"{SPARK}@s3"].after() == (SPARK,)
-    groups = dict((",".join(names), era) for era, names in engines.processes(list(engines.DEFAULT_ENGINES)))
-    spark_group = next(names for names in groups if SPARK in names.split(","))
-    assert set(spark_group.split(",")) == {SPARK, MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}@s3"}
-    assert groups[spark_group] == "deltalake-1.6.6"  # the kernel's environment: pyspark and deltalake 1.6.6
-    assert list(groups)[0] == spark_group  # the longest process starts first
+    assert engines.ENGINES[f"{SPARK}+b-files-after"].after() == (SPARK,)  # it shares Spark's serial results
+    groups = [(era, set(names)) for era, names in engines.processes(list(engines.DEFAULT_ENGINES))]
+    # Delta Spark's driver: Spark alone, then its S3 sample and its other interleaving, which need its results
+    assert groups[0] == ("deltalake-1.6.6", {MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}+partitions", f"{SPARK}+file-stats"})
+    assert groups[1] == ("deltalake-1.6.6", {SPARK, f"{SPARK}@s3", f"{SPARK}+b-files-after"})
+    # the two drivers (the kernel's environment: pyspark and deltalake 1.6.6) start before any delta-rs era
+    assert all(not any(engines.ENGINES[n].threads > 1 for n in names) for _, names in groups[2:])
 
 
 def _record(first, second, outcome):

@@ -17,6 +17,7 @@ def test_missing_java_and_node_are_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no java, no node
     assert "Java is not on PATH" in preflight.check_java()
     assert "Node.js is not on PATH" in preflight.check_node()
+    assert "No C compiler (cc) on PATH" in preflight.check_cc() and "apt-get install gcc" in preflight.check_cc()
 
 
 def test_this_machine_passes():
@@ -29,10 +30,10 @@ def test_putting_the_jdk_and_node_on_path_fixes_it(monkeypatch, tmp_path):
 
     tools = tmp_path / "bin"
     tools.mkdir()
-    for program in ("java", "javac", "node", "npm"):
+    for program in ("java", "javac", "node", "npm", "cc"):
         (tools / program).symlink_to(shutil.which(program))
     monkeypatch.setenv("PATH", str(tools))
-    assert (preflight.check_java(), preflight.check_javac(), preflight.check_node()) == (None, None, None)
+    assert (preflight.check_java(), preflight.check_javac(), preflight.check_cc(), preflight.check_node()) == (None,) * 4
 
 
 def test_too_little_disk_is_explained_before_installing(monkeypatch, tmp_path):

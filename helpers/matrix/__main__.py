@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", help=f"comma-separated, from {', '.join(operations.CHOICES)} (default: all)")
     parser.add_argument("--out", type=Path, default=run.DEFAULT_OUT, help="parent folder of the results (default build/matrix)")
     parser.add_argument("--name", default=None, help="results folder under --out (default: a timestamp)")
-    parser.add_argument("--jobs", type=int, default=2, help="engines run at once, one process each (default 2)")
+    parser.add_argument("--jobs", type=int, default=run.DEFAULT_JOBS,
+                        help=f"worker processes at once (default {run.DEFAULT_JOBS}: two Spark drivers and a delta-rs era)")
     args = parser.parse_args(argv)
     try:
         chosen_engines = operations.check_names("engine", _names(args.engines) or list(engines.DEFAULT_ENGINES),

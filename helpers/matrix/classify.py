@@ -43,7 +43,8 @@ CONFLICT_NAMES = (
     ("object at location", "missing data file"),
 )
 """delta-rs's conflict messages and Delta's exception for each (Delta Spark names its own); and
-the refusal that is no conflict check at all: a data file of the stale snapshot is gone (vacuumed)."""
+the refusal that is no conflict check at all: a data file of the stale snapshot is gone (vacuumed;
+Delta Spark's ``FileNotFoundException`` too)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def conflict_name(error: dict | None) -> str:
     """Delta's exception name for an error record (``{"class", "message"}``), or ``""``."""
     if not error:
         return ""
+    if error["class"] == "FileNotFoundException":  # Delta Spark reading a data file a VACUUM deleted
+        return "missing data file"
     if error["class"].startswith("Concurrent") or error["class"].endswith("ChangedException"):
         return error["class"].removesuffix("Exception")  # Delta Spark's own exceptions
     text = error["message"].lower()

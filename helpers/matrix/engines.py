@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from helpers import eras
+from helpers.matrix import operations as ops
 
 
 class Engine(Protocol):
@@ -56,6 +57,10 @@ class Engine(Protocol):
 
 
 SPARK = "delta-spark-4.4"
+SECOND_SPARK = "spark-2"
+"""A second Spark worker process (its own driver): one driver's pairs keep about one core busy (its
+threads take turns in Python and py4j), so the mixed pairs and Spark's other layouts run in a second
+driver beside the first, which races Delta Spark alone, its other interleaving and its S3 sample."""
 CURRENT_RS = eras.CURRENT
 """The delta-rs era of the kernel (deltalake 1.6.6), the one mixed pairs and the S3 run use."""
 
@@ -84,12 +89,37 @@ class EngineSpec:
     """How many of its process's engines run at once (threads: one Spark session, both cores busy)."""
     base_of: str | None = None
     """Another engine of the same process, run before this one, whose base table, "alone" tables and
-    serial results this one reuses (the two mixed pairs: A→B of one is B→A of the other); run
-    without it, it creates its own base with its first engine."""
+    serial results this one reuses (the two mixed pairs: A→B of one is B→A of the other; an engine
+    and its other interleaving); run without it, it creates its own base with its first engine."""
+    layout: str = ops.SHARED_FILES.name
+    """The base table and predicates (:data:`helpers.matrix.operations.LAYOUTS`); on a layout other
+    than the shared files, only :data:`~helpers.matrix.operations.LAYOUT_OPS` are raced."""
+    held_interleaving: str | None = None
+    """Set on a variant that races the interleaving its engine does not race by itself
+    (:data:`helpers.matrix.operations.INTERLEAVINGS`): only pairs whose B writes data files."""
+    variant_of: str | None = None
+    """The engine this one varies (its layout or interleaving): the summary lists every cell where
+    the two differ, and the page states the condition."""
 
     def after(self) -> tuple[str, ...]:
         """The engines of its process that must finish before it starts (when they are in it)."""
         return tuple(filter(None, (self.base_of, self.confirms if self.sample else None)))
+
+    @property
+    def interleaving(self) -> str:
+        """Whether B's data files come before or after A's commit in its races."""
+        if self.held_interleaving:
+            return self.held_interleaving
+        b_module = ENGINES[self.parts[1]].module if self.parts else self.module
+        return "b-files-first" if b_module == "helpers.matrix.spark" else "b-files-after"
+
+    def chosen(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The pairs of ``pairs`` this engine races (a variant races only those its variation concerns)."""
+        if self.layout != ops.SHARED_FILES.name:
+            pairs = [(a, b) for a, b in pairs if a in ops.LAYOUT_OPS and b in ops.LAYOUT_OPS]
+        if self.held_interleaving:
+            pairs = [(a, b) for a, b in pairs if ops.OPERATIONS[b].writes_data]
+        return pairs
 
     @property
     def process_key(self) -> str:
@@ -100,20 +130,35 @@ def _delta_rs(era: str, default: bool = True) -> EngineSpec:
     return EngineSpec(era, "helpers.matrix.deltars", era, default)
 
 
+def _variants(spec: EngineSpec, interleaving: str, layouts_in: str | None = None) -> list[EngineSpec]:
+    """The engine's other interleaving (in its process: it shares the engine's base and serial
+    results) and its other layouts (in ``layouts_in``, default the engine's process)."""
+    from dataclasses import replace
+
+    key = spec.process_key
+    return [replace(spec, name=f"{spec.name}+{interleaving}", held_interleaving=interleaving, variant_of=spec.name,
+                    base_of=spec.name, process=key),
+            *(replace(spec, name=f"{spec.name}+{layout}", layout=layout, variant_of=spec.name, process=layouts_in or key)
+              for layout in ops.LAYOUTS if layout != ops.SHARED_FILES.name)]
+
+
+_DELTA_RS = [_delta_rs(era) for era in ("deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", CURRENT_RS)]
+_SPARK = EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2)
+
+
 ENGINES: dict[str, EngineSpec] = {
     spec.name: spec
     for spec in (
-        _delta_rs("deltalake-0.22.3"),
-        _delta_rs("deltalake-1.5.1"),
-        _delta_rs("deltalake-1.6.3"),
-        _delta_rs(CURRENT_RS),
-        EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2),
-        EngineSpec(f"spark-then-{CURRENT_RS}", "", eras.CURRENT, parts=(SPARK, CURRENT_RS), process="spark", threads=2),
-        EngineSpec(f"{CURRENT_RS}-then-spark", "", eras.CURRENT, parts=(CURRENT_RS, SPARK), process="spark", threads=2,
+        *_DELTA_RS,
+        _SPARK,
+        EngineSpec(f"spark-then-{CURRENT_RS}", "", eras.CURRENT, parts=(SPARK, CURRENT_RS), process=SECOND_SPARK, threads=2),
+        EngineSpec(f"{CURRENT_RS}-then-spark", "", eras.CURRENT, parts=(CURRENT_RS, SPARK), process=SECOND_SPARK, threads=2,
                    base_of=f"spark-then-{CURRENT_RS}"),
         EngineSpec(f"{SPARK}@s3", "helpers.matrix.spark", eras.CURRENT, store="s3", confirms=SPARK, sample=True,
                    process="spark", threads=2),
         EngineSpec(f"{CURRENT_RS}@s3", "helpers.matrix.deltars", eras.CURRENT, store="s3", confirms=CURRENT_RS),
+        *(variant for spec in _DELTA_RS for variant in _variants(spec, "b-files-first")),
+        *_variants(_SPARK, "b-files-after", layouts_in=SECOND_SPARK),
     )
 }
 """Every engine the matrix can run, by name (``--engines`` accepts these)."""
@@ -123,17 +168,54 @@ DEFAULT_ENGINES = tuple(name for name, spec in ENGINES.items() if spec.default)
 
 def processes(names: list[str]) -> list[tuple[str, list[str]]]:
     """The worker processes for these engines: ``(era, [engine, ...])`` per :attr:`EngineSpec.process`
-    key, in the order of each key's first engine, the largest groups first (they take longest)."""
+    key, in the order of each key's first engine, those with Delta Spark first (a Spark pair costs a
+    hundred delta-rs pairs), then the largest groups (they take longest)."""
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(ENGINES[name].process_key, []).append(name)
-    ordered = sorted(groups.values(), key=len, reverse=True)
+
+    def spark(group: list[str]) -> bool:
+        return any(ENGINES[name].threads > 1 for name in group)
+
+    ordered = sorted(groups.values(), key=lambda group: (not spark(group), -len(group)))
     return [(ENGINES[group[0]].era, group) for group in ordered]
 
 
+this_process = "spark"
+"""The :attr:`EngineSpec.process_key` of this worker process (set by :func:`helpers.matrix.worker.main`):
+each Spark driver names its application, and so its log file, after it."""
 pairs_in_this_process = 0
 """How many pairs the worker process was given (set by :func:`helpers.matrix.worker.main`, before it
 builds its engines): a Spark engine's driver is tuned for a short or a long run by it."""
+
+
+def race_held(op: str, b, wait_held, release, abandon, first) -> dict:
+    """B of a race run in a thread while held (an engine's ``run_held``): ``b()`` runs the operation
+    and is stopped by the engine's hold; ``wait_held()`` returns the held commit file's name once B
+    waits there (None if B ended first) or raises TimeoutError; then ``first()`` (A) runs; then
+    ``release()`` lets B go on. ``abandon()`` runs when B ends, to wake ``wait_held``. Returns B's
+    ``note``, ``held_at`` and ``error`` (what B raised, or None)."""
+    import threading
+
+    outcome: dict = {}
+
+    def run_b() -> None:
+        try:
+            outcome["note"] = b()
+        except BaseException as error:  # noqa: BLE001  (handed to the caller's thread)
+            outcome["error"] = error
+        finally:
+            abandon()
+
+    thread = threading.Thread(target=run_b, name=f"matrix-held-{op}", daemon=True)
+    thread.start()
+    try:
+        held = wait_held()
+        first()
+    finally:
+        release()
+    thread.join()
+    return {"note": outcome.get("note"), "held_at": held, "error": outcome.get("error")}
 
 
 def build(name: str):

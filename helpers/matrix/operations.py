@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 COLUMNS = ("id", "value")
-"""The base table's columns: ``id`` (int64) and ``value`` (int64)."""
+"""The base table's columns in the shared-files layout: ``id`` (int64) and ``value`` (int64)."""
 
 BASE_BATCHES = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12))
 """Three appends (versions 0, 1, 2), one data file each; a row's value is ten times its id."""
@@ -68,6 +68,10 @@ class Operation:
     """Why it has that category (or none)."""
     original: str | None = None
     """For a retry: the operation whose commit landed first (the same write, not acknowledged)."""
+    writes_data: bool = True
+    """It writes data files before its commit (so a race can fall before or after them:
+    :data:`INTERLEAVINGS`). A metadata change writes none; a DELETE of every row only removes files;
+    a checked retry may write nothing (it skips when its version landed)."""
 
     @property
     def is_retry(self) -> bool:
@@ -81,6 +85,8 @@ _OPS = (
     Operation("replace_where", "replaceWhere", f"overwrite the rows where {REPLACE_PREDICATE} with new values "
               "(delta-rs predicate=, Spark replaceWhere)", UDM, "it deletes the rows its predicate selects, then inserts"),
     Operation("delete", "DELETE", f"DELETE WHERE {DELETE_PREDICATE}", UDM),
+    Operation("delete_all", "DELETE all", "DELETE with no predicate: every row", UDM,
+              "it deletes every row: every file it read is removed", writes_data=False),
     Operation("update", "UPDATE", f"UPDATE SET value = value + 1 WHERE {UPDATE_PREDICATE}", UDM),
     Operation("merge", "MERGE", f"MERGE (upsert) of ids {', '.join(str(r[0]) for r in MERGE_SOURCE)} ON {MERGE_CONDITION}", UDM),
     Operation("optimize", "OPTIMIZE", "OPTIMIZE: compact the small files into one", COMPACTION,
@@ -88,13 +94,15 @@ _OPS = (
     Operation("zorder", "Z-ORDER", f"OPTIMIZE ZORDER BY ({', '.join(ZORDER_COLUMNS)})", COMPACTION,
               "a rewrite with dataChange=false"),
     Operation("vacuum", "OPTIMIZE+VACUUM 0h", "OPTIMIZE, then VACUUM RETAIN 0 HOURS: the files the other writer's "
-              "snapshot still names are deleted from storage", None,
+              "snapshot still names are deleted from storage, and so is every file the log does not name (a "
+              "writer's files not committed yet): Delta Spark's VACUUM, delta-rs 1.x's with full=True (its "
+              "default, lite, deletes only files the log removed; 0.22.3 has one mode)", None,
               "VACUUM is no write of the table; the docs' VACUUM section warns that a retention under 7 days can "
               "delete files a concurrent writer still uses"),
     Operation("add_column", "add column", f"add a nullable column {ADDED_COLUMN[0]} ({ADDED_COLUMN[1]})", METADATA,
-              "a schema change: a metadata update"),
+              "a schema change: a metadata update", writes_data=False),
     Operation("set_property", "set property", f"set the table property {PROPERTY[0]} = {PROPERTY[1]!r}", METADATA,
-              "a table property: a metadata update"),
+              "a table property: a metadata update", writes_data=False),
     Operation("append_txn", "append (app txn)", f"blind append of ids 101-104 carrying the idempotent-write "
               f"identifier ({APP_ID!r}, version {APP_VERSION})", INSERT),
     Operation("retry", "retry, no id", "the same append retried after its commit landed unacknowledged, "
@@ -104,21 +112,107 @@ _OPS = (
               None, "a retry is the same write again: the docs' table has no cell for it", original="append_txn"),
     Operation("retry_checked", "retry, checked", "the retry first reloads the table and asks which version of "
               f"{APP_ID!r} it holds (transaction_version); it appends only if that is below its own", None,
-              "a retry is the same write again: the docs' table has no cell for it", original="append_txn"),
+              "a retry is the same write again: the docs' table has no cell for it", original="append_txn",
+              writes_data=False),
     Operation("retry_checked_stale", "retry, checked stale", "the same check, asked of the retry's stale "
               "snapshot instead of the latest table", None,
-              "a retry is the same write again: the docs' table has no cell for it", original="append_txn"),
+              "a retry is the same write again: the docs' table has no cell for it", original="append_txn",
+              writes_data=False),
 )
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in _OPS}
 """Every operation, by name."""
-MATRIX_OPS = ("append", "overwrite", "replace_where", "delete", "update", "merge", "optimize", "zorder",
+MATRIX_OPS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge", "optimize", "zorder",
               "vacuum", "add_column", "set_property")
 """The operations raced against each other, every ordered pair (rows and columns of the grid)."""
 RETRY_OPS = ("retry", "retry_txn", "retry_checked", "retry_checked_stale")
 """The retried-append scenarios: each runs after its own :attr:`Operation.original` only."""
 CHOICES = MATRIX_OPS + RETRY_OPS
 """What ``--ops`` accepts."""
+
+
+INTERLEAVINGS = {
+    "b-files-after": "B writes its data files after A commits",
+    "b-files-first": "B writes its data files before A commits, and commits after",
+}
+"""Where A's commit falls in B's run. Both read the base version first; what differs is whether B's
+data files are already in storage when A commits (and, if A is a VACUUM, whether A can delete them).
+delta-rs's B, run from its stale handle after A, writes them after; Delta Spark's, held at its commit
+file, before (:mod:`helpers.matrix.spark`). Each engine races the other point too
+(:attr:`helpers.matrix.engines.EngineSpec.interleaving`)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A base table and the rows and predicates each operation uses on it.
+
+    The shared-files layout (:data:`SHARED_FILES`) is the matrix's own: every predicate reads every
+    file, so wherever the documentation says two operations "can conflict" because they may touch the
+    same files, they do. The other two give each operation a part of the table of its own, as teams
+    lay tables out to let writers run at once: a partition (:data:`PARTITIONS`), or a range of ids
+    that file statistics (each file's min and max) separate (:data:`FILE_STATS`). Only the operations
+    with a predicate or rows of their own (:data:`LAYOUT_OPS`) are raced on them."""
+
+    name: str
+    """Its key: ``shared-files``, ``partitions``, ``file-stats``."""
+    what: str
+    """One sentence, for the page."""
+    columns: tuple[str, ...]
+    partition_by: tuple[str, ...]
+    base: tuple[tuple[tuple, ...], ...]
+    """The base table's appends, one data file each (rows over :attr:`columns`)."""
+    base_delete: str
+    append_rows: tuple[tuple, ...]
+    overwrite_rows: tuple[tuple, ...]
+    replace_predicate: str
+    replace_rows: tuple[tuple, ...]
+    delete_predicate: str
+    update_predicate: str
+    merge_source: tuple[tuple, ...]
+    merge_condition: str
+    words: dict[str, str]
+    """What an operation does on this layout, where it differs from :attr:`Operation.what`."""
+
+    def what_of(self, op: str) -> str:
+        return self.words.get(op, OPERATIONS[op].what)
+
+
+def _rows(ids, part: str | None = None) -> tuple[tuple, ...]:
+    return tuple((i, 10 * i) if part is None else (i, 10 * i, part) for i in ids)
+
+
+SHARED_FILES = Layout(
+    "shared-files", "every predicate reads every file (ids taken modulo 4), three files", COLUMNS, (),
+    tuple(_rows(batch) for batch in BASE_BATCHES), BASE_DELETE, APPEND_ROWS, OVERWRITE_ROWS, REPLACE_PREDICATE,
+    REPLACE_ROWS, DELETE_PREDICATE, UPDATE_PREDICATE, MERGE_SOURCE, MERGE_CONDITION, {})
+_PARTS = ("a", "b", "c", "d")
+_BATCHES4 = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16))
+PARTITIONS = Layout(
+    "partitions", "partitioned by part (a: ids 1-4, b: 5-8, c: 9-12, d: 13-16); each operation keeps to a "
+    "partition of its own, and the append writes a new one (e)", COLUMNS + ("part",), ("part",),
+    tuple(_rows(batch, part) for batch, part in zip(_BATCHES4, _PARTS)), BASE_DELETE,
+    _rows((101, 102, 103, 104), "e"), _rows((201, 202, 203), "f"), "part = 'a'",
+    ((1, 15, "a"), (2, 25, "a"), (3, 35, "a"), (4, 45, "a")), "part = 'b' AND id % 4 = 2",
+    "part = 'c' AND id % 4 = 3", ((13, -13, "d"), (17, -17, "d")), "t.part = 'd' AND t.id = s.id",
+    {"append": "blind append of ids 101-104 into a new partition e",
+     "replace_where": "overwrite partition a (ids 1-4) with new values (delta-rs predicate=, Spark replaceWhere "
+                      "\"part = 'a'\")",
+     "delete": "DELETE WHERE part = 'b' AND id % 4 = 2 (id 6)",
+     "update": "UPDATE SET value = value + 1 WHERE part = 'c' AND id % 4 = 3 (id 11)",
+     "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id"})
+FILE_STATS = Layout(
+    "file-stats", "not partitioned; each operation's predicate names a range of ids that the files' statistics "
+    "(min and max per file: 1-4, 5-8, 9-11, 13-16) place in one file, and the appended file (101-104) in none",
+    COLUMNS, (), tuple(_rows(batch) for batch in _BATCHES4), BASE_DELETE, APPEND_ROWS, OVERWRITE_ROWS,
+    REPLACE_PREDICATE, REPLACE_ROWS, "id >= 5 AND id <= 8 AND id % 4 = 2", "id >= 9 AND id <= 12 AND id % 4 = 3",
+    ((13, -13), (17, -17)), "t.id = s.id AND t.id >= 13 AND t.id <= 20",
+    {"delete": "DELETE WHERE id >= 5 AND id <= 8 AND id % 4 = 2 (id 6)",
+     "update": "UPDATE SET value = value + 1 WHERE id >= 9 AND id <= 12 AND id % 4 = 3 (id 11)",
+     "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20"})
+LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (SHARED_FILES, PARTITIONS, FILE_STATS)}
+LAYOUT_OPS = ("append", "replace_where", "delete", "update", "merge")
+"""The operations raced on the partitions and file-stats layouts: those with rows or a predicate of
+their own there. The others read or rewrite the whole table on every layout."""
 
 
 class UnknownName(ValueError):

@@ -59,6 +59,12 @@ def problems(path: str | Path) -> list[dict]:
     return stores.problems(str(path))
 
 
+def _results(engine) -> str:
+    """The name an engine's "alone" and serial results are kept under: its own, or, for an engine
+    that races another's other interleaving, that engine's (a serial run has no interleaving)."""
+    return getattr(engine, "results_name", engine.name)
+
+
 class Runner:
     """Runs pairs for one engine (or, for a mixed pair, two) under ``root`` (a folder or an
     ``s3://`` prefix); each table is a folder under it."""
@@ -93,9 +99,9 @@ class Runner:
 
     def alone(self, engine, op: str) -> dict:
         """``op`` on a fresh copy of the base, once per engine and operation: its folder, state, error."""
-        key = (engine.name, op)
+        key = (_results(engine), op)
         if key not in self._alone:
-            folder = self.store.join(self.root, "alone", f"{engine.name}--{op}")
+            folder = self.store.join(self.root, "alone", f"{_results(engine)}--{op}")
             result = self._step(engine, op, self.store.copy(self.base, folder), fresh=True)
             self._alone[key] = {"folder": folder, **result}
         return self._alone[key]
@@ -103,7 +109,7 @@ class Runner:
     def serial(self, engine_x, x: str, engine_y, y: str, folder: str) -> dict:
         """``x`` alone (by ``engine_x``), then ``y`` (by ``engine_y``) from a snapshot loaded after
         it, in ``folder``; once per engines and operations (a later pair gets the same result)."""
-        key = (engine_x.name, x, engine_y.name, y)
+        key = (_results(engine_x), x, _results(engine_y), y)
         if key not in self._serial:
             self._serial[key] = self._step(engine_y, y, self.store.copy(self.alone(engine_x, x)["folder"], folder),
                                            fresh=True)

@@ -34,10 +34,13 @@ from helpers.matrix import classify, documented, engines
 from helpers.matrix import operations as ops
 
 DEFAULT_OUT = config.BUILD_DIR / "matrix"
+DEFAULT_JOBS = 3
+"""Worker processes at once: the two Spark drivers (:data:`helpers.matrix.engines.SECOND_SPARK`), each
+about one core busy, and the delta-rs eras one after the other beside them."""
 SILENCE_LIMIT_S = 300.0
 """A worker that reports nothing for this long is stuck: it is stopped and the run fails."""
 CSV_COLUMNS = (
-    "engine", "engine_version", "first", "second", "outcome", "error_class", "conflict", "anomaly_kind", "matched",
+    "engine", "engine_version", "layout", "interleaving", "first", "second", "outcome", "error_class", "conflict", "anomaly_kind", "matched",
     "rows_race", "rows_serial_ab", "rows_serial_ba", "rows_a_alone", "docs_category_first", "docs_category_second",
     "docs_delta_io", "docs_write_serializable", "docs_serializable", "agrees_with_docs", "disagreement",
     "retry_after_reload", "retry_after_reload_kind", "b_read_version", "b_operations", "b_note",
@@ -64,13 +67,15 @@ def _error(step: dict | None) -> str:
 def tidy_row(record: dict, base: dict, version: str) -> dict:
     """One ``matrix.csv`` row from a worker's pair record."""
     verdict = classify.classify(record, base)
-    expected = documented.expectation(record["first"], record["second"])
+    spec = engines.ENGINES.get(record["engine"])
+    expected = documented.expectation(record["first"], record["second"], spec.layout if spec else ops.SHARED_FILES.name)
     agrees, disagreement = documented.compare(verdict, expected)
     reload = classify.retry_after_reload(record, base)
     race = record.get("race", {})
     first, second = ops.OPERATIONS[record["first"]], ops.OPERATIONS[record["second"]]
     return {
-        "engine": record["engine"], "engine_version": version, "first": record["first"], "second": record["second"],
+        "engine": record["engine"], "engine_version": version, "layout": spec.layout if spec else "",
+        "interleaving": spec.interleaving if spec else "", "first": record["first"], "second": record["second"],
         "outcome": verdict.outcome, "error_class": verdict.error_class, "conflict": verdict.conflict,
         "anomaly_kind": verdict.kind, "matched": verdict.matched, "rows_race": _rows(race.get("state")),
         "rows_serial_ab": _rows(record.get("serial_ab", {}).get("state")),
@@ -130,7 +135,7 @@ def _remove_table(folder: str) -> None:
         shutil.rmtree(config.ROOT / folder, ignore_errors=True)
 
 
-def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = 2, echo=print,
+def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int = DEFAULT_JOBS, echo=print,
         only: list[tuple[str, str]] | dict[str, list[tuple[str, str]]] | None = None,
         also: dict[str, list[tuple[str, str]]] | None = None) -> list[dict]:
     """Run every pair of ``op_names`` on every engine (``only``: just these pairs of them, on every
@@ -147,7 +152,8 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
     at once, the largest groups first."""
     pairs = ops.pairs(op_names)
     wanted = {name: only.get(name, ()) if isinstance(only, dict) else only for name in engine_names}
-    todo = {name: pairs if wanted[name] is None else [pair for pair in pairs if pair in {tuple(p) for p in wanted[name]}]
+    todo = {name: [pair for pair in engines.ENGINES[name].chosen(pairs)
+                   if wanted[name] is None or pair in {tuple(p) for p in wanted[name]}]
             for name in engine_names}
     for name, extra in (also or {}).items():
         mine = todo.get(name, [])
@@ -177,7 +183,8 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
                 key = ",".join(group)
                 process = eras.start_in_era(era, ["-u", "-m", "helpers.matrix.worker", key, str(tables),
                                                    json.dumps({name: todo[name] for name in group})],
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                            env=worker_env(group))
                 running[key] = process
                 threading.Thread(target=_reader, args=(process, key, lines), daemon=True).start()
             try:
@@ -212,6 +219,18 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
     return rows
 
 
+def worker_env(group: list[str]) -> dict[str, str] | None:
+    """The environment of a worker process: delta-rs's held interleaving needs its commit hold
+    preloaded (:mod:`helpers.matrix.commit_hold`); every other worker, the parent's."""
+    held = [name for name in group if engines.ENGINES[name].held_interleaving
+            and engines.ENGINES[name].module == "helpers.matrix.deltars"]
+    if not held:
+        return None
+    from helpers.matrix import commit_hold
+
+    return commit_hold.preload()
+
+
 def write_outputs(folder: Path, rows: list[dict], engine_names: list[str], versions: dict, op_names: list[str],
                   seconds: float) -> None:
     """``matrix.csv`` (rows in engine, then pair order), ``meta.json`` and one grid per engine."""
@@ -222,7 +241,10 @@ def write_outputs(folder: Path, rows: list[dict], engine_names: list[str], versi
         writer.writeheader()
         writer.writerows(rows)
     meta = {"engines": {name: versions.get(name) for name in engine_names}, "operations": list(op_names),
-            "pairs_per_engine": len(order), "wall_seconds": round(seconds, 1),
+            "pairs_per_engine": len(order),
+            "pairs": {name: sum(1 for r in rows if r["engine"] == name) for name in engine_names},
+            "layouts": {layout.name: layout.what for layout in ops.LAYOUTS.values()},
+            "interleavings": dict(ops.INTERLEAVINGS), "wall_seconds": round(seconds, 1),
             "run_on": time.strftime("%Y-%m-%d"),
             "documentation": [{"page": page, "read_on": read_on} for page, read_on in documented.sources()]}
     (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -310,23 +332,28 @@ def summary(rows: list[dict]) -> str:
 
 CELL = ("outcome", "conflict", "anomaly_kind", "matched", "rows_race", "retry_after_reload", "retry_after_reload_kind")
 """What must match for two engines' cells to be the same cell (the store must not change any of it)."""
+VERDICT = ("outcome", "conflict", "anomaly_kind", "retry_after_reload", "retry_after_reload_kind")
+"""What a variant on another layout is compared by: its base table holds other rows."""
 
 
 def confirmations(rows: list[dict]) -> list[str]:
-    """For each engine that re-runs another's cells on another store (:attr:`EngineSpec.confirms`):
-    how many cells it compared, and every cell that differs, field by field."""
+    """For each engine that re-runs another's cells on another store (:attr:`EngineSpec.confirms`), or
+    on another layout or interleaving (:attr:`EngineSpec.variant_of`): how many cells it compared,
+    and every cell that differs, field by field."""
     lines = []
     present = {r["engine"] for r in rows}
     for name in dict.fromkeys(r["engine"] for r in rows):
-        confirmed = engines.ENGINES[name].confirms if name in engines.ENGINES else None
+        spec = engines.ENGINES.get(name)
+        confirmed = (spec.confirms or spec.variant_of) if spec else None
         if not confirmed or confirmed not in present:
             continue
         local = {(r["first"], r["second"]): r for r in rows if r["engine"] == confirmed}
         mine = [r for r in rows if r["engine"] == name and (r["first"], r["second"]) in local]
+        compared = CELL if spec.layout == ops.SHARED_FILES.name else VERDICT  # another table: other rows
         differ = []
         for r in mine:
             other = local[(r["first"], r["second"])]
-            fields = [f"{f}: {other[f]!r} → {r[f]!r}" for f in CELL if str(r[f]) != str(other[f])]
+            fields = [f"{f}: {other[f]!r} → {r[f]!r}" for f in compared if str(r[f]) != str(other[f])]
             if fields:
                 differ.append(f"- {r['first']} → {r['second']}: {'; '.join(fields)}")
         lines.append(f"\n{name} against {confirmed}: {len(mine)} cells compared, {len(differ)} differ"

@@ -35,6 +35,16 @@ read its files when A commits, so a B that delta-rs refuses for a file A's VACUU
 with no retention deletes the files the held B wrote and has not committed yet (no snapshot names
 them), as it would those of any writer in flight.
 
+**The other interleaving** (``delta-spark-4.4+b-files-after``): the hold is armed at B's data files
+instead (``CommitHold.armAtData``): B reads version N from the log, and the first data file it opens
+or creates under the table waits (``workbook.matrix.HeldLocalFileSystem``, the session's
+``fs.file.impl``: Hadoop's local file system, every call its own but that wait) until A has
+committed. B reads and writes its data files after A's commit, as a delta-rs B does, and a VACUUM as
+A cannot delete them. (Held at its first file created instead, B's reads raced A's VACUUM: whether
+it met a deleted file or the conflict checker first changed from run to run with the order its task
+read the files.) Only pairs whose B writes data files race it (a DELETE of every row and a metadata
+change write none).
+
 The oracle reads every table (:meth:`DeltaSpark.read`) with the kernel's deltalake, the reader of
 the workbook's auditor (:mod:`helpers.audit`): a Spark query per table cost a third of the Spark
 engine's time here (0.3 s against 0.01 s). :meth:`DeltaSpark.create_base` checks that both readers
@@ -59,6 +69,8 @@ from helpers.matrix import operations as ops
 HOLD_TIMEOUT_S = 240.0
 """A safety limit only: how long B may take to reach its commit before the pair is abandoned."""
 _SESSION = None
+_ENGINE_INFO: list[str] = []
+"""The ``engineInfo`` of the base tables made in this process (one JVM: one value)."""
 _C1_ONLY = "-XX:TieredStopAtLevel=1"
 SECOND_TIER_FROM_PAIRS = 100
 """A driver given at least this many pairs (the full matrix: several hundred in one process) lives
@@ -81,6 +93,10 @@ def session_conf() -> dict[str, str]:
         "spark.jars": str(sessions.log_store_jar()),
         "spark.delta.logStore.file.impl": "workbook.matrix.HeldHDFSLogStore",
         "spark.delta.logStore.s3a.impl": "workbook.matrix.HeldS3SingleDriverLogStore",
+        # the other interleaving's hold at B's first data file (local paths only); on the driver's own
+        # class path, as spark-submit reads local files through it before spark.jars are loaded
+        "spark.hadoop.fs.file.impl": "workbook.matrix.HeldLocalFileSystem",
+        "spark.driver.extraClassPath": str(boot_jar()),
         # the held B must not keep a lock A needs (see the module's text)
         "spark.databricks.delta.commitLock.enabled": "false",
         # VACUUM RETAIN 0 HOURS, for this session only
@@ -98,11 +114,39 @@ def session_conf() -> dict[str, str]:
     }
 
 
+BOOT_CLASSES = ("workbook/matrix/CommitHold", "workbook/matrix/HeldLocalFileSystem")
+
+
+def boot_jar() -> Path:
+    """The hold and the held local file system alone, from the log stores' jar
+    (:func:`helpers.sessions.log_store_jar`), for the driver's own class path: the file system is
+    needed before ``spark.jars`` are loaded, and the held log stores must stay beside Delta's storage
+    jar, where they find ``HDFSLogStore``. One ``CommitHold`` class serves both: a class loader asks
+    its parent first, so the log stores' jar finds the driver's copy."""
+    import os
+    import zipfile
+
+    source = sessions.log_store_jar()
+    jar = source.with_name("workbook-matrix-boot.jar")
+    if jar.is_file() and jar.stat().st_mtime >= source.stat().st_mtime:
+        return jar
+    partial = jar.with_suffix(f".{os.getpid()}.tmp")
+    with zipfile.ZipFile(source) as whole, zipfile.ZipFile(partial, "w") as boot:
+        for name in whole.namelist():
+            if name.startswith(BOOT_CLASSES):
+                boot.writestr(name, whole.read(name))
+    partial.replace(jar)
+    return jar
+
+
 def session():
     """This process's SparkSession for the matrix (built on first use, then shared)."""
     global _SESSION
     if _SESSION is None:
-        _SESSION = sessions.spark_session("local", "s3", app_name="conflict-matrix", extra_conf=session_conf())
+        from helpers.matrix import engines
+
+        name = "conflict-matrix" if engines.this_process == "spark" else f"conflict-matrix-{engines.this_process}"
+        _SESSION = sessions.spark_session("local", "s3", app_name=name, extra_conf=session_conf())
     return _SESSION
 
 
@@ -119,11 +163,25 @@ class DeltaSpark:
     """The matrix's engine interface (:mod:`helpers.matrix.engines`) on Delta Spark."""
 
     def __init__(self, name: str) -> None:
+        from helpers.matrix import engines
+
+        spec = engines.ENGINES.get(name)
         self.name = name
+        self.layout = ops.LAYOUTS[spec.layout if spec else ops.SHARED_FILES.name]
+        self.hold_at_data = bool(spec and spec.held_interleaving)
+        self.results_name = spec.base_of if self.hold_at_data else name
+        """Whose "alone" and serial results this engine's are (its other interleaving's: the same)."""
         self.spark = session()
+
+    @property
+    def version(self) -> str:
+        """What the JVM really runs, as its first commit says (``Apache-Spark/4.2.0 Delta-Lake/4.4.0``),
+        once any engine of this process has made a base table; until then the pinned versions."""
+        if _ENGINE_INFO:
+            return _ENGINE_INFO[-1]
         import pyspark
 
-        self.version = f"{config.DELTA_JARS_VERSION} (Spark {pyspark.__version__})"
+        return f"{config.DELTA_JARS_VERSION} (Spark {pyspark.__version__})"
 
     # -- the interface ----------------------------------------------------------------------
     def unavailable(self, op: str) -> str | None:
@@ -134,12 +192,15 @@ class DeltaSpark:
 
     def create_base(self, path: str) -> None:
         where = location(path)
-        for batch in ops.BASE_BATCHES:
-            self._frame([(i, 10 * i) for i in batch]).write.format("delta").mode("append").save(where)
-        self._table(where).delete(ops.BASE_DELETE)
+        for batch in self.layout.base:
+            writer = self._frame(batch).write.format("delta").mode("append")
+            if self.layout.partition_by:
+                writer = writer.partitionBy(*self.layout.partition_by)
+            writer.save(where)
+        self._table(where).delete(self.layout.base_delete)
         engine_info = self._commit_info(path, 0).get("engineInfo", "")
         if engine_info:  # e.g. "Apache-Spark/4.2.0 Delta-Lake/4.4.0": what the JVM really runs
-            self.version = engine_info
+            _ENGINE_INFO.append(engine_info)
         from helpers.matrix import classify
 
         if not classify.same(self.read(path), self.read_with_spark(path)):  # the oracle's reader must agree
@@ -177,25 +238,29 @@ class DeltaSpark:
             raise java_error(error) from None
 
     def _run(self, op: str, where: str, path: str) -> str | None:
+        layout = self.layout
         if op in ("append", "retry"):
-            self._write(where, ops.APPEND_ROWS, "append")
+            self._write(where, layout.append_rows, "append")
         elif op in ("append_txn", "retry_txn"):
             before = self._latest(path)
-            self._write(where, ops.APPEND_ROWS, "append", txnAppId=ops.APP_ID, txnVersion=str(ops.APP_VERSION))
+            self._write(where, layout.append_rows, "append", txnAppId=ops.APP_ID, txnVersion=str(ops.APP_VERSION))
             if self._latest(path) == before:
                 return f"skipped by Delta Spark: the log already holds txnVersion >= {ops.APP_VERSION} of {ops.APP_ID!r}"
         elif op == "overwrite":
-            self._write(where, ops.OVERWRITE_ROWS, "overwrite")
+            self._write(where, layout.overwrite_rows, "overwrite")
         elif op == "replace_where":
-            self._write(where, ops.REPLACE_ROWS, "overwrite", replaceWhere=ops.REPLACE_PREDICATE)
+            self._write(where, layout.replace_rows, "overwrite", replaceWhere=layout.replace_predicate)
         elif op == "delete":
-            self._table(where).delete(ops.DELETE_PREDICATE)
+            self._table(where).delete(layout.delete_predicate)
+        elif op == "delete_all":
+            self._table(where).delete()
         elif op == "update":
-            self._table(where).update(ops.UPDATE_PREDICATE, dict(ops.UPDATE_SET))
+            self._table(where).update(layout.update_predicate, dict(ops.UPDATE_SET))
         elif op == "merge":
-            (self._table(where).alias("t").merge(self._frame(ops.MERGE_SOURCE).alias("s"), ops.MERGE_CONDITION)
+            inserted = {column: f"s.{column}" for column in layout.columns}
+            (self._table(where).alias("t").merge(self._frame(layout.merge_source).alias("s"), layout.merge_condition)
              .whenMatchedUpdate(set={"value": "s.value"})
-             .whenNotMatchedInsert(values={"id": "s.id", "value": "s.value"})
+             .whenNotMatchedInsert(values=inserted)
              .execute())
         elif op == "optimize":
             self._table(where).optimize().executeCompaction()
@@ -223,37 +288,31 @@ class DeltaSpark:
         reached a commit nor ended within :data:`HOLD_TIMEOUT_S` (``first()`` then did not run)."""
         hold = self.spark._jvm.workbook.matrix.CommitHold
         where = location(path)
-        hold.arm(where)
-        outcome: dict = {}
-
-        def b() -> None:
-            try:
-                outcome["note"] = self.run(op, where, path)
-            except BaseException as error:  # noqa: BLE001  (handed to the caller's thread)
-                outcome["error"] = error
-            finally:
-                hold.abandon(where)
-
-        thread = threading.Thread(target=b, name=f"matrix-held-{op}", daemon=True)
-        thread.start()
-        try:
+        if self.hold_at_data:  # B's data files after A's commit (see the module's text)
+            hold.armAtData(where)
+        else:
+            hold.arm(where)
+        def wait_held() -> str | None:
             if not hold.awaitHeld(where, int(HOLD_TIMEOUT_S * 1000)):
                 raise TimeoutError(f"{op} reached no commit within {HOLD_TIMEOUT_S:.0f} s")
-            held = hold.heldFile(where)
-            first()
-        finally:
-            hold.release(where)
-        thread.join()
-        return {"note": outcome.get("note"), "held_at": held, "error": outcome.get("error")}
+            return hold.heldFile(where)
+
+        from helpers.matrix import engines
+
+        return engines.race_held(op, lambda: self.run(op, where, path), wait_held, lambda: hold.release(where),
+                                 lambda: hold.abandon(where), first)
 
     # -- helpers ----------------------------------------------------------------------------
     def _frame(self, rows):
-        """A DataFrame of (id, value) rows (bigint) in one partition: each write makes one data file,
-        as delta-rs's do. Written as SQL ``VALUES``, a relation of the JVM's own: no Python worker
-        process unpickles the rows (``createDataFrame`` of a list starts some)."""
-        values = ", ".join(f"({int(i)}, {int(v)})" for i, v in rows)
-        return self.spark.sql(f"SELECT CAST(id AS BIGINT) AS id, CAST(value AS BIGINT) AS value "
-                              f"FROM VALUES {values} AS source(id, value)").coalesce(1)
+        """A DataFrame of the layout's rows ((id, value) bigint, and a string ``part`` if it has one)
+        in one partition: each write makes one data file, as delta-rs's do. Written as SQL ``VALUES``,
+        a relation of the JVM's own: no Python worker process unpickles the rows (``createDataFrame``
+        of a list starts some)."""
+        columns = self.layout.columns
+        values = ", ".join("(" + ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in row) + ")"
+                           for row in rows)
+        selected = ", ".join(f"CAST({c} AS {'STRING' if c == 'part' else 'BIGINT'}) AS {c}" for c in columns)
+        return self.spark.sql(f"SELECT {selected} FROM VALUES {values} AS source({', '.join(columns)})").coalesce(1)
 
     def _table(self, where: str):
         from delta.tables import DeltaTable

@@ -174,6 +174,7 @@ def main(argv: list[str]) -> int:
         from helpers.matrix import engines
 
         engines.pairs_in_this_process = sum(map(len, todo.values()))
+        engines.this_process = engines.ENGINES[names[0]].process_key
         if any(engines.ENGINES[name].store == "s3" for name in names):
             _prepare_s3()
         built = _engines(names)

@@ -29,6 +29,12 @@ import org.apache.hadoop.fs.Path;
  * the log store says partial writes are visible, as HDFSLogStore does) would queue A behind B: the
  * matrix's session turns it off ({@code spark.databricks.delta.commitLock.enabled=false}).
  *
+ * <p>Armed {@link #armAtData at its data files} instead, the hold stops B at the first data file it
+ * opens or creates under the table ({@link HeldLocalFileSystem} calls {@link #passData}): B has read
+ * version N from the log, and reads and writes no data file until A has committed, so B's data files
+ * come after A's commit (what a delta-rs writer from a stale handle does), and a VACUUM as A cannot
+ * see them.
+ *
  * <p>Nothing here decides an outcome or sleeps: the order is the latches'. The only clock is a
  * safety limit ({@link #MAX_HOLD_MS}) after which a held write fails instead of waiting forever.
  * Holds of different tables are independent: the matrix races pairs of several engines at once,
@@ -46,8 +52,10 @@ public final class CommitHold {
     private final CountDownLatch released = new CountDownLatch(1);
     private volatile String heldFile;
     private volatile boolean spent;
+    private final boolean atData;
 
-    private CommitHold() {
+    private CommitHold(boolean atData) {
+        this.atData = atData;
     }
 
     /** The table folder a location names, without scheme and trailing slash: {@code bucket/key} or {@code /abs/path}. */
@@ -59,7 +67,12 @@ public final class CommitHold {
 
     /** Hold the next commit file written under {@code table} (a path or URI of the table's folder). */
     public static void arm(String table) {
-        ARMED.put(key(table), new CommitHold());
+        ARMED.put(key(table), new CommitHold(false));
+    }
+
+    /** Hold the first data file opened or created under {@code table} (any folder below it but {@code _delta_log}). */
+    public static void armAtData(String table) {
+        ARMED.put(key(table), new CommitHold(true));
     }
 
     private static CommitHold of(String table) {
@@ -103,16 +116,39 @@ public final class CommitHold {
     }
 
     /** Called by the held log stores before every write: blocks the first commit file of an armed table. */
-    static void pass(Path path) throws IOException {
+    public static void pass(Path path) throws IOException {
         Path parent = path.getParent();
         if (!COMMIT_FILE.matcher(path.getName()).matches() || parent == null
                 || !"_delta_log".equals(parent.getName()) || parent.getParent() == null) {
             return;
         }
         CommitHold hold = ARMED.get(key(parent.getParent().toString()));
-        if (hold == null) {
+        if (hold == null || hold.atData) {
             return;
         }
+        holdAt(hold, path);
+    }
+
+    /** Called by {@link HeldLocalFileSystem} before it opens or creates a file: blocks the first data file of a table armed at its data. */
+    public static void passData(Path path) throws IOException {
+        if (ARMED.isEmpty()) {
+            return;
+        }
+        for (Path folder = path.getParent(); folder != null; folder = folder.getParent()) {
+            if ("_delta_log".equals(folder.getName())) {
+                return;
+            }
+            CommitHold hold = ARMED.get(key(folder.toString()));
+            if (hold != null) {
+                if (hold.atData) {
+                    holdAt(hold, path);
+                }
+                return;
+            }
+        }
+    }
+
+    private static void holdAt(CommitHold hold, Path path) throws IOException {
         synchronized (hold) {
             if (hold.spent) {
                 return;  // one-shot: A's commit, and B's retry at the next version, pass

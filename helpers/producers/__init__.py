@@ -1,0 +1,16 @@
+"""Many producers, one table (notebook 14): producers stage Parquet data files and hand them over;
+one committer commits them in batches, each batch one delta-rs transaction carrying an
+idempotent-write id, so a restart or a lost answer commits every batch exactly once.
+
+* :mod:`helpers.producers.layout`: the table's staging names, rows and file system;
+* :mod:`helpers.producers.producer`: a producer process;
+* :mod:`helpers.producers.committer`: the committer process and :func:`~helpers.producers.committer.commit_batch`;
+* :mod:`helpers.producers.cleanup`: deleting what was staged and landed;
+* :mod:`helpers.producers.check`: exactly once, read from storage;
+* :mod:`helpers.producers.faults`: the lost answer and the kill mid-commit;
+* :mod:`helpers.producers.run` and :mod:`helpers.producers.scenarios`: the processes, and what notebook 14 runs;
+* :mod:`helpers.producers.results`, :mod:`helpers.producers.answer`: the full run's tables, and the answer page's section;
+* :mod:`helpers.producers.spark_stream`: Structured Streaming's ``foreachBatch`` with ``txnAppId`` / ``txnVersion``.
+
+``python -m helpers.producers`` (``make producers``) makes the full run.
+"""

@@ -1,0 +1,102 @@
+"""``python -m helpers.producers``: the full run (``make producers``): 1, 2, 4 and 8 producers
+through one committer on local disk, Azure (Azurite) and S3 (moto), beside the benchmark's
+serial limit and 8 racing writers on the same stores, in one run.
+
+    python -m helpers.producers --publish                 # the full run, results in build/producers/full/, published
+    python -m helpers.producers --producers 1,2 --files 5 --name try
+
+The emulators must be running (``make producers`` starts and stops them). Exits 1 unless every
+run kept every row exactly once and no racing writer lost a commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timezone
+
+from helpers import config, full_runs, storage
+from helpers.bench import run as bench
+from helpers.bench.meter import RequestMeter, upstream
+from helpers.producers import results as results_module
+from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
+from helpers.producers.scenarios import throughput
+
+PRODUCER_COUNTS = (1, 2, 4, 8)
+FILES_PER_PRODUCER = 40
+APPENDS = 8
+
+
+def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int = FILES_PER_PRODUCER,
+             appends: int = APPENDS, backends=BACKENDS) -> results_module.Results:
+    """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both."""
+    import pandas as pd
+
+    started = time.time()
+    protocols = [p for p, b in results_module.BACKEND_OF_PROTOCOL.items() if b in backends]
+    racing = bench.benchmark(protocols, writer_counts=[1, results_module.RACING_WRITERS], appends=appends,
+                             name=f"producers-{name}", probe_requests=10) if protocols else None
+    metered = config.profile() == "local"
+    rows = []
+    for backend in backends:
+        meter = RequestMeter(upstream(backend), claim_style="object") if metered and backend != "local" else None
+        try:
+            for n in producer_counts:
+                table = Table.fresh(backend, f"producers/{name}/{backend}-n{n}")
+                row = throughput(table, producers=n, files=files, committer_options=table.route(meter) if meter else None)
+                rows.append({**row, "metered": meter is not None})
+                table.remove()
+        finally:
+            if meter is not None:
+                meter.close()
+    racing_frame = pd.DataFrame(results_module.racing_rows(racing.runs) if racing is not None else [],
+                                columns=["backend", "protocol", "writers", "commits_per_s", "rows_per_s", "ratio_to_serial", "lost", "failed"])
+    runs = results_module.with_ratios(pd.DataFrame(rows), racing_frame)
+    meta = {"run_id": name, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": bench.machine(),
+            "versions": racing.meta["versions"] if racing is not None else {}, "producer_counts": list(producer_counts),
+            "files_per_producer": files, "rows_per_file": int(runs.rows_per_file.iloc[0]), "racing_appends": appends,
+            "racing_writers": results_module.RACING_WRITERS, "backends": list(backends), "metered": metered,
+            "s3_server": config.s3_server(), "wall_s": time.time() - started}
+    results = results_module.Results(runs, racing_frame, meta)
+    results_module.save(results, RESULTS_DIR / name)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.producers", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--producers", default=",".join(map(str, PRODUCER_COUNTS)), help="producer counts (default 1,2,4,8)")
+    parser.add_argument("--files", type=int, default=FILES_PER_PRODUCER, help="data files per producer (default 40)")
+    parser.add_argument("--appends", type=int, default=APPENDS, help="appends per racing writer (default 8)")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="from local, azure, s3 (default: all)")
+    parser.add_argument("--name", default="full", help="results folder under build/producers/ (default full)")
+    parser.add_argument("--publish", action="store_true", help="when every check holds, copy the tables to data/full_runs/producers/")
+    args = parser.parse_args(argv)
+    try:
+        counts = [int(v) for v in args.producers.split(",")]
+        backends = [b for b in args.backends.split(",") if b]
+        if not counts or min(counts) < 1 or args.files < 1 or args.appends < 1 or set(backends) - set(BACKENDS):
+            raise ValueError
+    except ValueError:
+        parser.error("producer counts and files must be whole numbers >= 1, backends from " + ", ".join(BACKENDS))
+    try:
+        found = full_run(args.name, producer_counts=counts, files=args.files, appends=args.appends, backends=backends)
+    except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
+        print(f"producers: {error}", file=sys.stderr)
+        return 1
+    columns = ["backend", "producers", "commits", "rows", "commits_per_s", "rows_per_s", "files_per_commit_mean",
+               "ratio_to_serial", "rows_ratio_to_racing", "exactly_once"]
+    print(found.runs[columns].round(3).to_string(index=False))
+    print(found.racing.round(3).to_string(index=False))
+    print(f"Results: {config.shown(found.folder)}")
+    bad = found.runs[~found.runs.exactly_once.astype(bool)]
+    if len(bad) or (len(found.racing) and found.racing.lost.sum()):
+        print("producers: a run lost or duplicated rows, or a racing writer lost a commit", file=sys.stderr)
+        return 1
+    if args.publish:
+        print(f"published to {config.shown(full_runs.publish(results_module.KIND, found.folder))}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The committer: one process takes the staged files producers handed over and commits them in
+batches, each batch ONE delta-rs transaction that adds its files, exactly once across restarts
+and lost answers.
+
+    <python> -m helpers.producers.committer SPEC_JSON_FILE
+
+Each batch carries ``Transaction(app_id, batch)`` (an idempotent-write id: a ``txn`` action in the
+commit), and before each commit, and again after any error, the committer refreshes its table and
+asks ``transaction_version(app_id)``: a batch the table already holds is not committed again. On
+start it reads the same from the table: the last batch that landed and the files it holds, so a
+committer killed mid-commit and started again goes on with the next batch, and a file the table
+holds is never offered twice. :func:`commit_batch` is the whole protocol; notebook 14 writes it out
+as the call to copy.
+
+The API: ``DeltaTable.create_write_transaction(add_actions, mode="append", schema=...)``, which
+commits add actions for Parquet files already written in the table's folder (deltalake 1.x; no
+data is written by the commit). ``deltalake.transaction.create_table_with_add_actions`` does the
+same for a table it creates, and ``write_deltalake`` writes the data itself, so a committer could
+not batch other processes' files with it.
+
+``idempotent: false`` in the spec makes the counter-example of notebook 14: no transaction id and
+no check, only the batch's tag in ``commitInfo``.
+
+Standard library, pyarrow and deltalake only (runs in the current era's Python).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from helpers.producers import layout
+from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main, wait_at_barrier
+
+POLL_S = 0.005
+COMMIT_TRIES = 5
+"""Tries per batch (the first and up to four after errors, each after asking the table)."""
+
+
+def commit_batch(table, app_id: str, batch: int, files: list[tuple[str, int, int]]) -> str:
+    """Commit ``files`` ([(path relative to the table, bytes, rows)], Parquet files already in the
+    table's folder) as ONE transaction carrying ``Transaction(app_id, batch)``, unless the table
+    already holds that batch. Returns ``"committed"`` or ``"landed already"``."""
+    from deltalake import CommitProperties, Transaction
+    from deltalake.transaction import AddAction
+
+    table.update_incremental()  # the latest table: a batch that landed before (a lost answer, a restart) is in it
+    if (table.transaction_version(app_id) or 0) >= batch:
+        return "landed already"
+    now_ms = int(time.time() * 1000)
+    adds = [AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows})) for path, size, rows in files]
+    table.create_write_transaction(adds, mode="append", schema=table.schema(), commit_properties=CommitProperties(
+        app_transactions=[Transaction(app_id, batch)], custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)}))
+    return "committed"
+
+
+def commit_blindly(table, app_id: str, batch: int, files: list[tuple[str, int, int]]) -> str:
+    """The counter-example: the same commit with no transaction id and no check."""
+    from deltalake import CommitProperties
+    from deltalake.transaction import AddAction
+
+    now_ms = int(time.time() * 1000)
+    adds = [AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows})) for path, size, rows in files]
+    table.create_write_transaction(adds, mode="append", schema=table.schema(),
+                                   commit_properties=CommitProperties(custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)}))
+    return "committed"
+
+
+def table_files(table) -> set[str]:
+    """The data files the table's current state holds, relative to its folder."""
+    actions = table.get_add_actions(flatten=True)
+    return {str(p) for p in actions.column("path").to_pylist()}
+
+
+class Committer:
+    """The loop: list ready markers, take up to ``max_files`` not yet in the table, commit them as batch n+1."""
+
+    def __init__(self, spec: dict) -> None:
+        from deltalake import DeltaTable
+
+        self.spec = spec
+        self.app_id = layout.app_id(spec["committer"])
+        self.idempotent = spec.get("idempotent", True)
+        self.max_files = int(spec.get("max_files", 1000))
+        self.table = DeltaTable(spec["table_uri"], storage_options=dict(spec["storage_options"]))
+        self.fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
+        self.batch = self.table.transaction_version(self.app_id) or 0  # the last batch that landed
+        self.taken = table_files(self.table)
+
+    def one_batch(self, staged: list[layout.Staged]) -> dict:
+        self.batch += 1
+        files = [(s.data_path, s.size, s.rows) for s in staged]
+        record = {"batch": self.batch, "files": len(files), "rows": sum(s.rows for s in staged), "t_start": time.time(),
+                  "errors": []}
+        for attempt in range(1, COMMIT_TRIES + 1):
+            try:
+                if self.idempotent:
+                    record["outcome"] = commit_batch(self.table, self.app_id, self.batch, files)
+                else:
+                    record["outcome"] = commit_blindly(self.table, self.app_id, self.batch, files)
+                break
+            except Exception as error:  # the answer may be wrong: the next try asks the table first
+                record["errors"].append(f"{type(error).__name__}: {one_line(str(error), 300)}")
+                if not self.idempotent or attempt == COMMIT_TRIES:
+                    raise
+        record["attempts"] = attempt
+        record["t_done"] = time.time()
+        self.taken.update(path for path, _, _ in files)
+        return record
+
+    def run(self, stop_file: Path, commits: list[dict]) -> None:
+        while True:
+            stopping = stop_file.exists()  # before the listing: every marker written before the stop is in it
+            pending = [s for s in layout.ready(self.fs) if s.data_path not in self.taken]
+            if not pending:
+                if stopping:
+                    return
+                time.sleep(POLL_S)
+                continue
+            commits.append(self.one_batch(pending[:self.max_files]))
+
+
+def run(spec: dict) -> dict:
+    result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "commits": [], "error": None}
+    ready = False
+    try:
+        committer = Committer(spec)
+        result["started_after_batch"] = committer.batch
+        ready = True
+        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
+        committer.run(Path(spec["stop_file"]), result["commits"])
+        result["t_end"] = time.time()
+    except Exception as error:
+        layout.record_failure(result, spec, error, before_barrier=not ready)
+    return result
+
+
+if __name__ == "__main__":
+    spec_process_main("helpers.producers.committer", run)

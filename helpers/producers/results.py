@@ -1,0 +1,74 @@
+"""The full run's results: N producers through one committer beside 8 racing writers, in one run.
+
+``runs``: one row per (backend, producers): rows/s and commits/s through one committer, with the
+ratio of its commits/s to the store's serial limit and of its rows/s to 8 racing writers' rows/s
+(both measured in the same run by :mod:`helpers.bench`, whose figures are in ``racing``).
+``meta``: date, machine, versions, the settings. Saved under ``build/producers/<name>/``;
+``make producers`` publishes the full run to ``data/full_runs/producers/`` (:mod:`helpers.full_runs`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import config, full_runs, landing
+
+KIND = "producers"
+TABLES = full_runs.TABLES[KIND]
+BACKEND_OF_PROTOCOL = {"azure": "azure", "s3-conditional-put": "s3"}
+"""The benchmark's racing-writer protocol on each store this run measures (local disk has none)."""
+RACING_WRITERS = 8
+
+
+@dataclass
+class Results:
+    runs: object
+    racing: object
+    meta: dict
+    folder: Path | None = None
+
+
+def racing_rows(bench_runs) -> list[dict]:
+    """The benchmark's rows for the racing writers and the serial limit, by backend, with rows/s
+    (each of its commits appends one landing batch)."""
+    rows = []
+    for _, r in bench_runs.iterrows():
+        rows.append({"backend": BACKEND_OF_PROTOCOL[r["protocol"]], "protocol": r["protocol"], "writers": int(r["writers"]),
+                     "commits_per_s": float(r["commits_per_s"]), "rows_per_s": float(r["commits_per_s"]) * landing.ROWS_PER_BATCH,
+                     "ratio_to_serial": float(r["ratio_to_serial"]), "lost": int(r["lost"]), "failed": int(r["failed"])})
+    return rows
+
+
+def with_ratios(runs, racing):
+    """``runs`` with ``ratio_to_serial`` (commits/s against one writer's, same store; and
+    ``busy_ratio_to_serial``, the same from the committer's first commit on) and
+    ``rows_ratio_to_racing`` (rows/s against 8 racing writers', same store); NaN where the store has none."""
+    serial = racing[racing.writers == 1].set_index("backend")
+    raced = racing[racing.writers == RACING_WRITERS].set_index("backend")
+    runs = runs.copy()
+    runs["serial_commits_per_s"] = runs.backend.map(serial.commits_per_s)
+    runs["racing_rows_per_s"] = runs.backend.map(raced.rows_per_s)
+    runs["ratio_to_serial"] = runs.commits_per_s / runs.serial_commits_per_s
+    if "busy_commits_per_s" in runs:
+        runs["busy_ratio_to_serial"] = runs.busy_commits_per_s / runs.serial_commits_per_s
+    runs["rows_ratio_to_racing"] = runs.rows_per_s / runs.racing_rows_per_s
+    return runs
+
+
+def save(results: Results, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    results.runs.to_csv(folder / "runs.csv", index=False)
+    results.racing.to_csv(folder / "racing.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps(results.meta, indent=1))
+    results.folder = folder
+    return folder
+
+
+def load(folder: str | Path | None = None) -> Results:
+    """A saved run (default: the full run, this machine's or the committed copy)."""
+    folder = Path(folder) if folder is not None else full_runs.location(KIND)
+    if not full_runs.finished(folder):
+        raise full_runs.FullRunError(f"No producers run in {config.shown(folder)}; `make producers` makes one.")
+    return Results(*(full_runs.read_table(folder, t) for t in TABLES), json.loads((folder / "meta.json").read_text()), folder)

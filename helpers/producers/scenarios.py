@@ -1,0 +1,130 @@
+"""What notebook 14 runs: the committer surviving its faults, the counter-example, and a throughput run.
+
+* :func:`survive_faults`: producers and the committer run; one producer is SIGKILLed after a data
+  file and before its marker, the committer is SIGKILLed after the store accepted its first commit
+  and before it heard; both start again, the restarted committer's next commit answer is lost;
+  then clean-up, and the verdict from storage.
+* :func:`counter_example`: the same producers, a committer without the transaction id and the
+  check, one lost answer: the batch is committed twice, and the verdict says so.
+* :func:`throughput`: N producers through one committer, no faults: rows/s and commits/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from helpers import config
+from helpers.producers import check, faults
+from helpers.producers.run import Phase, ProducersError, Table
+
+
+@dataclass
+class Survival:
+    """What happened in :func:`survive_faults`, as the processes and gates saw it."""
+
+    files: dict[int, int]
+    killed_producer_exit: int | None
+    killed_committer_exit: int | None
+    killed_at: dict | None
+    """The kill gate's record: the point, the request (``_delta_log/N.json``) the store had accepted."""
+    restarted_after_batch: int
+    """The last batch the restarted committer found in the table (the one its killed run committed)."""
+    lost_answers: list[str]
+    commits: list[dict] = field(default_factory=list)
+    """The restarted committer's records (batch, files, rows, outcome, attempts, errors)."""
+    before_cleanup: check.Verdict | None = None
+    cleaned: dict[str, int] = field(default_factory=dict)
+    after_cleanup: check.Verdict | None = None
+
+
+def _one_result(phase: Phase, name: str) -> dict:
+    proc = next(p for p in phase.procs if p.name == name)
+    result = proc.result()
+    if result is None or result["error"]:
+        raise ProducersError(f"{name} failed: {result['error'] if result else 'no result'} (see {config.shown(phase.dir)})")
+    return result
+
+
+def survive_faults(table: Table, *, producers: int = 3, files: int = 4) -> Survival:
+    """The committer killed mid-commit and restarted, a producer killed mid-file and restarted, a lost answer."""
+    if producers < 1 or files < 2:
+        raise ProducersError("survive_faults needs at least 1 producer with 2 files (producer 1 dies after its 2nd).")
+    counts = {p: files for p in range(1, producers + 1)}
+    with table.gate(faults.KillGate) as kill_gate, table.gate(faults.LostAnswerGate) as lost_gate:
+        kill_gate.arm("claimed")
+        first = Phase(table, "phase-1")
+        for p in counts:
+            first.producer(p, files, die_after_data=2 if p == 1 else None)
+        killed_committer = first.committer(table.route(kill_gate))
+        first.start(kill_gate)
+        first.finish()
+        problems = first.failed(expected_kills=("p1", "committer"))
+        if problems:
+            raise ProducersError("; ".join(problems))
+        lost_gate.drop_next(1)
+        second = Phase(table, "phase-2")
+        second.producer(1, files, resume=True)
+        second.committer(table.route(lost_gate))
+        second.start()
+        second.finish()
+        restarted = _one_result(second, "committer")
+        killed_producer = next(p for p in first.procs if p.name == "p1")
+        found = Survival(files=counts, killed_producer_exit=killed_producer.exit_code,
+                         killed_committer_exit=killed_committer.exit_code, killed_at=kill_gate.killed,
+                         restarted_after_batch=restarted["started_after_batch"], lost_answers=list(lost_gate.dropped),
+                         commits=restarted["commits"])
+    _one_result(second, "p1")
+    found.before_cleanup = table.verdict(counts)
+    found.cleaned = table.clean_up(orphans_older_than_s=0.0)
+    found.after_cleanup = table.verdict(counts)
+    return found
+
+
+def counter_example(table: Table, *, producers: int = 2, files: int = 2) -> check.Verdict:
+    """A committer without the transaction id and the check, one lost answer: the verdict of its table."""
+    counts = {p: files for p in range(1, producers + 1)}
+    with table.gate(faults.LostAnswerGate) as lost_gate:
+        lost_gate.drop_next(1)
+        phase = Phase(table, "blind")
+        for p in counts:
+            phase.producer(p, files)
+        phase.committer(table.route(lost_gate), idempotent=False)
+        phase.start()
+        phase.finish()
+        if not lost_gate.dropped:
+            raise ProducersError("The lost answer never happened: no commit claim passed the gate.")
+    problems = phase.failed()
+    if problems:
+        raise ProducersError("; ".join(problems))
+    table.clean_up(orphans_older_than_s=0.0)
+    return table.verdict(counts)
+
+
+def throughput(table: Table, *, producers: int, files: int, committer_options: dict[str, str] | None = None,
+               max_files: int = 1000) -> dict:
+    """N producers, ``files`` each, through one committer; the run's figures (the window runs from
+    the barrier to the committer's last commit; ``busy_commits_per_s`` from its first commit to its
+    last, when it commits back to back), and whether storage holds every row exactly once."""
+    counts = {p: files for p in range(1, producers + 1)}
+    phase = Phase(table, f"n{producers}")
+    for p in counts:
+        phase.producer(p, files)
+    phase.committer(committer_options, max_files=max_files)
+    t_go = phase.start()
+    phase.finish()
+    problems = phase.failed()
+    if problems:
+        raise ProducersError("; ".join(problems))
+    commits = [c for c in _one_result(phase, "committer")["commits"] if c["outcome"] == "committed"]
+    window = max(c["t_done"] for c in commits) - t_go
+    latencies = sorted(c["t_done"] - c["t_start"] for c in commits)
+    done = sorted(c["t_done"] for c in commits)  # from its first commit on, the committer always had files waiting
+    busy = (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else float("nan")
+    verdict = table.verdict(counts)
+    rows = sum(c["rows"] for c in commits)
+    return {"backend": table.backend, "producers": producers, "files_per_producer": files, "rows_per_file": table.rows,
+            "commits": len(commits), "rows": rows, "window_s": window, "commits_per_s": len(commits) / window,
+            "busy_commits_per_s": busy,
+            "rows_per_s": rows / window, "files_per_commit_mean": rows / table.rows / len(commits),
+            "commit_latency_p50_s": latencies[len(latencies) // 2], "exactly_once": verdict.exactly_once,
+            "attempts_max": max(c["attempts"] for c in commits)}

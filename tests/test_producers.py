@@ -1,0 +1,176 @@
+"""helpers.producers: the staging names, the committer's exactly-once protocol on a local table,
+clean-up, the notebook's calls to copy (delta-rs and Spark), the Spark run's pure parts, and the answer page's
+section from the committed run."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from helpers import config
+from helpers.producers import answer, cleanup, committer, layout, producer, results, spark_stream
+from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
+from helpers.producers.check import exactly_once
+
+NOTEBOOK = config.NOTEBOOKS_DIR / "14_many_producers.ipynb"
+
+
+def test_a_marker_name_says_what_the_committer_needs():
+    staged = layout.Staged(producer=3, seq=12, token="1f2e3d4c", rows=10, size=1534)
+    assert staged.marker_path == "_queue/ready/p03-00000012-1f2e3d4c-10-1534.ready"
+    assert layout.parse_marker(staged.marker_path) == staged
+    assert layout.producer_and_seq(staged.data_path) == (3, 12)
+    assert layout.parse_marker("_queue/ready/p03-00000012-1f2e3d4c-10.ready") is None
+    assert len(layout.expected_ids({1: 2, 2: 3}, 10)) == 50
+
+
+@pytest.fixture
+def local_table(tmp_path):
+    uri = str(tmp_path / "table")
+    (tmp_path / "table").mkdir()
+    DeltaTable.create(uri, layout.schema())
+    return uri
+
+
+def _staged(uri: str, producer_number: int, seqs) -> list[tuple[str, int, int]]:
+    fs = layout.filesystem(uri, {})
+    made = [producer.produce(fs, producer_number, seq, 10) for seq in seqs]
+    return [(s.data_path, s.size, s.rows) for s in made]
+
+
+def test_commit_batch_commits_a_batch_once_however_often_it_is_asked(local_table):
+    files = _staged(local_table, 1, (1, 2))
+    table = DeltaTable(local_table)
+    assert committer.commit_batch(table, "c", 1, files) == "committed"
+    assert committer.commit_batch(DeltaTable(local_table), "c", 1, files) == "landed already"  # a restart, a retry
+    verdict = exactly_once(local_table, {}, layout.expected_ids({1: 2}, 10))
+    assert verdict.exactly_once, verdict
+    assert DeltaTable(local_table).version() == 1
+
+
+def test_the_check_finds_a_batch_committed_twice_that_a_reader_counts_once(local_table):
+    files = _staged(local_table, 1, (1,))
+    committer.commit_blindly(DeltaTable(local_table), "c", 1, files)
+    committer.commit_blindly(DeltaTable(local_table), "c", 1, files)
+    verdict = exactly_once(local_table, {}, layout.expected_ids({1: 1}, 10))
+    assert verdict.rows_read == 10  # deltalake reads a file added twice once
+    assert verdict.rows_the_log_adds == 20
+    assert verdict.batches_twice == {("c", 1): [1, 2]}
+    assert list(verdict.files_added_twice.values()) == [[1, 2]]
+    assert not verdict.exactly_once
+
+
+def test_commits_carry_the_workbook_tags_the_auditor_reads(local_table):
+    committer.commit_batch(DeltaTable(local_table), "c", 1, _staged(local_table, 2, (1,)))
+    info = DeltaTable(local_table).history(1)[0]
+    assert (info[WRITER_TAG], info[BATCH_TAG]) == ("c", "1")
+
+
+def test_clean_up_deletes_landed_markers_and_orphans_never_a_file_the_table_holds(local_table):
+    files = _staged(local_table, 1, (1, 2))
+    committer.commit_batch(DeltaTable(local_table), "c", 1, files[:1])  # file 2 waits in the queue
+    fs = layout.filesystem(local_table, {})
+    pq.write_table(layout.file_rows(1, 3, 10), layout.data_path(1, 3, "deadbeef"), filesystem=fs)  # a killed producer's
+    assert cleanup.clean_up(local_table, {}, orphans_older_than_s=0.0) == {"markers": 1, "orphaned data files": 1, "waiting": 1}
+    assert layout.listed(fs, layout.PRODUCED_DIR) == sorted(path for path, _, _ in files)
+    assert [s.data_path for s in layout.ready(fs)] == [files[1][0]]
+
+
+def _function(source: str, name: str) -> ast.FunctionDef:
+    return next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef) and node.name == name)
+
+
+def _body(function: ast.FunctionDef) -> list[str]:
+    """The statements of a function, without its docstring and imports."""
+    return [ast.dump(s) for s in function.body
+            if not isinstance(s, (ast.Import, ast.ImportFrom)) and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def copy_cell_matches(cell: str) -> bool:
+    """Does the notebook's ``commit_batch`` make the committer's calls, statement for statement?"""
+    import inspect
+
+    return _body(_function(cell, "commit_batch")) == _body(_function(inspect.getsource(committer), "commit_batch"))
+
+
+def _copy_cell() -> str:
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "def commit_batch(" in "".join(c["source"]))
+
+
+def test_the_notebooks_call_to_copy_is_the_committers():
+    assert copy_cell_matches(_copy_cell())
+
+
+def test_a_copy_cell_without_the_check_is_found():
+    crafted = _copy_cell().replace("if (table.transaction_version(app_id) or 0) >= batch:", "if False:")
+    assert not copy_cell_matches(crafted)
+
+
+def test_the_answer_section_is_rendered_from_the_committed_run():
+    found = results.load(config.DATA_DIR / "full_runs" / results.KIND)
+    text = answer.what_to_build(found)
+    assert text.startswith(answer.HEADING)
+    top = found.runs[found.runs.producers == found.runs.producers.max()]
+    assert text.count("\n| ") == 2 + len(top)  # the header, its rule, one row per store
+    assert f"{top.set_index('backend').loc['s3', 'rows_per_s']:.0f}" in text
+    assert found.meta["date"][:10] in text
+
+
+# -- §5, Spark: the pure parts (the run itself is the notebook's) --------------------------------------
+
+
+def _spark_copy_cell() -> str:
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "def append_batch(" in "".join(c["source"]))
+
+
+def spark_copy_cell_matches(cell: str) -> bool:
+    """Do the notebook's ``append_batch`` and ``start_stream`` make the driver's calls, statement for statement?"""
+    import inspect
+
+    source = inspect.getsource(spark_stream)
+    return all(_body(_function(cell, name)) == _body(_function(source, name)) for name in ("append_batch", "start_stream"))
+
+
+def test_the_notebooks_spark_call_to_copy_is_the_drivers():
+    assert spark_copy_cell_matches(_spark_copy_cell())
+
+
+def test_a_spark_copy_cell_without_the_txn_options_is_found():
+    crafted = _spark_copy_cell().replace('.option("txnAppId", app_id).option("txnVersion", batch_id)', "")
+    assert not spark_copy_cell_matches(crafted)
+
+
+def test_the_checkpoint_says_which_batches_were_planned_and_which_done(tmp_path):
+    for folder, names in {"offsets": ("0", "1", ".1.crc"), "commits": ("0", ".0.crc")}.items():
+        (tmp_path / folder).mkdir()
+        for name in names:
+            (tmp_path / folder / name).write_text("v1")
+    assert spark_stream.checkpoint_batches(tmp_path) == {"offsets": [0, 1], "commits": [0]}
+    assert spark_stream.checkpoint_batches(tmp_path / "none") == {"offsets": [], "commits": []}
+
+
+def test_a_batch_two_drivers_ran_is_a_replay():
+    events = [{"process": "driver-1", "event": "session"}, {"process": "driver-1", "event": "batch", "batch": 0},
+              {"process": "driver-1", "event": "batch", "batch": 1}, {"process": "driver-2", "event": "batch", "batch": 1},
+              {"process": "driver-2", "event": "batch", "batch": 2}]
+    assert spark_stream.replayed(events) == [1]
+    assert spark_stream.replayed(events[:3] + events[4:]) == []
+
+
+def test_the_log_shows_each_commits_txn_and_batch(local_table):
+    committer.commit_batch(DeltaTable(local_table), "c", 1, _staged(local_table, 1, (1, 2)))
+    found = spark_stream.log_commits(local_table)
+    assert found == [{"version": 0, "batch": None, "txn": [], "files": 0, "rows": 0},
+                     {"version": 1, "batch": 1, "txn": ["c:1"], "files": 2, "rows": 20}]
+
+
+def test_the_inputs_hold_the_producers_ids(tmp_path):
+    ids = spark_stream.stage_inputs(tmp_path / "inbox", producers=2, files=3, rows=10)
+    read = pq.read_table(tmp_path / "inbox").column("id").to_pylist()
+    assert sorted(read) == sorted(ids) and len(ids) == 60
