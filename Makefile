@@ -174,7 +174,7 @@ probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (
 	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
 
 # S3_NOTEBOOKS="04 05" on the command line runs some of them (.ci/run leaves out 09, which it runs on the cluster with versitygw)
-S3_NOTEBOOKS := 04 05 08 09 10 13
+S3_NOTEBOOKS := 04 05 08 09 10 13 14
 VERSITYGW_BENCH := -p 'protocols=["azure", "s3-conditional-put"]' 11
 VERSITYGW_TORTURE := --protocols s3-conditional-put s3-unsafe-rename --per-writer 12 --kills 4 --restarts 1 --min-commits 40
 # The DynamoDB lock protocol (deltalake 1.5.1) is left out of the benchmark and the torture subset on versitygw:
