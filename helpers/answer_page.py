@@ -261,8 +261,8 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
         pairs = [(r, c) for r in kept for c in COLUMNS if (condition, SAFE) in grid[r.key, c.key].conditions]
         races = _listed(list(dict.fromkeys(race_words(c.key) for _, c in pairs)))
         links = ", ".join(dict.fromkeys(grid[r.key, c.key].section.link for r, c in pairs))
-        items.append(f"To let jobs run at once, lay the table out so that they touch different files: {races} "
-                     f"commit both {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links}).")
+        items.append(f"To let jobs run at once, lay the table out so that they touch different files: both jobs of "
+                     f"{races} commit {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links}).")
     fixes = [(r, *remedy(r, results)) for r in ROWS if r.remedy]
     for how in dict.fromkeys(r.remedy_how for r, _, _ in fixes):
         safe = [f"{r.name} (measured {versions})" for r, verdict, versions in fixes if r.remedy_how == how and verdict == SAFE]
