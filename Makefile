@@ -102,8 +102,8 @@ bench: install ## the commit-throughput benchmark, every protocol and writer cou
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 	$(PY) -m helpers.full_runs publish bench build/bench/full
 
-producers: install ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite and moto (about a minute; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
-	$(PY) -m helpers.services run -- $(PY) -m helpers.producers --name full --publish $(PRODUCERS_ARGS)
+producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run (about 2 min; needs Go for versitygw, as bench-servers; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw --publish $(PRODUCERS_ARGS)
 
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
 	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 50

@@ -1,5 +1,5 @@
 """``python -m helpers.producers``: the full run (``make producers``): 1, 2, 4 and 8 producers
-through one committer on local disk, Azure (Azurite) and S3 (moto), beside the benchmark's
+through one committer on local disk, Azure (Azurite) and S3 (moto; and versitygw with --s3-servers), beside the benchmark's
 serial limit and 8 racing writers on the same stores, in one run.
 
     python -m helpers.producers --publish                 # the full run, results in build/producers/full/, published
@@ -12,6 +12,7 @@ run kept every row exactly once and no racing writer lost a commit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from datetime import datetime, timezone
@@ -28,28 +29,36 @@ FILES_PER_PRODUCER = 40
 APPENDS = 8
 
 
+def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
+    """``(backend, S3 server or None)`` for each store measured: S3 once per server when servers are named."""
+    return [(backend, server) for backend in backends for server in ((s3_servers or [None]) if backend == "s3" else [None])]
+
+
 def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int = FILES_PER_PRODUCER,
-             appends: int = APPENDS, backends=BACKENDS) -> results_module.Results:
-    """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both."""
+             appends: int = APPENDS, backends=BACKENDS, s3_servers=None) -> results_module.Results:
+    """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
+    ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
     import pandas as pd
 
     started = time.time()
     protocols = [p for p, b in results_module.BACKEND_OF_PROTOCOL.items() if b in backends]
     racing = bench.benchmark(protocols, writer_counts=[1, results_module.RACING_WRITERS], appends=appends,
-                             name=f"producers-{name}", probe_requests=10) if protocols else None
+                             name=f"producers-{name}", probe_requests=10, s3_servers=s3_servers) if protocols else None
     metered = config.profile() == "local"
     rows = []
-    for backend in backends:
-        meter = RequestMeter(upstream(backend), claim_style="object") if metered and backend != "local" else None
-        try:
-            for n in producer_counts:
-                table = Table.fresh(backend, f"producers/{name}/{backend}-n{n}")
-                row = throughput(table, producers=n, files=files, committer_options=table.route(meter) if meter else None)
-                rows.append({**row, "metered": meter is not None})
-                table.remove()
-        finally:
-            if meter is not None:
-                meter.close()
+    for backend, server in _stores(backends, s3_servers):
+        store = results_module.store(backend, server)
+        with config.s3_server_chosen(server) if server else contextlib.nullcontext():
+            meter = RequestMeter(upstream(backend), claim_style="object") if metered and backend != "local" else None
+            try:
+                for n in producer_counts:
+                    table = Table.fresh(backend, f"producers/{name}/{store.replace('@', '-')}-n{n}")
+                    row = throughput(table, producers=n, files=files, committer_options=table.route(meter) if meter else None)
+                    rows.append({**row, "backend": store, "metered": meter is not None})
+                    table.remove()
+            finally:
+                if meter is not None:
+                    meter.close()
     racing_frame = pd.DataFrame(results_module.racing_rows(racing.runs) if racing is not None else [],
                                 columns=["backend", "protocol", "writers", "commits_per_s", "rows_per_s", "ratio_to_serial", "lost", "failed"])
     runs = results_module.with_ratios(pd.DataFrame(rows), racing_frame)
@@ -57,7 +66,8 @@ def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int 
             "versions": racing.meta["versions"] if racing is not None else {}, "producer_counts": list(producer_counts),
             "files_per_producer": files, "rows_per_file": int(runs.rows_per_file.iloc[0]), "racing_appends": appends,
             "racing_writers": results_module.RACING_WRITERS, "backends": list(backends), "metered": metered,
-            "s3_server": config.s3_server(), "wall_s": time.time() - started}
+            "s3_server": config.s3_server(), "s3_servers": list(s3_servers or [config.s3_server()]),
+            "wall_s": time.time() - started}
     results = results_module.Results(runs, racing_frame, meta)
     results_module.save(results, RESULTS_DIR / name)
     return results
@@ -70,17 +80,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=APPENDS, help="appends per racing writer (default 8)")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="from local, azure, s3 (default: all)")
     parser.add_argument("--name", default="full", help="results folder under build/producers/ (default full)")
+    parser.add_argument("--s3-servers", default="", help="S3 on each of these servers in one run, e.g. moto,versitygw "
+                                                         "(default: the one WORKBOOK_S3_SERVER names)")
     parser.add_argument("--publish", action="store_true", help="when every check holds, copy the tables to data/full_runs/producers/")
     args = parser.parse_args(argv)
     try:
         counts = [int(v) for v in args.producers.split(",")]
         backends = [b for b in args.backends.split(",") if b]
+        servers = [v for v in args.s3_servers.split(",") if v]
         if not counts or min(counts) < 1 or args.files < 1 or args.appends < 1 or set(backends) - set(BACKENDS):
             raise ValueError
+        if set(servers) - set(config.S3_SERVERS) or len(set(servers)) != len(servers):
+            parser.error(f"--s3-servers: distinct names from {', '.join(config.S3_SERVERS)}, not {args.s3_servers!r}")
     except ValueError:
         parser.error("producer counts and files must be whole numbers >= 1, backends from " + ", ".join(BACKENDS))
     try:
-        found = full_run(args.name, producer_counts=counts, files=args.files, appends=args.appends, backends=backends)
+        found = full_run(args.name, producer_counts=counts, files=args.files, appends=args.appends, backends=backends,
+                         s3_servers=servers or None)
     except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
         print(f"producers: {error}", file=sys.stderr)
         return 1

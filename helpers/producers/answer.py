@@ -9,7 +9,8 @@ from helpers.producers import results as results_module
 HEADING = "## What to build instead of racing writers"
 GOAL_SERIAL, GOAL_RACING = 0.9, 4.0
 """The design's targets at 8 producers: commits/s at least 0.9 of the serial limit; rows/s at least 4x 8 racing writers'."""
-STORES = {"local": "local disk", "azure": "Azure Blob (Azurite)", "s3": "S3 (moto)"}
+STORES = {"local": "local disk", "azure": "Azure Blob (Azurite)", "s3": "S3 (moto)", "s3@moto": "S3 (moto)",
+          "s3@versitygw": "S3 (versitygw)"}
 
 
 def _ratio(value) -> str:

@@ -30,12 +30,20 @@ class Results:
     folder: Path | None = None
 
 
+def store(backend: str, server: str | None) -> str:
+    """A store's key in the results: ``local``, ``azure``, ``s3``, or ``s3@versitygw`` when one run
+    measures S3 on several servers."""
+    return f"{backend}@{server}" if server else backend
+
+
 def racing_rows(bench_runs) -> list[dict]:
-    """The benchmark's rows for the racing writers and the serial limit, by backend, with rows/s
+    """The benchmark's rows for the racing writers and the serial limit, by store, with rows/s
     (each of its commits appends one landing batch)."""
     rows = []
     for _, r in bench_runs.iterrows():
-        rows.append({"backend": BACKEND_OF_PROTOCOL[r["protocol"]], "protocol": r["protocol"], "writers": int(r["writers"]),
+        protocol, _, server = r["protocol"].partition("@")  # s3-conditional-put@versitygw: one of several servers
+        rows.append({"backend": store(BACKEND_OF_PROTOCOL[protocol], server or None), "protocol": r["protocol"],
+                     "writers": int(r["writers"]),
                      "commits_per_s": float(r["commits_per_s"]), "rows_per_s": float(r["commits_per_s"]) * landing.ROWS_PER_BATCH,
                      "ratio_to_serial": float(r["ratio_to_serial"]), "lost": int(r["lost"]), "failed": int(r["failed"])})
     return rows
