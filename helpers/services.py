@@ -261,7 +261,9 @@ def plays(service: Service) -> tuple[str, ...]:
 
 
 def _select(names: Sequence[str] | None) -> list[Service]:
-    if not names:
+    """The services ``names`` name (services or what they play); None: every one the workbook runs.
+    An empty list names none."""
+    if names is None:
         return active()
     chosen = []
     for name in names:
@@ -466,8 +468,7 @@ def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
         else:
             os.environ[OWNER_VARIABLE] = outer
         started = [s.name for s in status() if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token]
-        if started:  # down([]) would mean every service
-            down(started)
+        down(started)
 
 
 def _print_status(states: list[Status]) -> None:
@@ -491,17 +492,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.action == "up":
-            up(args.names)
+            up(args.names or None)
         elif args.action == "down":
-            down(args.names)
+            down(args.names or None)
         elif args.action == "status":
-            _print_status(status(args.names))
+            _print_status(status(args.names or None))
         elif args.action == "reset":
-            reset(args.names)
+            reset(args.names or None)
         elif args.action == "run":
             if not command:
                 parser.error("run needs a command after --")
-            with running(args.names):
+            with running(args.names or None):
                 return subprocess.call(command)
     except (ServiceError, config.ConfigError) as error:
         print(f"error: {error}", file=sys.stderr)

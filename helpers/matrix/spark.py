@@ -60,7 +60,6 @@ One SparkSession serves every pair of a process (:func:`session`), built by
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from helpers import config, sessions

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from helpers.producers import layout
-from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main, wait_at_barrier
+from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
 
 POLL_S = 0.005
 COMMIT_TRIES = 5
@@ -124,17 +124,14 @@ class Committer:
 
 def run(spec: dict) -> dict:
     result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "commits": [], "error": None}
-    ready = False
-    try:
+
+    def prepare() -> Committer:
         committer = Committer(spec)
         result["started_after_batch"] = committer.batch
-        ready = True
-        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
-        committer.run(Path(spec["stop_file"]), result["commits"])
-        result["t_end"] = time.time()
-    except Exception as error:
-        layout.record_failure(result, spec, error, before_barrier=not ready)
-    return result
+        return committer
+
+    return layout.run_at_barrier(spec, result, prepare,
+                                 lambda committer: committer.run(Path(spec["stop_file"]), result["commits"]))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import signal
 import time
 
 from helpers.producers import layout
-from helpers.writers.protocol import T_PROCESS_START, spec_process_main, wait_at_barrier
+from helpers.writers.protocol import T_PROCESS_START, spec_process_main
 
 
 def handed_over(table_uri: str, storage_options: dict, fs, producer: int) -> set[int]:
@@ -48,22 +48,22 @@ def produce(fs, producer: int, seq: int, rows: int, die_after_data: int | None =
 
 def run(spec: dict) -> dict:
     result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "files": [], "error": None}
-    ready = False
-    try:
+
+    def prepare():
         producer, rows = int(spec["producer"]), int(spec["rows"])
         fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
         skip = handed_over(spec["table_uri"], spec["storage_options"], fs, producer) if spec.get("resume") else set()
         result["skipped"] = sorted(skip)
-        ready = True
-        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
+        return fs, skip, producer, rows
+
+    def work(state) -> None:
+        fs, skip, producer, rows = state
         for seq in range(1, int(spec["files"]) + 1):
             if seq not in skip:
                 produce(fs, producer, seq, rows, spec.get("die_after_data"))
                 result["files"].append({"seq": seq, "t_done": time.time()})
-        result["t_end"] = time.time()
-    except Exception as error:
-        layout.record_failure(result, spec, error, before_barrier=not ready)
-    return result
+
+    return layout.run_at_barrier(spec, result, prepare, work)
 
 
 if __name__ == "__main__":
