@@ -1,6 +1,14 @@
 # JupyterLab for the workbook: Python 3.11, Java 17, the pinned kernel and writer environments,
 # and the Spark jars resolved at build time. The emulators run in their own containers
 # (docker-compose.yml); this image installs exactly what `make install-python` installs natively.
+# Notebook 15's Unity Catalog server, built from its crate as `make uc-server` builds it natively
+# (helpers/catalog/server.py: the same crate, version, feature and lock file); only the binary is kept
+FROM rust:1.95-slim-bookworm AS uc-server
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+RUN cargo install olai-uc-server --version 0.0.11 --features bin --locked --root /opt/uc-server
+
 FROM python:3.11.7-slim-bookworm
 
 RUN apt-get update \
@@ -17,6 +25,8 @@ COPY requirements/ requirements/
 COPY helpers/ helpers/
 RUN make install-python PYTHON=python3.11
 COPY . .
+COPY --from=uc-server /opt/uc-server/bin/uc-server .cache/uc/install/bin/uc-server
+RUN echo 0.0.11 > .cache/uc/install/uc-server.version
 
 EXPOSE 8888
 # as `make lab` starts it (kernels' sockets in a private temporary folder), listening on every

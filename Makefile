@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -95,7 +95,7 @@ workbook: install ## execute every notebook into build/executed/ (HTML + index.h
 
 TEST_WORKERS ?= 3
 
-test: install ## unit tests and every notebook executed as a test, on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
+test: install uc-server ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built first, with Rust), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
@@ -160,14 +160,18 @@ reset: ## wipe emulator state (buckets, tables, containers) and local tables
 	$(PY) -m helpers.services reset
 	rm -rf .state/tables
 
-prefetch: install ## download every wheel, jar and npm package, and versitygw's Go modules if Go is here, for offline use (then: make OFFLINE=1 ...)
+prefetch: install ## download every wheel, jar and npm package, versitygw's Go modules if Go is here and the Unity Catalog server's crates if Rust is, for offline use (then: make OFFLINE=1 ...)
 	$(PY) -m helpers.sessions fetch-jars
 	npm cache verify --loglevel=error >/dev/null
 	$(PY) -m helpers.versitygw build --if-go
+	$(PY) -m helpers.catalog.server build --if-cargo
 	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
 
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
 	$(PY) -m helpers.versitygw build $(if $(OFFLINE),--offline)
+
+uc-server: install ## build the Unity Catalog server of notebook 15 (olai-uc-server, pinned, with the machine's Rust 1.95+) into .cache/uc/, once (about 7 min on 2 cores); OFFLINE=1 builds from the crates in .cache/uc/
+	$(PY) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
 
 PROBE_ARGS ?=
 probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options

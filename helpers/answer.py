@@ -80,6 +80,7 @@ S09_6 = Section(N09, "6", "The hazard: writers that coordinate differently")
 S12_6 = Section("12_torture.ipynb", "6", "Two OPTIMIZEs at once: a finding")
 S12_7 = Section("12_torture.ipynb", "7", "The full run: `make torture`")
 S12_C = Section("12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding")
+S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
@@ -244,6 +245,12 @@ ROWS = (
                "other": Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False, claim=FULL_RUN_CLAIM,
                               note=f"with deltalake {LOG_STORE} through the same lock table nothing is lost, but a writer can be told its "
                                    f"append failed although it is in the log ({S09_5.label})")}),
+    Row("spark-catalog", "Delta Spark", SPARK, "local disk + Unity Catalog",
+        "catalog-managed table (`catalogManaged`): the catalog ratifies each commit",
+        f"Delta Spark {SPARK} on a catalog-managed table",
+        cells={"append": Check(S15_5, "race: problems found reading storage and the catalog", SAFE, SPARK,
+                               claim="each driver's every batch is in the table once"),
+               "other": Unmeasured(f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)")}),
     Row("mixed-lock", "Delta Spark + deltalake", f"{SPARK} + {LOG_STORE}", "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
         f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",

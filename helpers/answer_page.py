@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from helpers import boundaries as b
 from helpers import config
+from helpers.catalog import server as uc_server
 from helpers.answer import (
     COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
-    grid_of, remedy,
+    CURRENT, grid_of, remedy,
 )
 from helpers.sessions import DELTA_DYNAMODB_LOG_STORE, DYNAMODB_LOG_STORE_PREFIX, WORKBOOK_DYNAMODB_LOG_STORE
 
@@ -184,6 +185,15 @@ SETTINGS = (
             f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB " + term("log store", "log-store")
             + "; without it, the default S3 log store cannot see the other drivers' commits", avoid=("spark-several",),
             measured_with=SPARK_LOG_STORE_MEASURED),
+    Setting(f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table", "spark-catalog",
+            f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
+            "it, on local disk); the "
+            "table created through it with `delta.feature.catalogManaged=supported` (" + term("catalog-managed table",
+            "catalog-managed-table") + ", Delta " + b.CATALOG_MANAGED.version + " and later); every writer through that "
+            "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
+            "session catalog, as notebook 15 does); no log store setting and no lock table. A writer that goes around "
+            "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake " + CURRENT
+            + " neither reads nor writes such a table"),
     Setting("Delta Spark and deltalake on one table", "mixed-lock",
             f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
             f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "

@@ -121,6 +121,13 @@ DAFT_TODAY = Boundary(
     "parameters (`dynamo_table_name`, `allow_unsafe_rename`)",
     "measured: notebook 08 §4 and appendix B (concurrent Daft writers lose nothing; every parameter commits)",
 )
+CATALOG_MANAGED = Boundary(
+    "Delta Spark", "4.0.1", "4.0.0",
+    "catalog-managed tables: the table feature `catalogManaged` (4.0.0's preview was `catalogOwned-preview`) lets a "
+    "catalog such as Unity Catalog ratify each commit, so writers need neither put-if-absent nor a lock table",
+    "measured: notebook 15 (Delta Spark 4.4.0 through a Unity Catalog server: several drivers, nothing lost); traced: "
+    "Delta's 4.0.1 release notes (the feature's rename from `catalogOwned-preview`)",
+)
 DELTA_SPARK = Boundary(
     "Delta Spark", "4.4.0", "",
     "still no S3 log store that commits by conditional put: the default S3SingleDriverLogStore checks, "
@@ -131,7 +138,7 @@ DELTA_SPARK = Boundary(
 
 BOUNDARIES: tuple[Boundary, ...] = (
     DYNAMODB_LOG_STORE, CONDITIONAL_PUT_OPT_IN, CONDITIONAL_PUT_DEFAULT, APPEND_READS_TABLE, TABLE_PATH_SLASH, STUCK_REPAIR,
-    DYNAMODB_LOG_STORE_REMOVED, DOUBLE_OPTIMIZE, DAFT_SEEDS, DAFT_TODAY, DELTA_SPARK,
+    DYNAMODB_LOG_STORE_REMOVED, DOUBLE_OPTIMIZE, DAFT_SEEDS, DAFT_TODAY, CATALOG_MANAGED, DELTA_SPARK,
 )
 """Every boundary, libraries in turn, each library's in release order."""
 

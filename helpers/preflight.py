@@ -130,8 +130,9 @@ def notes() -> list[str]:
     """What is optional and missing (the workbook runs without it, and the note says how to add it),
     and what the workbook does differently on this machine (kernel sockets, when the clone is deep)."""
     from helpers import kernels, versitygw
+    from helpers.catalog import server
 
-    return [note for note in (versitygw.check_go(), kernels.preflight_note(ROOT)) if note]
+    return [note for note in (versitygw.check_go(), server.check_cargo(), kernels.preflight_note(ROOT)) if note]
 
 
 def main() -> int:

@@ -8,6 +8,8 @@ with the era's environment alone on its path (forked from the era's fork server,
 its ``name``: ``ready-<name>`` once it waits for ``go``, ``gone-<name>`` if it failed before
 (:mod:`helpers.writers.protocol`). Whoever runs them decides when to open the barrier and how
 long a run may last; nothing here keeps a clock of its own beyond the deadline it is given.
+Inside such a process, :func:`run_at_barrier` is its main: prepare, wait for ``go``, work, and a
+failure recorded in its result (notebook 14's producers and committer, notebook 15's Spark drivers).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from helpers import config, eras, forkserver
 from helpers import progress as progress_display
-from helpers.writers.protocol import gone_file, one_line, ready_file
+from helpers.writers.protocol import gone_file, one_line, ready_file, wait_at_barrier
 
 POLL_S = 0.005
 STDERR_TAIL_CHARS = 1500
@@ -127,3 +129,37 @@ def stderr_tail(path: Path) -> str:
     except OSError:
         return ""
     return one_line(text[-STDERR_TAIL_CHARS:], STDERR_TAIL_CHARS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inside a process of a run
+# ---------------------------------------------------------------------------------------------
+
+
+def run_at_barrier(spec: dict, result: dict, prepare, work) -> dict:
+    """The main of a process that works after the barrier (notebook 14's producers and committer,
+    notebook 15's Spark drivers): ``prepare()`` (its state, before the barrier), then the barrier
+    (``result["t_go"]``), then ``work(state)``, then ``result["t_end"]``; a failure is recorded in
+    ``result`` (:func:`_record_failure`), never raised. Returns ``result``. ``spec`` names the
+    process (``process``), its ``barrier_dir`` and its ``runner_pid``."""
+    ready = False
+    try:
+        state = prepare()
+        ready = True
+        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
+        work(state)
+        result["t_end"] = time.time()
+    except Exception as error:  # noqa: BLE001  (the runner reads it from the result)
+        _record_failure(result, spec, error, before_barrier=not ready)
+    return result
+
+
+def _record_failure(result: dict, spec: dict, error: Exception, *, before_barrier: bool) -> None:
+    """A process's failure in its result; one that failed before the barrier also says so there
+    (``gone-<name>``), so nobody waits for it."""
+    import traceback
+
+    result["error"] = f"{type(error).__name__}: {one_line(str(error), 600)}"
+    result["traceback"] = traceback.format_exc()[-3000:]
+    if before_barrier:
+        gone_file(spec["barrier_dir"], spec["process"]).touch()

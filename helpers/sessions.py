@@ -287,7 +287,7 @@ def dynamodb_log_store_conf() -> dict[str, str]:
 
 def log_store_jar() -> Path:
     """The jar of ``workbook.storage.EndpointS3DynamoDBLogStore`` (and of the conflict matrix's held
-    log stores, ``workbook.matrix``), compiled from ``helpers/java/``
+    log stores, ``workbook.matrix``, and notebook 15's catalog extension, ``workbook.catalog``), compiled from ``helpers/java/``
     with the JDK's javac the first time it is needed (and again when the source changes). It
     compiles against the Delta and AWS SDK jars in the Ivy cache, fetching them first if needed."""
     import fcntl
@@ -326,10 +326,11 @@ def log_store_jar() -> Path:
 
 
 def _log_store_classpath() -> list[Path]:
-    """pyspark's jars, Delta's storage jar and the AWS SDK v2 modules fetched for ``s3``
-    (fetched with the "s3" jars if the Ivy cache lacks them)."""
+    """pyspark's jars, Delta's storage and Spark jars (the catalog extension builds on the latter)
+    and the AWS SDK v2 modules fetched for ``s3`` (fetched with the "s3" jars if the Ivy cache lacks them)."""
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
-    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_dynamodb-*.jar"]
+    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_dynamodb-*.jar",
+                f"io.delta_delta-spark_*-{config.DELTA_JARS_VERSION}.jar"]
 
     def found() -> list[Path]:
         return [match for pattern in patterns for match in sorted(jars_dir.glob(pattern))[-1:]]

@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from helpers import answer, answer_page, boundaries, config, eras
+from helpers import answer, answer_page, boundaries, config, eras, workbook
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -257,7 +257,7 @@ def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
     readme = (config.ROOT / "README.md").read_text(encoding="utf-8")
     assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), "README links the page near its top"
     assert "(answer.md)" in (config.ROOT / "docs" / "facilitator.md").read_text(encoding="utf-8").split("wrap-up", 1)[1][:300]
-    for name in ("14_many_producers.ipynb",):  # the last notebook's "Next" is the page
+    for name in (workbook.notebooks()[-1].name,):  # the last notebook's "Next" is the page
         cells = _notebook(name)["cells"]
         appendix = next((i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")), len(cells))
         last = cells[appendix - 1]  # the main path's last cell: an appendix follows it, if any

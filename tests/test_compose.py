@@ -75,6 +75,17 @@ def test_dockerfile_installs_what_make_installs():
     assert "make install-python" in dockerfile and "\ninstall-python:" in makefile
 
 
+def test_dockerfile_builds_the_unity_catalog_server_as_make_does():
+    from helpers.catalog import server
+
+    dockerfile = (config.ROOT / "Dockerfile").read_text()
+    rust = ".".join(map(str, server.RUST_MIN))
+    assert f"FROM rust:{rust}-" in dockerfile
+    assert f"cargo install {server.CRATE} --version {server.VERSION} --features bin --locked" in dockerfile
+    assert f"/bin/uc-server {server.BINARY.relative_to(config.ROOT)}" in dockerfile
+    assert f"echo {server.VERSION} > {server.STAMP.relative_to(config.ROOT)}" in dockerfile
+
+
 def test_conda_environment_uses_the_same_lock():
     env = yaml.safe_load((config.ROOT / "environment.yml").read_text())
     assert {"python=3.11", "openjdk=17", "nodejs=20"} <= set(d for d in env["dependencies"] if isinstance(d, str))

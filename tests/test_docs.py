@@ -89,6 +89,7 @@ CLAIMS = (
     (1, "deltalake 1.6.6 on Azure", [("deltalake", "1.6.6", "Azure")], APPEND, "safe"),
     (1, "Delta Spark from one driver", [("Delta Spark", "4.4.0", "one driver")], APPEND, "safe"),
     (1, "Delta Spark with the DynamoDB log store from several", [("Delta Spark", "4.4.0", "S3DynamoDBLogStore")], APPEND, "safe"),
+    (1, "Delta Spark on a catalog-managed table", [("Delta Spark", "4.4.0", "catalog-managed")], APPEND, "safe"),
     (2, "deltalake 0.22.3 or earlier and the unsafe rename", [("deltalake", "up to 0.22.3", "UNSAFE_RENAME")], APPEND, "loses data"),
     (2, "Delta Spark's default S3 log store from several drivers", [("Delta Spark", "4.4.0", "several drivers")], APPEND, "loses data"),
     (2, "two kinds of lock", [("deltalake + deltalake", "0.14.0 + 0.22.3", "own lock")], APPEND, "loses data"),

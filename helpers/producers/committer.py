@@ -31,6 +31,7 @@ import os
 import time
 from pathlib import Path
 
+from helpers import processes
 from helpers.producers import layout
 from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
 
@@ -130,7 +131,7 @@ def run(spec: dict) -> dict:
         result["started_after_batch"] = committer.batch
         return committer
 
-    return layout.run_at_barrier(spec, result, prepare,
+    return processes.run_at_barrier(spec, result, prepare,
                                  lambda committer: committer.run(Path(spec["stop_file"]), result["commits"]))
 
 

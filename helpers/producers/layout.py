@@ -144,36 +144,3 @@ def ready(fs) -> list[Staged]:
 def app_id(committer: str) -> str:
     """The committer's application id in the table's ``txn`` actions."""
     return f"{APP_ID_PREFIX}-{committer}"
-
-
-def run_at_barrier(spec: dict, result: dict, prepare, work) -> dict:
-    """A producer's or the committer's process: ``prepare()`` (its state, before the barrier), then
-    the barrier (``result["t_go"]``), then ``work(state)``, then ``result["t_end"]``; a failure is
-    recorded in ``result`` (:func:`_record_failure`), never raised. Returns ``result``."""
-    import time
-
-    from helpers.writers.protocol import wait_at_barrier
-
-    ready = False
-    try:
-        state = prepare()
-        ready = True
-        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
-        work(state)
-        result["t_end"] = time.time()
-    except Exception as error:  # noqa: BLE001  (the runner reads it from the result)
-        _record_failure(result, spec, error, before_barrier=not ready)
-    return result
-
-
-def _record_failure(result: dict, spec: dict, error: Exception, *, before_barrier: bool) -> None:
-    """A producer's or the committer's failure in its result; one that failed before the barrier
-    also says so there (``gone-<name>``), so nobody waits for it."""
-    import traceback
-
-    from helpers.writers.protocol import gone_file, one_line
-
-    result["error"] = f"{type(error).__name__}: {one_line(str(error), 600)}"
-    result["traceback"] = traceback.format_exc()[-3000:]
-    if before_barrier:
-        gone_file(spec["barrier_dir"], spec["process"]).touch()

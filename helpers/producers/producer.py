@@ -18,6 +18,7 @@ import os
 import signal
 import time
 
+from helpers import processes
 from helpers.producers import layout
 from helpers.writers.protocol import T_PROCESS_START, spec_process_main
 
@@ -63,7 +64,7 @@ def run(spec: dict) -> dict:
                 produce(fs, producer, seq, rows, spec.get("die_after_data"))
                 result["files"].append({"seq": seq, "t_done": time.time()})
 
-    return layout.run_at_barrier(spec, result, prepare, work)
+    return processes.run_at_barrier(spec, result, prepare, work)
 
 
 if __name__ == "__main__":

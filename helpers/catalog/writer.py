@@ -1,0 +1,75 @@
+"""One Delta Spark driver appending to a catalog-managed table, in a process (and a JVM) of its own:
+
+    <python> -m helpers.catalog.writer SPEC_JSON_FILE
+
+Before the barrier it starts its session (:func:`helpers.catalog.tables.spark_session`) and names
+the catalog's table in its own session catalog; after it, it appends its batches one by one,
+each as ``INSERT INTO default.<table>`` of rows ``(id, writer, batch)``. It records what Delta
+reported for each append; the race's checks (:mod:`helpers.catalog.race`) read storage and the
+catalog instead.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from helpers.processes import run_at_barrier
+from helpers.writers.protocol import T_PROCESS_START, spec_process_main
+
+ROWS_PER_BATCH = 10
+COLUMNS = "id BIGINT, writer STRING, batch INT"
+
+
+def batch_rows(writer: str, batch: int) -> list[tuple[int, str, int]]:
+    """The rows of one batch: ids batch*100+1 .. +ROWS_PER_BATCH, tagged with the writer."""
+    return [(batch * 100 + i, writer, batch) for i in range(1, ROWS_PER_BATCH + 1)]
+
+
+def path_write(spark, spec: dict) -> str:
+    """What an append by path (``save(location)``, as to any other Delta table) gets from Delta: its
+    error's first line with the table's folder shown as ``<table>``, or ``committed`` (the race's
+    checks would then find its rows)."""
+    from helpers.catalog import tables
+
+    frame = spark.createDataFrame(batch_rows(spec["process"], 99), COLUMNS)
+    try:
+        frame.write.format("delta").mode("append").save(spec["location"])
+    except Exception as error:  # noqa: BLE001 - the error is the measurement
+        text = str(getattr(error, "desc", None) or error)
+        line = next((part.strip() for part in text.splitlines() if "[DELTA_" in part or "Exception" in part), text.strip())
+        folder = tables.local_path(spec["location"])
+        for shown in (f"file:{folder}", f"file://{folder}", str(folder)):  # the table's folder, named as the notebook names it
+            line = line.replace(shown, "<table>")
+        return line.split(": ", 1)[-1][:600] if line.startswith(":") else line[:600]
+    return "committed"
+
+
+def run(spec: dict) -> dict:
+    result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "appends": [], "error": None}
+
+    def prepare():
+        from helpers.catalog import tables
+
+        spark = tables.spark_session(spec["uri"], app_name=f"catalog-writer-{spec['process']}",
+                                     extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"})
+        tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
+        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(1).collect()  # the snapshot, read before the race
+        if spec.get("try_path_write"):
+            result["path_write"] = path_write(spark, spec)
+        return spark
+
+    def work(spark) -> None:
+        from helpers.catalog import tables
+
+        for batch in spec["batches"]:
+            started = time.time()
+            frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
+            frame.writeTo(f"{tables.SCHEMA}.{spec['table']}").append()
+            result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+
+    return run_at_barrier(spec, result, prepare, work)
+
+
+if __name__ == "__main__":
+    spec_process_main("helpers.catalog.writer", run)

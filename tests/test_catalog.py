@@ -1,0 +1,209 @@
+"""helpers.catalog: the Unity Catalog server's build and start, its REST calls, and the checks of a
+catalog-managed table read from storage and the catalog (notebook 15 runs Delta Spark through it).
+
+The server is the real one (``make uc-server``; ``make test`` builds it first). The tables here are
+written by hand, as a Delta writer writes them (version 0, staged commits, published copies), so
+that each check can be shown failing on a crafted break without starting Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import delta_log
+from helpers.catalog import race, rest, server, tables
+
+COLUMNS = {"type": "struct", "fields": [
+    {"name": name, "type": kind, "nullable": True, "metadata": {}}
+    for name, kind in (("id", "long"), ("writer", "string"), ("batch", "integer"))]}
+FEATURES = ["catalogManaged", "v2Checkpoint", "vacuumProtocolCheck"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The server: built and started by the project's files, on loopback, failing with its cause
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_configuration_binds_loopback_and_allows_only_the_runs_tables(tmp_path):
+    settings = json.loads(server.config_text(tmp_path))
+    assert settings["host"] == "127.0.0.1"
+    assert settings["local_storage"]["allowed-roots"] == [str((tmp_path / "tables").resolve())]
+    assert settings["managed_storage_root"] == (tmp_path / "tables").resolve().as_uri()
+    assert settings["backend"] == {"engine": "sqlite", "path": ":memory:"}
+
+
+def test_without_rust_or_with_an_old_one_the_message_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(server, "cargo_version", lambda: None)
+    assert "rustup.rs" in server.check_cargo() and "make uc-server" in server.check_cargo()
+    monkeypatch.setattr(server, "cargo_version", lambda: (1, 80))
+    assert "Rust 1.80" in server.check_cargo() and "1.95" in server.check_cargo()
+    monkeypatch.setattr(server, "cargo_version", lambda: (1, 95))
+    assert server.check_cargo() is None
+
+
+def test_a_server_not_built_is_refused_with_the_command_that_builds_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(server, "BINARY", tmp_path / "no-such-uc-server")
+    with pytest.raises(server.UCServerError, match="make uc-server"):
+        server.start(tmp_path)
+
+
+def test_a_server_that_dies_at_start_is_reported_with_its_log(monkeypatch, tmp_path):
+    fake = tmp_path / "bin" / "uc-server"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'cannot start: reason' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    stamp = tmp_path / "bin" / "uc-server.version"
+    stamp.write_text(server.VERSION)
+    monkeypatch.setattr(server, "BINARY", fake)
+    monkeypatch.setattr(server, "STAMP", stamp)
+    with pytest.raises(server.UCServerError, match=r"exit code 3.*uc-server\.log"):
+        server.start(tmp_path / "run")
+    assert "cannot start: reason" in (tmp_path / "run" / "uc-server.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory):
+    """A real server of this module's own, and its REST client."""
+    if not server.built():
+        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    with server.start(tmp_path_factory.mktemp("uc")) as running:
+        yield rest.UnityCatalog(running.uri)
+
+
+# ---------------------------------------------------------------------------------------------
+# A catalog-managed table written by hand, as a Delta writer writes one
+# ---------------------------------------------------------------------------------------------
+
+
+class HandWritten:
+    """Version 0 at the catalog's staged location, then commits staged, ratified and published."""
+
+    def __init__(self, catalog: rest.UnityCatalog, name: str) -> None:
+        self.catalog, self.name = catalog, name
+        catalog.create_schema(tables.CATALOG, tables.SCHEMA)
+        self.staged = catalog.stage(tables.CATALOG, tables.SCHEMA, name)
+        self.folder = tables.local_path(self.staged.location)
+        (self.folder / "_delta_log" / "_staged_commits").mkdir(parents=True)
+        properties = {key: value for key, value in self.staged.required_properties.items() if value is not None}
+        zero = [{"commitInfo": {"inCommitTimestamp": 1_700_000_000_000, "timestamp": 1_700_000_000_000}},
+                {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                              "schemaString": json.dumps(COLUMNS), "partitionColumns": [], "configuration": properties}},
+                {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": FEATURES,
+                              "writerFeatures": FEATURES + ["inCommitTimestamp"]}}]
+        (self.folder / delta_log.commit_file(0)).write_text("\n".join(map(json.dumps, zero)) + "\n")
+        catalog.register(tables.CATALOG, tables.SCHEMA, self.staged, zero)
+
+    def stage(self, version: int, writer: str, batch: int, rows: int = 10) -> str:
+        """A data file of ``rows`` rows and a staged commit adding it; returns the staged file's name."""
+        data = f"part-{version}-{writer}-{batch}.parquet"
+        pq.write_table(pa.table({"id": list(range(rows)), "writer": [writer] * rows, "batch": [batch] * rows}), self.folder / data)
+        name = f"{version:020d}.{uuid.uuid4()}.json"
+        actions = [{"commitInfo": {"readVersion": version - 1, "inCommitTimestamp": 1_700_000_000_000 + version}},
+                   {"add": {"path": data, "size": 1, "modificationTime": 1, "dataChange": True, "partitionValues": {}}}]
+        (self.folder / race.STAGED_DIR / name).write_text("\n".join(map(json.dumps, actions)) + "\n")
+        return name
+
+    def ratify(self, version: int, name: str) -> dict:
+        """Ratify ``name`` as ``version``, reporting the versions before it published, as Delta does."""
+        return self.catalog.ratify(tables.CATALOG, tables.SCHEMA, self.name, self.staged.table_id, version, name, 1, 1,
+                                   published=version - 1)
+
+    def publish(self, version: int, name: str) -> None:
+        shutil.copyfile(self.folder / race.STAGED_DIR / name, self.folder / delta_log.commit_file(version))
+
+    def commit(self, version: int, writer: str, batch: int) -> str:
+        name = self.stage(version, writer, batch)
+        self.ratify(version, name)
+        self.publish(version, name)
+        return name
+
+
+def test_the_catalog_gives_each_version_once_and_no_gap(catalog):
+    table = HandWritten(catalog, "once")
+    first, second = table.stage(1, "w1", 11), table.stage(1, "w2", 21)
+    assert table.ratify(1, first)["latest-table-version"] == 1
+    with pytest.raises(rest.CatalogError) as taken:
+        table.ratify(1, second)
+    assert taken.value.status == 409 and "already accepted" in str(taken.value)
+    with pytest.raises(rest.CatalogError) as gap:
+        catalog.ratify(tables.CATALOG, tables.SCHEMA, "once", table.staged.table_id, 3, table.stage(3, "w2", 22), 1, 1)
+    assert gap.value.status == 400 and "must be the next version after 1" in str(gap.value)
+    assert catalog.table(tables.CATALOG, tables.SCHEMA, "once").latest_version == 1
+
+
+def test_the_catalog_holds_at_most_ten_commits_not_reported_published(catalog):
+    table = HandWritten(catalog, "unreported")
+    for version in range(1, 11):  # ratified, never reported published
+        catalog.ratify(tables.CATALOG, tables.SCHEMA, "unreported", table.staged.table_id, version,
+                       table.stage(version, "w1", version), 1, 1)
+    with pytest.raises(rest.CatalogError) as full:
+        catalog.ratify(tables.CATALOG, tables.SCHEMA, "unreported", table.staged.table_id, 11, table.stage(11, "w1", 11), 1, 1)
+    assert full.value.status == 429
+    table.ratify(11, table.stage(11, "w1", 12))  # with the report Delta sends with each commit, it is accepted
+    assert catalog.table(tables.CATALOG, tables.SCHEMA, "unreported").latest_version == 11
+
+
+def test_a_sound_table_with_a_loser_and_an_unpublished_commit_has_no_problem(catalog):
+    table = HandWritten(catalog, "sound")
+    table.commit(1, "w1", 11)
+    loser = table.stage(2, "w2", 21)
+    won = table.commit(2, "w1", 12)
+    table.commit(3, "w2", 21)
+    last = table.stage(4, "w2", 22)
+    table.ratify(4, last)  # ratified, not published yet
+    check = race.check_table(catalog, "sound", {("w1", 11): 10, ("w1", 12): 10, ("w2", 21): 10, ("w2", 22): 10})
+    assert check.problems == []
+    assert (check.versions, check.published, check.unpublished) == ([0, 1, 2, 3, 4], [0, 1, 2, 3], [4])
+    assert [c["version"] for c in check.catalog.unpublished] == [4]  # the catalog forgets what Delta reported published
+    assert check.losers == [loser] and check.ratified[2] == won and check.ratified[4] == last
+    assert check.retried == []  # every readVersion is the version before
+
+
+def test_a_published_commit_that_is_no_staged_one_is_found(catalog):
+    table = HandWritten(catalog, "forged")
+    table.commit(1, "w1", 11)
+    (table.folder / delta_log.commit_file(1)).write_text('{"commitInfo":{"readVersion":0}}\n')
+    problems = race.check_table(catalog, "forged").problems
+    assert any("version 1: the published commit matches 0 of its 1 staged commits" in p for p in problems), problems
+
+
+def test_a_ratified_commit_storage_lacks_is_found(catalog):
+    table = HandWritten(catalog, "missing")
+    table.commit(1, "w1", 11)
+    table.ratify(2, "00000000000000000002.00000000-0000-0000-0000-000000000000.json")
+    problems = race.check_table(catalog, "missing").problems
+    assert any("which storage does not have" in p for p in problems), problems
+    assert any("the catalog's latest version is 2, storage's 1" in p for p in problems), problems
+
+
+def test_a_gap_in_the_published_versions_is_found(catalog):
+    table = HandWritten(catalog, "gap")
+    for version, batch in ((1, 11), (2, 12), (3, 13)):
+        table.commit(version, "w1", batch)
+    (table.folder / delta_log.commit_file(2)).unlink()
+    problems = race.check_table(catalog, "gap").problems
+    assert any("without a gap" in p for p in problems), problems
+
+
+def test_a_batch_missing_or_doubled_is_found_for_the_writers_raced_only(catalog):
+    table = HandWritten(catalog, "rows")
+    table.commit(1, "w1", 11)
+    table.commit(2, "notebook", 1)  # a writer the race does not name: not judged
+    check = race.check_table(catalog, "rows", {("w1", 11): 10, ("w1", 12): 10})
+    assert check.problems == ["batch 12 of w1: 0 rows in the table, 10 appended"]
+    table.commit(3, "w1", 11)  # the same batch's rows again, in a file of their own
+    assert race.check_table(catalog, "rows", {("w1", 11): 10}).problems == ["batch 11 of w1: 20 rows in the table, 10 appended"]
+
+
+def test_the_session_settings_name_the_extension_and_the_testing_flag_only_to_create():
+    writer, creator = tables.session_conf("http://127.0.0.1:1"), tables.session_conf("http://127.0.0.1:1", creates_tables=True)
+    assert writer["spark.sql.extensions"].split(",") == ["io.delta.sql.DeltaSparkSessionExtension", tables.EXTENSION]
+    assert writer[tables.URI_KEY] == "http://127.0.0.1:1"
+    assert tables.TESTING_FLAG not in writer["spark.driver.extraJavaOptions"]
+    assert tables.TESTING_FLAG in creator["spark.driver.extraJavaOptions"]
