@@ -207,3 +207,51 @@ def test_the_session_settings_name_the_extension_and_the_testing_flag_only_to_cr
     assert writer[tables.URI_KEY] == "http://127.0.0.1:1"
     assert tables.TESTING_FLAG not in writer["spark.driver.extraJavaOptions"]
     assert tables.TESTING_FLAG in creator["spark.driver.extraJavaOptions"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 15's settings to copy are the ones its drivers run
+# ---------------------------------------------------------------------------------------------
+
+
+def copy_cell_problems(source: str) -> list[str]:
+    """What the copy cell of notebook 15 (``def catalog_managed_session``) says differently from the
+    session the drivers run (:func:`helpers.catalog.tables.session_conf`, ``spark_conf``'s catalog and
+    Delta package) and from their append (``writeTo("default.<table>").append()``)."""
+    import ast
+
+    from helpers import sessions
+
+    tree = ast.parse(source)
+    problems = [f"imports {node.module}" for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers")]
+    settings = {node.args[0].value: node.args[1].value for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "config" and len(node.args) == 2
+                and all(isinstance(a, ast.Constant) for a in node.args)}
+    runs = {**sessions.spark_conf("local"), **tables.session_conf("http://127.0.0.1:1")}
+    for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog", "spark.jars.packages"):
+        if settings.get(key) != runs[key]:
+            problems.append(f"{key}: the cell says {settings.get(key)!r}, the drivers run {runs[key]!r}")
+    if tables.URI_KEY not in source:
+        problems.append(f"the cell does not set {tables.URI_KEY}")
+    if f'.writeTo("{tables.SCHEMA}.orders").append()' not in source:
+        problems.append("the cell's append is not writeTo(<schema>.<table>).append()")
+    return problems
+
+
+def _copy_cell() -> str:
+    from helpers import config
+
+    cells = json.loads((config.NOTEBOOKS_DIR / "15_catalog_managed_tables.ipynb").read_text())["cells"]
+    return next("".join(c["source"]) for c in cells if "def catalog_managed_session" in "".join(c["source"]))
+
+
+def test_the_copy_cell_sets_what_the_drivers_run():
+    assert copy_cell_problems(_copy_cell()) == []
+
+
+def test_a_copy_cell_that_drifted_is_found():
+    cell = _copy_cell()
+    assert copy_cell_problems(cell.replace(",workbook.catalog.UnityCatalogCommits", "")) != []
+    assert copy_cell_problems(cell.replace("writeTo(\"default.orders\").append()", "save(\"/somewhere\")")) != []
+    assert copy_cell_problems("from helpers import tables\n" + cell) != []
