@@ -29,6 +29,16 @@ def _version_of(command: list[str]) -> str | None:
     return (done.stdout + done.stderr).strip()
 
 
+def tool_version(command: list[str], pattern: str) -> tuple[int, int] | None:
+    """(major, minor) of a tool on PATH, read from what ``command`` prints with ``pattern`` (two
+    groups), e.g. ``tool_version(["cargo", "--version"], r"cargo (\\d+)\\.(\\d+)")``; None if the
+    tool is missing or says no version."""
+    if shutil.which(command[0]) is None:
+        return None
+    match = re.search(pattern, _version_of(command) or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def check_python() -> str | None:
     if sys.version_info[:2] != PYTHON_VERSION:
         found = ".".join(map(str, sys.version_info[:3]))

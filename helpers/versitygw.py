@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,12 +45,9 @@ class VersitygwError(RuntimeError):
 
 def go_version() -> tuple[int, int] | None:
     """The Go on PATH as (major, minor), or None if there is none."""
-    go = shutil.which("go")
-    if go is None:
-        return None
-    done = subprocess.run([go, "version"], capture_output=True, text=True)
-    match = re.search(r"go(\d+)\.(\d+)", done.stdout)
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    from helpers import preflight
+
+    return preflight.tool_version(["go", "version"], r"go(\d+)\.(\d+)")
 
 
 def check_go() -> str | None:

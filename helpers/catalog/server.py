@@ -22,7 +22,6 @@ import argparse
 import atexit
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -51,12 +50,9 @@ class UCServerError(RuntimeError):
 
 def cargo_version() -> tuple[int, int] | None:
     """The cargo on PATH as (major, minor), or None if there is none."""
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        return None
-    done = subprocess.run([cargo, "--version"], capture_output=True, text=True)
-    match = re.search(r"cargo (\d+)\.(\d+)", done.stdout)
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    from helpers import preflight
+
+    return preflight.tool_version(["cargo", "--version"], r"cargo (\d+)\.(\d+)")
 
 
 def check_cargo() -> str | None:
