@@ -113,6 +113,19 @@ def test_an_append_whose_commit_answer_is_lost_is_still_committed_twice(tmp_path
     assert "DeltaTable.load_cdf(starting_version=1): 6 rows, x = [1, 1, 2, 2, 3, 3], versions [1, 2]" in done.stdout, done.stdout
 
 
+def test_the_unity_catalog_server_still_vends_s3_credentials_only_through_aws_sts(tmp_path):
+    """Notebook 15's S3 route stops here: the server sends AssumeRole to AWS STS whatever endpoint it
+    is given, so a managed table cannot be staged on S3-compatible storage. The script's proxy keeps
+    the request on this machine."""
+    from helpers.catalog import server
+
+    assert server.built(), f"{server.CRATE} is not built: run `make uc-server` (make test does it first)."
+    done = _reproduce("olai-uc-server-s3-vending-only-through-aws-sts", eras.python_for(eras.CURRENT), tmp_path,
+                      str(server.BINARY))
+    _assert_still_reproduces(done, f"{server.CRATE} {server.VERSION} vending s3:// credentials only through AWS STS")
+    assert "CONNECT sts.us-east-1.amazonaws.com:443" in done.stdout and "AssumeRole calls the stub received: 0" in done.stdout, done.stdout
+
+
 def test_a_delete_whose_commit_answer_is_lost_is_still_told_it_failed_although_committed(tmp_path):
     current = eras.era(eras.CURRENT)
     done = _reproduce("deltalake-lost-commit-response-commits-twice", eras.python_for(eras.CURRENT), tmp_path,
