@@ -30,10 +30,9 @@ REFERENCES = {"same features, no catalog": SAME_FEATURES, "Delta's defaults": {}
 
 @dataclass
 class CommitCost:
-    commits: int
-    """Timed commits per table (after one untimed warm-up commit each)."""
     seconds: dict[str, list[float]]
-    """Table kind (:data:`CATALOG_MANAGED` or a key of :data:`REFERENCES`) -> each timed commit's seconds."""
+    """Table kind (:data:`CATALOG_MANAGED` or a key of :data:`REFERENCES`) -> each timed commit's seconds
+    (after one untimed warm-up commit each)."""
     machine: dict
     """As the benchmark records it (``helpers.bench.run.machine``): cores, memory, system, Python."""
 
@@ -67,7 +66,7 @@ def measure(spark, catalog_table: str, folder_uri: str, commits: int) -> CommitC
             spark.sql(f"INSERT INTO {SCHEMA}.{name} VALUES ({900000 + round_}, 'cost', 0)")
             if round_:  # the first is a warm-up
                 seconds[kind].append(time.perf_counter() - started)
-    return CommitCost(commits, seconds, run.machine())
+    return CommitCost(seconds, run.machine())
 
 
 def reference_names(catalog_table: str) -> list[str]:

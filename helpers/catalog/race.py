@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 from helpers import config, delta_log, eras, processes
 from helpers.catalog.rest import CatalogView, UnityCatalog
@@ -102,8 +103,8 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
     view = catalog.table(CATALOG, SCHEMA, name)
     folder = local_path(view.location)
     log = folder / delta_log.LOG_DIR
-    published = {delta_log.commit_version(p.name and f"{delta_log.LOG_DIR}{p.name}"): p for p in log.glob("*.json")}
-    published = {v: p for v, p in published.items() if v is not None}
+    published = {version: path for path in log.glob("*.json")
+                 if (version := delta_log.commit_version(delta_log.LOG_DIR + path.name)) is not None}
     staged: dict[int, list[str]] = {}
     for path in sorted((folder / STAGED_DIR).glob("*.json")):
         match = STAGED_NAME.match(path.name)
@@ -141,8 +142,8 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
         info, added, removed = delta_log.read_commit(bodies[version])
         if "readVersion" in info:
             read_versions[version] = int(info["readVersion"])
-        live -= {a["path"] for a in removed}
-        live |= {a["path"] for a in added}
+        live -= {unquote(a["path"]) for a in removed}
+        live |= {unquote(a["path"]) for a in added}
     rows: Counter = Counter()
     for path in sorted(live):
         table = pq.read_table(folder / path, columns=["writer", "batch"])
@@ -156,8 +157,8 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
 
 @dataclass
 class Race:
-    writers: list[str]
     batches: dict[str, list[int]]
+    """Writer -> the batches it appended."""
     results: dict[str, dict]
     check: CatalogCheck
     seconds: float
@@ -204,4 +205,4 @@ def run_race(catalog: UnityCatalog, name: str, location: str, *, writers: int, b
     results = {p.name: (json.loads((run_dir / f"{p.name}.result.json").read_text())
                         if (run_dir / f"{p.name}.result.json").exists() else {}) for p in procs}
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
-    return Race(list(batches), batches, results, check_table(catalog, name, expected), seconds)
+    return Race(batches, results, check_table(catalog, name, expected), seconds)

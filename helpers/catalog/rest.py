@@ -49,7 +49,6 @@ class CatalogView:
     """The latest version the catalog ratified."""
     unpublished: list[dict]
     """Commits ratified but not yet published to ``_delta_log/<version>.json`` (version, file-name, ...)."""
-    properties: dict[str, str]
 
 
 class UnityCatalog:
@@ -131,4 +130,4 @@ class UnityCatalog:
         answer = self.call("GET", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/tables/{name}")
         metadata = answer["metadata"]
         return CatalogView(metadata["table-uuid"], metadata["location"], int(answer.get("latest-table-version", 0)),
-                           sorted(answer.get("commits") or [], key=lambda c: c["version"]), metadata.get("properties") or {})
+                           sorted(answer.get("commits") or [], key=lambda c: c["version"]))
