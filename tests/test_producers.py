@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable
 
 from helpers import config
-from helpers.producers import answer, cleanup, committer, layout, producer, results, spark_stream
+from helpers.producers import answer, cleanup, committer, layout, producer, queue, results, spark_stream
 from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
 from helpers.producers.check import exactly_once
 
@@ -78,6 +78,64 @@ def test_clean_up_deletes_landed_markers_and_orphans_never_a_file_the_table_hold
     assert cleanup.clean_up(local_table, {}, orphans_older_than_s=0.0) == {"markers": 1, "orphaned data files": 1, "waiting": 1}
     assert layout.listed(fs, layout.PRODUCED_DIR) == sorted(path for path, _, _ in files)
     assert [s.data_path for s in layout.ready(fs)] == [files[1][0]]
+
+
+def _committer(uri: str, tmp_path, max_files: int) -> committer.Committer:
+    (tmp_path / "stop").touch()  # stopping from the start: the loop ends once a listing finds nothing waiting
+    return committer.Committer({"committer": "c1", "table_uri": uri, "storage_options": {}, "max_files": max_files})
+
+
+def _drain(found: committer.Committer, tmp_path) -> list[dict]:
+    commits: list[dict] = []
+    found.run(tmp_path / "stop", commits)
+    return commits
+
+
+def test_the_committers_listing_never_reads_a_marker_it_took(local_table, tmp_path):
+    _staged(local_table, 1, range(1, 26))
+    first = _committer(local_table, tmp_path, max_files=10)
+    first_commits = _drain(first, tmp_path)
+    _staged(local_table, 2, range(1, 8))
+    restarted = _committer(local_table, tmp_path, max_files=10)
+    restarted_commits = _drain(restarted, tmp_path)
+    verdict = exactly_once(local_table, {}, layout.expected_ids({1: 25, 2: 7}, 10))
+    assert verdict.exactly_once and verdict.staged_left == [], verdict
+    assert [c["files"] for c in first_commits] == [10, 10, 5]
+    assert (first.queue.listed, first.queue.listings) == (25, 4)  # each marker read once; the last listing found none
+    assert [c["files"] for c in restarted_commits] == [7]
+    assert restarted.queue.listed == 7  # none of the 25 the table holds
+
+
+def test_a_committer_killed_before_deleting_its_markers_takes_them_off_without_committing_again(local_table, tmp_path):
+    _staged(local_table, 1, range(1, 5))
+    killed = _committer(local_table, tmp_path, max_files=10)
+    killed.one_batch(killed.queue.waiting(10))  # committed, and killed before the markers went
+    restarted = _committer(local_table, tmp_path, max_files=10)
+    assert (restarted.batch, _drain(restarted, tmp_path), restarted.queue.listed) == (1, [], 4)
+    verdict = exactly_once(local_table, {}, layout.expected_ids({1: 4}, 10))
+    assert verdict.exactly_once and verdict.staged_left == [], verdict
+
+
+class _AfterTheLastTaken(queue.LocalQueue):
+    """A crafted break: list only names after the last one listed (a cursor), as if hand-overs came in name order."""
+
+    cursor = ""
+
+    def _names(self, limit: int) -> list[str]:
+        names = sorted(n for n in super()._names(10**6) if n > self.cursor)[:limit]
+        self.cursor = max(names, default=self.cursor)
+        return names
+
+
+def test_a_listing_that_skips_a_marker_fails_the_exactly_once_check(local_table, tmp_path):
+    found = _committer(local_table, tmp_path, max_files=10)
+    found.queue = _AfterTheLastTaken(local_table)
+    _staged(local_table, 2, (1, 2))
+    _drain(found, tmp_path)
+    _staged(local_table, 1, (1,))  # handed over later, named before producer 2's: the cursor skips it
+    _drain(found, tmp_path)
+    verdict = exactly_once(local_table, {}, layout.expected_ids({1: 1, 2: 2}, 10))
+    assert (verdict.missing_ids, verdict.exactly_once) == (10, False)
 
 
 def _function(source: str, name: str) -> ast.FunctionDef:

@@ -12,6 +12,13 @@ committer killed mid-commit and started again goes on with the next batch, and a
 holds is never offered twice. :func:`commit_batch` is the whole protocol; notebook 14 writes it out
 as the call to copy.
 
+Each loop lists at most ``max_files`` waiting markers (:mod:`helpers.producers.queue`) and, once
+the table holds a batch, deletes its markers: a listing reads only markers not yet taken, so a
+commit costs the same however long the queue. The refresh before each commit is the one the check
+needs (deltalake's ``create_write_transaction`` leaves the ``DeltaTable`` at the version it read, so
+without ``update_incremental`` the next commit would meet its own last one as a concurrent
+transaction with the same ``txn``).
+
 The API: ``DeltaTable.create_write_transaction(add_actions, mode="append", schema=...)``, which
 commits add actions for Parquet files already written in the table's folder (deltalake 1.x; no
 data is written by the commit). ``deltalake.transaction.create_table_with_add_actions`` does the
@@ -32,7 +39,7 @@ import time
 from pathlib import Path
 
 from helpers import processes
-from helpers.producers import layout
+from helpers.producers import layout, queue
 from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
 
 POLL_S = 0.005
@@ -76,7 +83,8 @@ def table_files(table) -> set[str]:
 
 
 class Committer:
-    """The loop: list ready markers, take up to ``max_files`` not yet in the table, commit them as batch n+1."""
+    """The loop: list up to ``max_files`` ready markers, commit those not yet in the table as batch n+1,
+    then delete their markers (:mod:`helpers.producers.queue`)."""
 
     def __init__(self, spec: dict) -> None:
         from deltalake import DeltaTable
@@ -89,12 +97,13 @@ class Committer:
         self.fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
         self.batch = self.table.transaction_version(self.app_id) or 0  # the last batch that landed
         self.taken = table_files(self.table)
+        self.queue = queue.open_queue(spec["table_uri"], spec["storage_options"])
 
     def one_batch(self, staged: list[layout.Staged]) -> dict:
         self.batch += 1
         files = [(s.data_path, s.size, s.rows) for s in staged]
         record = {"batch": self.batch, "files": len(files), "rows": sum(s.rows for s in staged), "t_start": time.time(),
-                  "errors": []}
+                  "errors": [], "staged": [[s.producer, s.seq] for s in staged]}
         for attempt in range(1, COMMIT_TRIES + 1):
             try:
                 if self.idempotent:
@@ -113,15 +122,18 @@ class Committer:
 
     def run(self, stop_file: Path, commits: list[dict]) -> None:
         while True:
-            stopping = stop_file.exists()  # before the listing: every marker written before the stop is in it
-            pending = [s for s in layout.ready(self.fs) if s.data_path not in self.taken]
-            if not pending:
+            stopping = stop_file.exists()  # before the listing: every marker written before the stop is in it or a later one
+            listed = self.queue.waiting(self.max_files)
+            if not listed:
                 if stopping:
                     return
                 time.sleep(POLL_S)
                 continue
-            commits.append(self.one_batch(pending[:self.max_files]))
-
+            landed = [s for s in listed if s.data_path in self.taken]  # a killed run's batch: the table holds it
+            pending = [s for s in listed if s.data_path not in self.taken]
+            if pending:
+                commits.append(self.one_batch(pending))
+            self.queue.take(landed + pending)  # only now: the table holds every one of these files
 
 def run(spec: dict) -> dict:
     result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "commits": [], "error": None}
@@ -131,8 +143,14 @@ def run(spec: dict) -> dict:
         result["started_after_batch"] = committer.batch
         return committer
 
-    return processes.run_at_barrier(spec, result, prepare,
-                                 lambda committer: committer.run(Path(spec["stop_file"]), result["commits"]))
+    def work(committer: Committer) -> None:
+        try:
+            committer.run(Path(spec["stop_file"]), result["commits"])
+        finally:
+            result["markers_listed"], result["listings"] = committer.queue.listed, committer.queue.listings
+            result["cpu_s"] = sum(os.times()[:2])
+
+    return processes.run_at_barrier(spec, result, prepare, work)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ def run(spec: dict) -> dict:
             if seq not in skip:
                 produce(fs, producer, seq, rows, spec.get("die_after_data"))
                 result["files"].append({"seq": seq, "t_done": time.time()})
+        result["cpu_s"] = sum(os.times()[:2])
 
     return processes.run_at_barrier(spec, result, prepare, work)
 
