@@ -109,8 +109,10 @@ COLUMNS = (
     Column("overwrite", "overwrite ‖ append", _both(("overwrite",), "append"), S13_5),
     Column("optimize", "OPTIMIZE ‖ OPTIMIZE (Z-order too)", tuple((x, y) for x in COMPACTIONS for y in COMPACTIONS), S13_5),
     Column("optimize_append", "OPTIMIZE ‖ append", _both(("optimize",), "append"), S13_5),
-    Column("optimize_delete", "OPTIMIZE ‖ delete/overwrite",
-           tuple(p for op in COMPACTIONS for p in _both(("delete", "delete_all", "overwrite"), op)), S13_5),
+    Column("optimize_delete", "OPTIMIZE ‖ DELETE with a predicate",
+           tuple(p for op in COMPACTIONS for p in _both(("delete",), op)), S13_5),
+    Column("optimize_rewrite", "OPTIMIZE ‖ DELETE of every row or overwrite",
+           tuple(p for op in COMPACTIONS for p in _both(("delete_all", "overwrite"), op)), S13_5),
     Column("vacuum", "VACUUM ‖ writer", _both(WRITERS, "vacuum"), S13_5),
     Column("retry", "retried append", (("append", "retry"), ("append_txn", "retry_txn")), S13_4),
     Column("other", "sharing the table with the other engine", (), S13_5),
@@ -294,7 +296,9 @@ MATRIX_CLAIMS = {
                            "loudly and commits nothing.",
     ("optimize_delete", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
                                   "fails loudly and commits nothing.",
-    ("optimize_delete", WRONG): "reports the rows it deleted, and the table still holds all of them: the delete deletes "
+    ("optimize_rewrite", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
+                                   "fails loudly and commits nothing.",
+    ("optimize_rewrite", WRONG): "reports the rows it deleted, and the table still holds all of them: the delete deletes "
                                 "nothing.",
     ("optimize_append", SAFE): "An OPTIMIZE and an append from one snapshot both commit, in either order and in every "
                                "engine: nothing lost, since a compaction changes no row.",
@@ -322,6 +326,8 @@ class Cell:
     claim: str = ""
     conditions: tuple[tuple[str, str], ...] = ()
     """For a matrix cell: ``(condition, verdict)`` where a layout or an interleaving changes its verdict."""
+    orders: tuple[tuple[str, str], ...] = ()
+    """For a matrix cell: ``(what the user meets, verdict)`` where the order of the commits changes it."""
 
 
 def resolve(row: Row, column: Column, results: Results) -> Cell:
@@ -335,7 +341,8 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     note = "" if present else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
     verdict = verdict_of(rows)
     return Cell(verdict, results.versions(present), column.section, found, tuple(present), note,
-                MATRIX_CLAIMS.get((column.key, verdict), ""), results.conditions(present, found.pairs))
+                MATRIX_CLAIMS.get((column.key, verdict), ""), results.conditions(present, found.pairs),
+                results.orders(present, found.pairs))
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:

@@ -46,6 +46,23 @@ later one writing its data files when the engine does by itself (delta-rs after 
 Delta Spark before it)."""
 
 
+OP_WORDS = {"append": "append", "overwrite": "overwrite", "replace_where": "replaceWhere", "delete": "DELETE",
+            "delete_all": "DELETE of every row", "update": "UPDATE", "merge": "MERGE", "optimize": "OPTIMIZE",
+            "zorder": "Z-order", "vacuum": "VACUUM"}
+"""The matrix's operations as a sentence names them."""
+
+
+def met(first: str, second: str, matched: str) -> str:
+    """What two jobs that both commit leave, for the later job ``second`` working from a snapshot
+    older than ``first``'s commit: the serial order the table equals, in a person's words."""
+    later = OP_WORDS.get(second, second)
+    if matched.strip() == "B→A":
+        kept = (f", and the {OP_WORDS.get(first, first)}ed rows survive the {later}"
+                if second in ("overwrite", "replace_where") and first == "append" else "")
+        return f"both commit{kept}, as if the {later} had run first"
+    return f"both commit, as if the {later} had run after it"
+
+
 def verdict_of(rows: list[dict | None]) -> str:
     """The verdict of some matrix rows by :data:`RULE` (no rows, or a missing one: not measured)."""
     if not rows or any(r is None for r in rows):
@@ -98,6 +115,27 @@ class Results:
             varied = verdict_of([self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys])
             if varied != own:
                 found.append((words, varied))
+        return tuple(found)
+
+    def orders(self, present: list[str], pairs) -> tuple[tuple[str, str], ...]:
+        """``(what the user meets, verdict)`` for the pairs of one order (which job commits first) whose
+        verdict differs from the other order's; the words say what both jobs see, in a person's words."""
+        engines = [e for e in present if not e.endswith(CONFIRMATION)]
+        by_first: dict[str, list[tuple[str, str]]] = {}
+        for first, second in pairs:
+            by_first.setdefault(first, []).append((first, second))
+        verdicts = {first: verdict_of([self.by_pair.get((e, a, b)) for e in engines for a, b in group])
+                    for first, group in by_first.items()}
+        if len(set(verdicts.values())) < 2 or not engines:
+            return ()
+        seen: dict[str, list[str]] = {}
+        for first, group in by_first.items():
+            rows = [self.by_pair.get((e, a, b)) for e in engines for a, b in group]
+            if verdicts[first] == SAFE and all(r is not None for r in rows):
+                words = "; ".join(dict.fromkeys(met(first, r["second"], r["matched"]) for r in rows))
+                seen.setdefault(words, []).append(OP_WORDS.get(first, first))
+        found = [(f"when the {', '.join(firsts[:-1]) + ' or ' if firsts[:-1] else ''}{firsts[-1]} commits first: {words}",
+                  SAFE) for words, firsts in seen.items()]
         return tuple(found)
 
     def versions(self, engines: list[str]) -> str:

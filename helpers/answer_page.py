@@ -15,7 +15,10 @@ The same inputs give the same text. :func:`main` is the command (``make matrix``
 from __future__ import annotations
 
 import argparse
+import csv
+import gzip
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -24,9 +27,10 @@ from dataclasses import dataclass
 from helpers import boundaries as b
 from helpers import config
 from helpers.catalog import server as uc_server
+from helpers.answer_matrix import CONDITIONS
 from helpers.answer import (
     COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
-    CURRENT, grid_of, remedy,
+    CURRENT, Section, grid_of, remedy,
 )
 from helpers.sessions import DELTA_DYNAMODB_LOG_STORE, DYNAMODB_LOG_STORE_PREFIX, WORKBOOK_DYNAMODB_LOG_STORE
 
@@ -65,9 +69,10 @@ INTRO = (
 ADVICE = {
     ("optimize", DUPLICATES): ("Run OPTIMIZE and Z-order from one job at a time",
                                "two made from one snapshot both commit, and every compacted row is then in the table twice"),
-    ("optimize_delete", WRONG): ("Run OPTIMIZE and Z-order only while no job deletes or overwrites",
-                                 "a DELETE or an overwrite made from a snapshot older than the compaction commits, "
-                                 "reports the rows it removed, and the table still holds them all"),
+    ("optimize_rewrite", WRONG): ("Run OPTIMIZE and Z-order only while no job deletes every row or overwrites",
+                                  "a DELETE of every row or an overwrite made from a snapshot older than the compaction "
+                                  "commits, reports the rows it removed, and the table still holds them all (a DELETE with "
+                                  "a predicate is refused instead: rerun it)"),
     ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites",
                         "an overwrite made from a snapshot older than the compaction commits and brings removed rows back"),
     ("vacuum", LOSES): ("Keep VACUUM's default retention (7 days) while any job may be writing",
@@ -91,7 +96,9 @@ ADVICE = {
 RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE, UPDATE or MERGE beside an append",
               "overwrite": "an overwrite beside an append", "optimize": "two OPTIMIZEs or Z-orders",
               "optimize_append": "an OPTIMIZE beside an append",
-              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE or an overwrite", "vacuum": "a zero-retention VACUUM beside a writer",
+              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate",
+              "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or an overwrite",
+              "vacuum": "a zero-retention VACUUM beside a writer",
               "retry": "a rerun append", "other": "the other engine on the same table"}
 """Each column's race, as a sentence says it."""
 WHY = {LOSES: "rows are lost", DUPLICATES: "rows end up twice", WRONG: "the table holds rows no serial order gives",
@@ -118,7 +125,7 @@ def cell_text(cell: Cell, notes: list[str], *, repeat: bool = False) -> str:
     parts = [f"**{cell.verdict}**", cell.versions, cell.section.link if cell.section else ""]
     if isinstance(cell.evidence, MatrixCells):
         parts.append("m+S3" if any(e.endswith("@s3") for e in cell.engines) else "m")
-    varied = "".join(f"; **{verdict}** {condition}" for condition, verdict in cell.conditions)
+    varied = "".join(f"; **{verdict}** {condition}" for condition, verdict in cell.conditions + cell.orders)
     return " · ".join(p for p in parts if p) + varied + _note_mark(cell.note, notes)
 
 
@@ -137,8 +144,9 @@ def _listed(names: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Setting:
-    """A setting a reader may have: a paragraph above the table. ``row``: its row of the table;
-    ``avoid``: rows of near settings that lose data, named as what not to do."""
+    """A setting a reader may have: a paragraph above the table. ``row``: its row of the table, whose
+    engine and versions the title names; ``avoid``: rows of near settings that lose data, named as what
+    not to do; ``findings``: the library bugs that apply, each with what to do about it."""
 
     title: str
     row: str
@@ -146,6 +154,7 @@ class Setting:
     avoid: tuple[str, ...] = ()
     measured_with: str = ""
     """Which implementation the row's measurements ran, where it is not the one a reader deploys."""
+    findings: tuple[str, ...] = ()
 
 
 DDB = DYNAMODB_LOG_STORE_PREFIX
@@ -161,22 +170,42 @@ SPARK_LOG_STORE_MEASURED = (
     "against an item whose staged file is gone ([the report](../findings/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md)); "
     "the workbook's class retries the copy and fails the other case with an error naming the item. With Delta's class, "
     "look for a failed append in the table before running it again")
+FINDINGS = "../findings"
+LOST_ANSWER = (
+    f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
+    f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
+    "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
+    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id "
+    "(see *Rerun an append* above) and look in the table before rerunning a failed DELETE")
+DOUBLE_OPTIMIZE = (
+    f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
+    f"from {b.DOUBLE_OPTIMIZE.version}, a second OPTIMIZE or Z-order, an overwrite or a DELETE of every row made from a "
+    "snapshot older than a concurrent OPTIMIZE commits (the cells above). Compact from one job at a time, never "
+    f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it")
+DYNAMODB_ADVISORY = (
+    f"[the DynamoDB log store advisory]({FINDINGS}/deltalake-dynamodb-log-store-advisory/ADVISORY.md): in "
+    f"{b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} a commit whose writer died at the wrong moment "
+    "wedges the table until its staged file is deleted, and a job that loads the table can finish a writer's commit "
+    "before the writer does (the writer is then told it failed)")
+DELTA_LOG_STORE_REPORT = (
+    f"[Delta's DynamoDB log store]({FINDINGS}/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md) "
+    f"({b.DELTA_SPARK.version}): a writer whose claim won but whose copy to `N.json` S3 refused is told its append "
+    "failed although it is in the log; look in the table before rerunning a failed append")
 SETTINGS = (
-    Setting(f"deltalake {b.DOUBLE_OPTIMIZE.version} or later on S3", "rs-put-today",
+    Setting(f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3", "rs-put-today",
             "no lock: `write_deltalake` commits by " + term("conditional put", "conditional-put") + " (`If-None-Match: "
             "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
-            f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; leave "
-            "`CommitProperties(max_commit_retries=...)` at the library's default, so that a job that loses the race "
-            "for a version retries at the next one"),
-    Setting("deltalake on Azure Blob or ADLS Gen2", "rs-azure",
+            f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; "
+            "{retries:s3-conditional-put}", findings=(DOUBLE_OPTIMIZE, LOST_ANSWER)),
+    Setting(f"deltalake {CURRENT} on Azure Blob or ADLS Gen2", "rs-azure",
             "nothing for concurrency: a commit is a blob created only if absent, a " + term("conditional put", "conditional-put")
             + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
-            "`az login`); keep the default retries"),
+            "`az login`); {retries:azure}", findings=(DOUBLE_OPTIMIZE, LOST_ANSWER)),
     Setting(f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
             "rs-lock-interop",
             f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB " + term("log store", "log-store")
             + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
-            f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides"),
+            f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides", findings=(DYNAMODB_ADVISORY,)),
     Setting(f"Delta Spark {b.DELTA_SPARK.version} from one driver", "spark-one",
             "nothing beyond the `spark.hadoop.fs.s3a.*` keys of your store: the default S3 log store "
             "(no `spark.delta.logStore.s3a.impl`) orders the commits of one driver's jobs under a lock of its JVM, so "
@@ -184,7 +213,7 @@ SETTINGS = (
     Setting(f"Delta Spark {b.DELTA_SPARK.version} from several clusters", "spark-dynamodb",
             f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB " + term("log store", "log-store")
             + "; without it, the default S3 log store cannot see the other drivers' commits", avoid=("spark-several",),
-            measured_with=SPARK_LOG_STORE_MEASURED),
+            measured_with=SPARK_LOG_STORE_MEASURED, findings=(DELTA_LOG_STORE_REPORT,)),
     Setting(f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table", "spark-catalog",
             f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
             "it, on local disk); the "
@@ -194,44 +223,101 @@ SETTINGS = (
             "session catalog, as notebook 15 does); no log store setting and no lock table. A writer that goes around "
             "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake " + CURRENT
             + " neither reads nor writes such a table"),
-    Setting("Delta Spark and deltalake on one table", "mixed-lock",
+    Setting(f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"
+            f"{b.DYNAMODB_LOG_STORE_REMOVED.last_before} on one table", "mixed-lock",
             f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
             f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "
             f"deltalake {b.DYNAMODB_LOG_STORE_REMOVED.version} and later cannot take part in Spark's lock, so on S3 they "
-            "must not write a table Spark writes", avoid=("mixed-put",), measured_with=SPARK_LOG_STORE_MEASURED),
+            "must not write a table Spark writes", avoid=("mixed-put",), measured_with=SPARK_LOG_STORE_MEASURED,
+            findings=(DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)),
 )
 """The settings the page opens with, each rendered from its row's cells."""
 
 
-def race_words(column_key: str, row=None) -> str:
-    """A column's race as a sentence says it; "the other engine" named for the row's engine."""
+S11_3 = Section("11_commit_throughput.ipynb", "3", "The full run: every protocol, 1 to 16 writers")
+BENCH_COMMITS = config.DATA_DIR / "full_runs" / "bench" / "commits.csv.gz"
+
+
+def retries(protocol: str) -> str:
+    """The retry advice, from notebook 11's committed full run: the fewest writers at which the library's
+    default retries gave up on some appends of this protocol."""
+    with gzip.open(BENCH_COMMITS, "rt", newline="", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["protocol"] == protocol]
+    runs: dict[int, list[dict]] = {}
+    for r in rows:
+        runs.setdefault(int(r["writers"]), []).append(r)
+    failing = [(n, sum(r["outcome"] != "committed" for r in rs), len(rs)) for n, rs in sorted(runs.items())
+               if any(r["outcome"] != "committed" for r in rs)]
+    if not failing:
+        return "keep the library's default retries"
+    writers, failed, appends = failing[0]
+    return (f"keep retries on, and raise `CommitProperties(max_commit_retries=...)` above the library's default (15) "
+            f"when {writers} or more jobs commit at once: with the default, {failed} of {appends} appends by {writers} "
+            f"writers at once gave up (`CommitFailedError`: loudly, nothing committed, rerun them; {S11_3.link})")
+
+
+def race_words(column_key: str, row=None, cell: Cell | None = None) -> str:
+    """A column's race as a sentence says it; "the other engine" named for the row's engine (and, from
+    its cell, the releases measured)."""
     if column_key == "other" and row is not None and row.engine in ("deltalake", "Delta Spark"):
-        return f"{'Delta Spark' if row.engine == 'deltalake' else 'deltalake'} writing the same table"
+        other = "Delta Spark" if row.engine == "deltalake" else "deltalake"
+        versions = (cell.versions.split(" + ")[-1].removeprefix("deltalake ")
+                    if cell is not None and cell.verdict != NOT_MEASURED else "")
+        return f"{other}{' ' + versions if versions and other == 'deltalake' else ''} writing the same table"
     return RACE_WORDS[column_key]
 
 
 def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] = ()) -> list[str]:
-    return [race_words(c.key, row) for c in COLUMNS if c.key not in skip and grid[row.key, c.key].verdict in verdicts]
+    return [race_words(c.key, row, grid[row.key, c.key]) for c in COLUMNS
+            if c.key not in skip and grid[row.key, c.key].verdict in verdicts]
+
+
+SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, REFUSED, SAFE)
+INTERLEAVINGS = tuple(words for key, words in CONDITIONS if key.startswith("b-files"))
+"""Conditions a job cannot choose (when the engine writes its data files): a race stands under the
+worst of its verdict and theirs."""
+
+
+def heading_verdict(cell: Cell) -> str:
+    """The verdict a race stands under in a setting: its cell's, or worse where an interleaving a job
+    cannot choose gives worse."""
+    found = [cell.verdict] + [v for words, v in cell.conditions if words in INTERLEAVINGS]
+    return min(found, key=lambda v: SEVERITY.index(v) if v in SEVERITY else len(SEVERITY))
+
+
+def _with_conditions(cell: Cell, words: str) -> str:
+    """A race with what else its cell says: why it is bad, and its verdict under each condition and order."""
+    worst = heading_verdict(cell)
+    first = [f"{worst} {w}" for w, v in cell.conditions if w in INTERLEAVINGS and v == worst and worst != cell.verdict]
+    more = first + ([f"{cell.verdict} otherwise"] if first else [WHY[worst]] if worst in WHY else [])
+    more += [f"{verdict} {condition}" for condition, verdict in cell.conditions + cell.orders
+             if not (condition in INTERLEAVINGS and verdict == worst and worst != cell.verdict)]
+    if cell.note and words.endswith("writing the same table"):
+        more.append(cell.note)
+    return f"{words} ({'; '.join(more)})" if more else words
 
 
 def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     """One setting in plain words: what to configure, what may run at once, what fails loudly, what to
-    keep apart (and why), how to rerun; all but the configuration read from the row's cells."""
+    keep apart (and why), how to rerun, the findings that apply; all but the configuration and the
+    findings read from the row's cells. Each race stands under one heading, its cell's verdict, with its
+    conditions beside it."""
     row = next(r for r in ROWS if r.key == setting.row)
     cells = [grid[row.key, c.key] for c in COLUMNS]
     links = ", ".join(dict.fromkeys(c.section.link for c in cells if c.section and c.verdict != NOT_MEASURED))
-    parts = [f"**{setting.title}** ({row.store}). **Configure:** {setting.configure}."]
-    if safe := _races(grid, row, (SAFE,)):
+    configure = re.sub(r"\{retries:([\w-]+)\}", lambda m: retries(m.group(1)), setting.configure)
+    parts = [f"**{setting.title}** ({row.store}). **Configure:** {configure}."]
+
+    def under(verdicts: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[str]:
+        return [_with_conditions(grid[row.key, c.key], race_words(c.key, row, grid[row.key, c.key]))
+                for c in COLUMNS if c.key not in skip and heading_verdict(grid[row.key, c.key]) in verdicts]
+
+    if safe := under((SAFE,)):
         parts.append(f"**May run at once:** {'; '.join(safe)}.")
-    if refused := _races(grid, row, (REFUSED,)):
+    if refused := under((REFUSED,)):
         parts.append(f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}.")
-    apart = [f"{race_words(c.key, row)} ({WHY[grid[row.key, c.key].verdict]})" for c in COLUMNS
-             if c.key != "retry" and grid[row.key, c.key].verdict in (LOSES, DUPLICATES, WRONG)]
-    if apart:
+    if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
-    if depends := [f"{race_words(c.key, row)}: {verdict} {condition}" for c in COLUMNS
-                   for condition, verdict in grid[row.key, c.key].conditions]:
-        parts.append(f"**Where it depends:** {'; '.join(depends)}.")
     if told := _races(grid, row, (MISREPORTS,)):
         parts.append(f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}.")
     if grid[row.key, "retry"].verdict in WHY:
@@ -246,6 +332,8 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
         parts.append(f"**Never** {avoided.name}: those commits lose appends ({avoided.loses.section.link}).")
     if unmeasured := _races(grid, row, (NOT_MEASURED,)):
         parts.append(f"Not measured here: {'; '.join(unmeasured)}.")
+    for finding in setting.findings:
+        parts.append(f"**Finding:** {finding}.")
     if setting.measured_with:
         parts.append(f"**Which class:** {setting.measured_with}.")
     return " ".join(parts) + f" Shown in {links}."

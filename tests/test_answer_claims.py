@@ -21,7 +21,7 @@ import pytest
 from helpers import answer, config
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
-NO_LOSS = re.compile(r"nothing (?:is )?lost|(?:loses|lose|lost) nothing|no rows? (?:is |are )?lost|\b0 (?:rows )?lost"
+NO_LOSS = re.compile(r"nothing (?:is )?lost|(?:loses|lose|lost) nothing|no rows? (?:is |are )?lost|\b0 (?:[\w-]+ ){0,2}lost|without los(?:ing|s)"
                      r"|\blost:? 0\b|never lost|los(?:e|es|t|ing) (?:the|a) race", re.I)
 LOSS = re.compile(r"\blos(?:e|es|t|ing)\b|\bgone\b|cannot be read|can no longer be read|unreadable", re.I)
 DUPLICATED = re.compile(r"\btwice\b|duplicat", re.I)

@@ -1,0 +1,232 @@
+"""Only safe settings are offered to copy, and every call offered to copy runs.
+
+A code cell offered "to copy into a job of your own" names, in its metadata (``workbook_copy``: the
+answer page's row keys, each with the races the cell is for), the settings it stands for; the test
+holds each to the answer's data: every race it is for must be safe in that row (a rerun append:
+safe with the row's remedy), and its source holds none of the settings the workbook shows losing
+data or failing jobs. A race's own call that is not safe says so in its first line ("unsafe: do not
+copy") and names where the call to copy stands. Each check is shown failing on a crafted cell.
+
+Then each copy cell runs once against the emulators, given their environment, importing nothing
+from the workbook, and what it wrote is read back from storage: the rows, the lock table's items,
+the idempotent-write id that stopped a second append.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from helpers import answer, config, eras, tables
+
+COPY_OFFER = re.compile(r"copy (?:it |this )?into (?:a|your) (?:job|own)", re.I)
+UNSAFE_SETTINGS = {
+    "the unsafe rename": re.compile(r"ALLOW_UNSAFE_RENAME", re.I),
+    "no retries": re.compile(r"max_commit_retries\s*=\s*[01]\b"),
+}
+SEVERAL_CLUSTERS = '"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"'
+"""What a Spark cell for several clusters must set: without it, Delta's default S3 log store loses commits."""
+UNSAFE_MARK = "(unsafe: do not copy)"
+
+
+def _notebooks() -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))}
+
+
+def copy_cells(notebooks: dict[str, dict]) -> list[tuple[str, int, dict, str]]:
+    """(notebook, index, its ``workbook_copy`` metadata or {}, source) of every cell offered to copy."""
+    found = []
+    for name, notebook in notebooks.items():
+        for index, cell in enumerate(notebook["cells"]):
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and (COPY_OFFER.search(source) or "workbook_copy" in cell["metadata"]):
+                found.append((name, index, cell["metadata"].get("workbook_copy", {}), source))
+    return found
+
+
+def copy_problems(notebooks: dict[str, dict]) -> list[str]:
+    grid = answer.grid_of(results := answer.Results.load())
+    rows = {row.key: row for row in answer.ROWS}
+    problems = []
+    for name, index, settings, source in copy_cells(notebooks):
+        where = f"{name} cell {index}"
+        if not settings:
+            problems.append(f"{where}: offered to copy, but names no setting of the answer (metadata workbook_copy)")
+        for row_key, races in settings.items():
+            if row_key not in rows:
+                problems.append(f"{where}: no answer row {row_key!r}")
+                continue
+            for race in races:
+                if race == "retry":
+                    verdict, _ = answer.remedy(rows[row_key], results)
+                    ok = verdict in (answer.SAFE, answer.REFUSED)  # REFUSED: Delta Spark skips a fresh rerun
+                else:
+                    verdict = grid[row_key, race].verdict
+                    ok = verdict == answer.SAFE
+                if not ok:
+                    problems.append(f"{where}: offered to copy for {race} in {row_key}, whose verdict is {verdict!r}")
+        for what, pattern in UNSAFE_SETTINGS.items():
+            if pattern.search(source):
+                problems.append(f"{where}: offered to copy, and holds {what}")
+        if "spark-dynamodb" in settings and "SparkSession" in source and SEVERAL_CLUSTERS not in source:
+            problems.append(f"{where}: offered to copy for several Spark clusters without Delta's DynamoDB log store")
+        if UNSAFE_MARK in source:
+            problems.append(f"{where}: both offered to copy and marked unsafe")
+    for name, notebook in notebooks.items():
+        for index, cell in enumerate(notebook["cells"]):
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or not re.search(r"^def one_writer\(", source, re.M) or COPY_OFFER.search(source):
+                continue
+            first = source.split("\n", 2)
+            if UNSAFE_MARK not in first[0] or "The call to copy" not in "\n".join(first[:2]):
+                problems.append(f"{name} cell {index}: a race's call not offered to copy must say {UNSAFE_MARK!r} in its "
+                                "first line and where the call to copy is in its second")
+    return problems
+
+
+def test_only_safe_settings_are_offered_to_copy():
+    assert copy_problems(_notebooks()) == []
+
+
+def test_every_setting_a_learner_needs_has_a_copy_cell():
+    offered = {row for _, _, settings, _ in copy_cells(_notebooks()) for row in settings}
+    assert {"rs-put-today", "rs-azure", "rs-lock-seeds", "spark-dynamodb"} <= offered
+
+
+def _crafted(change) -> dict[str, dict]:
+    notebooks = _notebooks()
+    name, index, _, _ = next(c for c in copy_cells(notebooks) if c[0].startswith("08"))
+    change(notebooks[name]["cells"][index])
+    return notebooks
+
+
+def _source_replace(old: str, new: str):
+    def change(cell):
+        source = "".join(cell["source"])
+        assert old in source
+        cell["source"] = [source.replace(old, new, 1)]
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (_source_replace('"AWS_REGION": os.environ["AWS_REGION"],',
+                     '"AWS_REGION": os.environ["AWS_REGION"], "AWS_S3_ALLOW_UNSAFE_RENAME": "true",'), "holds the unsafe rename"),
+    (_source_replace('mode="append", storage_options=', 'mode="append", max_commit_retries=0, storage_options='), "holds no retries"),
+    (lambda cell: cell["metadata"]["workbook_copy"].update({"rs-put-today": ["append", "optimize"]}),
+     r"for optimize in rs-put-today, whose verdict is 'duplicates data'"),
+    (lambda cell: cell["metadata"].pop("workbook_copy"), "names no setting of the answer"),
+])
+def test_an_unsafe_copy_cell_is_caught(change, message):
+    found = [p for p in copy_problems(_crafted(change)) if re.search(message, p)]
+    assert found, copy_problems(_crafted(change))
+
+
+def test_a_race_call_that_is_not_marked_unsafe_is_caught():
+    notebooks = _notebooks()
+    name = next(n for n in notebooks if n.startswith("05"))
+    cell = next(c for c in notebooks[name]["cells"] if c["cell_type"] == "code" and "def one_writer(" in "".join(c["source"]))
+    cell["source"] = ["".join(cell["source"]).replace(UNSAFE_MARK, "(the call)")]
+    assert any("must say" in p for p in copy_problems(notebooks))
+
+
+# --- each copy cell runs against the emulators ---------------------------------------------------
+
+def emulator_environment() -> dict[str, str]:
+    """The environment a copy cell reads, pointing at the emulators (never a secret of a real account)."""
+    azure = tables.azure_storage_options()
+    return {
+        "AWS_REGION": config.EMULATOR_AWS_REGION, "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "AWS_ENDPOINT_URL": config.aws_endpoint("s3"),
+        "AZURE_STORAGE_ACCOUNT_NAME": azure["account_name"], "AZURE_STORAGE_ACCOUNT_KEY": azure["account_key"],
+        "AZURE_STORAGE_ENDPOINT": azure["azure_storage_endpoint"],
+    }
+
+
+def _cell_of(prefix: str) -> str:
+    return next(source for name, _, settings, source in copy_cells(_notebooks()) if name.startswith(prefix) and settings)
+
+
+def run_cell(source: str, calls: str, python: str = sys.executable) -> str:
+    """Run a copy cell, then ``calls``, in a fresh interpreter given only the emulators' environment
+    (and the machine's PATH); its printed last line is returned."""
+    env = {**config.without_telemetry({"PATH": os.environ.get("PATH", "")}), **emulator_environment(),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([python, "-c", source + "\n" + textwrap.dedent(calls)], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=config.BUILD_DIR if config.BUILD_DIR.exists() else None)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _rows(uri: str, options: dict) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(uri, storage_options=tables.kernel_storage_options(options)).to_pyarrow_table().num_rows
+
+
+DATA = "import pyarrow as pa\ndata = pa.table({'id': list(range(10))})\n"
+
+
+@pytest.mark.services
+def test_the_s3_copy_cell_appends(stores):
+    uri = tables.s3_uri(f"copy-cells/s3-{uuid.uuid4().hex[:8]}")
+    run_cell(_cell_of("08"), DATA + f"append_to_s3({uri!r}, data)\nappend_to_s3({uri!r}, data)\nprint('ok')")
+    assert _rows(uri, tables.s3_storage_options()) == 20
+
+
+@pytest.mark.services
+def test_the_azure_copy_cell_appends(stores):
+    uri = tables.azure_uri(f"copy-cells/az-{uuid.uuid4().hex[:8]}")
+    run_cell(_cell_of("03"), DATA + f"append_to_azure({uri!r}, data)\nprint('ok')")
+    assert _rows(uri, tables.azure_storage_options()) == 10
+
+
+@pytest.mark.services
+def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
+    """``create_lock_table`` runs in the kernel's environment (boto3); ``append_with_lock`` in
+    deltalake 1.5.1's, the era whose log store takes the lock (its environment has no boto3, so the
+    function alone runs there, taken from the cell as written)."""
+    from helpers import storage
+
+    source = _cell_of("06")
+    lock = f"copy_cells_{uuid.uuid4().hex[:8]}"
+    run_cell(source, f"create_lock_table({lock!r})\ncreate_lock_table({lock!r})\nprint('ok')")
+    described = storage.dynamodb_client().describe_table(TableName=lock)["Table"]
+    assert {(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]} == {("tablePath", "HASH"), ("fileName", "RANGE")}
+    ttl = storage.dynamodb_client().describe_time_to_live(TableName=lock)["TimeToLiveDescription"]
+    assert ttl.get("AttributeName") == "expireTime"
+    tree = ast.parse(source)
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "append_with_lock")
+    only = "import os\nimport pyarrow as pa\nfrom deltalake import write_deltalake\n\n" + ast.get_source_segment(source, function)
+    uri = tables.s3_uri(f"copy-cells/lock-{uuid.uuid4().hex[:8]}")
+    python = str(config.ENVS_DIR / eras.DYNAMODB_INTEROP / "bin" / "python")
+    run_cell(only, DATA + f"append_with_lock({uri!r}, data, {lock!r})\nappend_with_lock({uri!r}, data, {lock!r})\nprint('ok')",
+             python=python)
+    assert _rows(uri, tables.s3_storage_options()) == 20
+    items = storage.lock_entries(uri, lock)
+    assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
+
+
+@pytest.mark.services
+def test_the_rerun_copy_cell_appends_once(stores):
+    uri = tables.s3_uri(f"copy-cells/once-{uuid.uuid4().hex[:8]}")
+    options = tables.s3_storage_options()
+    told = run_cell(_cell_of("13"), DATA + f"""
+import os
+options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+options["AWS_ALLOW_HTTP"] = "true"
+first = append_once({uri!r}, data, "nightly-load", 7, options)
+rerun = append_once({uri!r}, data, "nightly-load", 7, options)
+print(first, rerun)""")
+    assert told == "True False"
+    from deltalake import DeltaTable
+
+    table = DeltaTable(uri, storage_options=options)
+    assert table.to_pyarrow_table().num_rows == 10 and table.transaction_version("nightly-load") == 7
