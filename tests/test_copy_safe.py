@@ -230,3 +230,57 @@ print(first, rerun)""")
 
     table = DeltaTable(uri, storage_options=options)
     assert table.to_pyarrow_table().num_rows == 10 and table.transaction_version("nightly-load") == 7
+
+
+SPARK_RUN = '''
+import ast, json, os, sys
+from helpers import sessions
+
+cells = json.loads(sys.argv[1])
+several, once = {}, {}
+exec(cells["09"], several)
+exec(cells["13"], once)
+lock, uri, once_uri = sys.argv[2:5]
+several["create_lock_table"](lock)
+# the cell's own settings, read from its source; two are this machine's: Delta's class has no DynamoDB
+# endpoint, so the workbook's class of the same protocol stands in for it, and the jars come from
+# the workbook's cache (Delta's storage module is not downloadable here)
+function = next(n for n in ast.parse(cells["09"]).body if isinstance(n, ast.FunctionDef) and n.name == "spark_for_several_clusters")
+conf_node = next(n.value for n in function.body if isinstance(n, ast.Assign) and n.targets[0].id == "conf")
+conf = eval(compile(ast.Expression(conf_node), "cell", "eval"), {"os": os, "lock_table": lock, "PACKAGES": ""})
+assert conf["spark.delta.logStore.s3a.impl"] == sessions.DELTA_DYNAMODB_LOG_STORE
+here = sessions.dynamodb_log_store_conf()
+conf.pop("spark.jars.packages")
+conf.update({k: v for k, v in here.items() if not k.startswith(sessions.DYNAMODB_LOG_STORE_PREFIX)})
+spark = sessions.spark_session("s3", app_name="copy-cells", extra_conf=conf)
+rows = [{"id": i} for i in range(10)]
+several["append_from_a_cluster"](spark, rows, uri)
+several["append_from_a_cluster"](spark, rows, uri)
+df = spark.createDataFrame(rows)
+once["append_once_spark"](df, once_uri, "nightly-load", 3)
+once["append_once_spark"](df, once_uri, "nightly-load", 3)
+print(json.dumps({"rows": spark.read.format("delta").load(uri).count(),
+                  "once": spark.read.format("delta").load(once_uri).count()}))
+'''
+
+
+@pytest.mark.services
+@pytest.mark.spark
+def test_the_spark_copy_cells_commit_through_the_lock_table_and_once(stores):
+    """Notebook 09's cell (several clusters) and the Spark half of notebook 13's (a rerun append), in
+    one driver against the emulators; the commits are read back from storage and the lock table."""
+    from helpers import storage
+
+    lock = f"copy_cells_spark_{uuid.uuid4().hex[:8]}"
+    uri = tables.s3_uri(f"copy-cells/spark-{uuid.uuid4().hex[:8]}", "s3a")
+    once_uri = tables.s3_uri(f"copy-cells/spark-once-{uuid.uuid4().hex[:8]}", "s3a")
+    cells = json.dumps({"09": _cell_of("09"), "13": _cell_of("13")})
+    env = {**os.environ, **emulator_environment()}
+    done = subprocess.run([sys.executable, "-c", SPARK_RUN, cells, lock, uri, once_uri], env=env, capture_output=True,
+                          text=True, timeout=900, cwd=config.ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counted = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counted == {"rows": 20, "once": 10}, counted
+    items = storage.lock_entries(uri, lock)
+    assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
+    assert all(item.get("complete") in ("true", True) for item in items), items
