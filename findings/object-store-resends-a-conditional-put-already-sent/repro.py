@@ -5,7 +5,8 @@ the resend is refused, and the caller is told ``AlreadyExists`` for an object th
 Run it (obstore is object_store's Python binding; moto's server plays S3)::
 
     pip install obstore==0.12.1 "moto[server]"
-    python repro.py
+    python repro.py                    # object_store's default retries: the bug
+    python repro.py --max-retries 0    # no retries: one PUT, and an error that leaves the outcome open
 
 The script starts moto's S3 server on 127.0.0.1 (a free port) and, in a process of its own, a small
 HTTP relay in front of it; both stop when the script exits. The relay forwards every request
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--relay", nargs=2, type=int, metavar=("PORT", "UPSTREAM_PORT"),
                         help="only run the relay in front of 127.0.0.1:UPSTREAM_PORT (the script starts it for itself)")
+    parser.add_argument("--max-retries", type=int, metavar="N",
+                        help="the store's retry_config max_retries (default: object_store's own, 10)")
     args = parser.parse_args(argv)
     if args.relay:
         Relay(*args.relay).serve_forever()
@@ -138,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as missing:
         print(f'cannot run: {missing}. Install the packages first: pip install obstore "moto[server]"', file=sys.stderr)
         return 2
-    print(f"obstore {obstore.__version__}, Python {sys.version.split()[0]}")
+    print(f"obstore {obstore.__version__}, Python {sys.version.split()[0]}"
+          + ("" if args.max_retries is None else f", retry_config max_retries={args.max_retries}"))
     try:
         moto_port, relay_port = free_port(), free_port()
         start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)], moto_port, "moto's server")
@@ -146,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{moto_port}", region_name="us-east-1",
                           aws_access_key_id="test", aws_secret_access_key="test")
         s3.create_bucket(Bucket=BUCKET)
+        retries = {} if args.max_retries is None else {"retry_config": {"max_retries": args.max_retries}}
         store = S3Store(BUCKET, endpoint=f"http://127.0.0.1:{relay_port}", region="us-east-1", access_key_id="test",
-                        secret_access_key="test", conditional_put="etag", client_options={"allow_http": True})
+                        secret_access_key="test", conditional_put="etag", client_options={"allow_http": True}, **retries)
         try:
             obstore.put(store, "lock", b"writer-1", mode="create")
             told = None
