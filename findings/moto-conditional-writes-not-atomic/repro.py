@@ -24,6 +24,12 @@ step while the first is held (it refuses it, or blocks it on a lock): the hold t
 after HOLD_TIMEOUT seconds, the first request goes on alone, and the round has one winner. The
 outcome depends on moto's code only, not on how the threads happen to be scheduled.
 
+Without moto's internals touched, ``python repro.py --no-barrier`` runs moto's server as it is
+(``python -m moto.server``) and releases 8 client threads per round together (``--writers``), up to
+400 rounds per service (``--rounds``), stopping a service at its first round with two winners. Then
+the race depends on thread scheduling: it shows the bug when it sees two winners, and a run that
+sees none proves nothing.
+
 Exit codes: 1 the bug is present (a round had two winners), 0 every round of both services had
 exactly one winner, 2 the script could not run (a package is missing, moto did not start, the
 step to wrap is no longer there, or a write failed for another reason).
@@ -43,6 +49,8 @@ import traceback
 import urllib.request
 
 ROUNDS = 3
+NO_BARRIER_ROUNDS = 400
+NO_BARRIER_WRITERS = 8
 HOLD_TIMEOUT = 10.0
 BUCKET = "race"
 TABLE = "race"
@@ -97,11 +105,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_moto(log) -> str:
-    """Start moto's server on 127.0.0.1; wait (bounded) until it answers; stop it at exit."""
+def start_moto(log, barrier: bool = True) -> str:
+    """Start moto's server on 127.0.0.1 (with the barrier of SERVER, or as it is); wait (bounded)
+    until it answers; stop it at exit."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, repr(HOLD_TIMEOUT), str(port)],
-                              stdout=log, stderr=subprocess.STDOUT, text=True)
+    command = ([sys.executable, "-c", SERVER, repr(HOLD_TIMEOUT), str(port)] if barrier
+               else [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)])
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
     atexit.register(stop, server)
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + MOTO_START_TIMEOUT
@@ -179,13 +189,16 @@ class DynamoDBRace:
         return f"race-{round_} holds the write of writer {item['writer']['N']}"
 
 
-def run_round(race, round_: int) -> list[int]:
-    """Two writers, one conditional write each of the same new key: the writers told they won."""
+def run_round(race, round_: int, writers: int = 2) -> list[int]:
+    """``writers`` threads, released together, one conditional write each of the same new key: the
+    writers told they won."""
     import botocore.exceptions
 
     outcome: dict[int, object] = {}
+    start = threading.Barrier(writers)
 
     def attempt(writer: int) -> None:
+        start.wait()
         try:
             race.write(round_, writer)
             outcome[writer] = "won"
@@ -194,7 +207,7 @@ def run_round(race, round_: int) -> list[int]:
         except Exception as error:  # reported as "could not run" below
             outcome[writer] = error
 
-    threads = [threading.Thread(target=attempt, args=(writer,)) for writer in (1, 2)]
+    threads = [threading.Thread(target=attempt, args=(writer,)) for writer in range(1, writers + 1)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -207,8 +220,15 @@ def run_round(race, round_: int) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds per service (default {ROUNDS})")
+    parser.add_argument("--rounds", type=int, help=f"rounds per service (default {ROUNDS}; {NO_BARRIER_ROUNDS} with --no-barrier)")
+    parser.add_argument("--no-barrier", action="store_true",
+                        help="run moto's server unmodified; the race then depends on thread scheduling")
+    parser.add_argument("--writers", type=int,
+                        help=f"writers per round (default 2; {NO_BARRIER_WRITERS} with --no-barrier)")
     args = parser.parse_args(argv)
+    barrier = not args.no_barrier
+    rounds = args.rounds or (ROUNDS if barrier else NO_BARRIER_ROUNDS)
+    writers = args.writers or (2 if barrier else NO_BARRIER_WRITERS)
     try:
         import boto3
         import moto
@@ -217,19 +237,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"moto {moto.__version__}, boto3 {boto3.__version__}, Python {sys.version.split()[0]} "
           f"(switch interval {sys.getswitchinterval()} s)")
-    doubled = 0
+    doubled = played = 0
     with tempfile.TemporaryFile(mode="w+") as log:  # not a pipe: moto logs every request, a full pipe would block it
         try:
-            endpoint = start_moto(log)
-            print(f"moto server at {endpoint}; 2 writers per round, {args.rounds} rounds per service")
+            endpoint = start_moto(log, barrier)
+            print(f"moto server at {endpoint} ({'the step between check and write made a barrier of two' if barrier else 'unmodified'}); "
+                  f"{writers} writers per round, {rounds} rounds per service"
+                  + ("" if barrier else " at most, a service stopping at its first round with two winners"))
             for race in (S3Race(endpoint), DynamoDBRace(endpoint)):
-                for round_ in range(1, args.rounds + 1):
-                    winners = run_round(race, round_)
+                for round_ in range(1, rounds + 1):
+                    winners = run_round(race, round_, writers)
+                    played += 1
                     if not winners:
                         raise CannotRun(f"{race.name}: round {round_} had no winner at all")
                     doubled += len(winners) > 1
-                    print(f"{race.name}: round {round_}: {len(winners)} writer(s) told their write succeeded; "
-                          f"{race.stored(round_)}")
+                    if barrier or len(winners) > 1:
+                        print(f"{race.name}: round {round_}: {len(winners)} writer(s) told their write succeeded; "
+                              f"{race.stored(round_)}")
+                    if not barrier and len(winners) > 1:
+                        break
+                else:
+                    if not barrier:
+                        print(f"{race.name}: {rounds} rounds, one winner each")
         except CannotRun as problem:
             print(f"cannot run: {problem}", file=sys.stderr)
             return 2
@@ -239,14 +268,16 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         log.seek(0)
         server_log = log.read()
-    print(f"server: {server_log.count('released together')} times two requests were held at the step between "
-          f"check and write and released together; {server_log.count('timed out with one')} times one request "
-          "waited there alone")
+    if barrier:
+        print(f"server: {server_log.count('released together')} times two requests were held at the step between "
+              f"check and write and released together; {server_log.count('timed out with one')} times one request "
+              "waited there alone")
     if doubled:
-        print(f"BUG PRESENT: in {doubled} of {2 * args.rounds} rounds both conditional writes of one new key "
-              "passed the condition and were accepted.")
+        print(f"BUG PRESENT: in {doubled} of {played} rounds {'both' if writers == 2 else 'two or more'} conditional "
+              "writes of one new key passed the condition and were accepted.")
         return 1
-    print("OK: every round had exactly one winner.")
+    print("OK: every round had exactly one winner."
+          + ("" if barrier else " (Without the barrier this can also mean the race was missed.)"))
     return 0
 
 
