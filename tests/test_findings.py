@@ -284,9 +284,14 @@ REPORT_SECTIONS = ("Environment", "Reproducer", "Expected and actual", "Cause", 
 starts with these words); the title is the report's first line."""
 
 WORKBOOK_INTERNALS = re.compile(r"\bmake (?:matrix|test|install|student|probe|versitygw|torture|bench)\b|\bhelpers\b|torture"
-                                r"|\bworkbook\b|\bnotebooks?\b|--relay-drops|\.envs/|python_for", re.IGNORECASE)
+                                r"|\bworkbook\b|\bnotebooks?\b|--relay-drops|\.envs/|python_for"
+                                r"|\bfindings/[\w.-]+|\btests/test_\w+\.py", re.IGNORECASE)
 """What a maintainer cannot run or does not care about: the workbook's make targets, its package, its
-torture run, its notebooks, its environments and the relay modes only its own tests use."""
+torture run, its notebooks, its environments, the relay modes only its own tests use, and paths of
+its own tree (a finding's folder, ``findings/<name>``; a test module, ``tests/test_<name>.py``)."""
+
+UPSTREAM_TEXTS = ("*/REPORT*.md", "*/ADVISORY.md", "*/repro.py", "*/*.java")
+"""What is pasted or attached upstream: each folder's report(s), the advisory, the reproducers."""
 
 
 def _to_file() -> list[str]:
@@ -314,16 +319,32 @@ def _missing_sections(report: str) -> list[str]:
 
 
 def test_each_report_to_file_has_the_sections_a_maintainer_expects():
-    problems = {name: missing for name in _to_file()
-                if (missing := _missing_sections((FINDINGS / name / "REPORT.md").read_text()))}
+    """Every report of a folder marked to file: its REPORT.md and any further REPORT-<issue>.md (a
+    folder whose finding is filed as several issues)."""
+    reports = [report for name in _to_file() for report in sorted((FINDINGS / name).glob("REPORT*.md"))]
+    assert len(reports) > len(_to_file()), "no folder to file has a second report: the glob above is not looking"
+    problems = {str(report.relative_to(FINDINGS)): missing for report in reports
+                if (missing := _missing_sections(report.read_text()))}
     assert not problems, f"reports to file lacking sections (in this order: {', '.join(REPORT_SECTIONS)}): {problems}"
 
 
+def test_the_internals_check_catches_a_path_of_the_project():
+    """A reproducer once named the folder of another finding in its docstring: the check must see it."""
+    for text in ("(``findings/deltalake-dynamodb-reclaim-after-a-refused-copy``).",
+                 "see findings/versitygw-copies-a-deleted-object/REPORT.md", "measured by tests/test_findings.py"):
+        assert WORKBOOK_INTERNALS.search(text), text
+    for text in ("docs/src/content/docs/delta-storage.mdx", "tests/aws_minter_emulator.rs", "crates/core/tests/it_datafusion"):
+        assert not WORKBOOK_INTERNALS.search(text), f"an upstream project's path taken for the workbook's: {text}"
+
+
 def test_no_report_or_reproducer_names_the_workbooks_internals():
-    """REPORT.md, ADVISORY.md and repro.py are read and run by upstream maintainers: nothing in them
-    may need the workbook (its make targets, helpers, torture run, notebooks, environments, test-only modes)."""
+    """Reports, the advisory and the reproducers are read and run by upstream maintainers: nothing in
+    them may need the workbook (its make targets, helpers, torture run, notebooks, environments,
+    test-only modes, or a path of its tree)."""
     found = {}
-    for path in sorted([*FINDINGS.glob("*/REPORT.md"), *FINDINGS.glob("*/ADVISORY.md"), *FINDINGS.glob("*/repro.py")]):
+    paths = sorted({path for pattern in UPSTREAM_TEXTS for path in FINDINGS.glob(pattern)})
+    assert any(path.suffix == ".java" for path in paths) and any(path.name.startswith("REPORT-") for path in paths), paths
+    for path in paths:
         hits = sorted({match.group(0) for match in WORKBOOK_INTERNALS.finditer(path.read_text())})
         if hits:
             found[str(path.relative_to(FINDINGS))] = hits
