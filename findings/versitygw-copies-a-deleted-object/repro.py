@@ -20,10 +20,9 @@ with versioning enabled and one without, it:
    an UploadPartCopy of it (404 NoSuchKey expected for both);
 5. lists the bucket.
 
-Why it matters for Delta: delta-rs's S3 DynamoDB log store (deltalake 0.15.0 to 1.6.0) moves a
-staged commit to ``N.json`` by a copy and a delete, and decides that another job already moved
-it when the copy answers 404. Given a 200 instead, deltalake 1.5.1 commits the same append twice
-(``findings/deltalake-dynamodb-reclaim-after-a-refused-copy``).
+Why it matters: a client that moves an object by copy and delete may decide that another job
+already moved it when a retried copy answers 404 (delta-rs's S3 DynamoDB log store does, in
+deltalake 0.15.0 to 1.6.0). Given a 200 instead, it acts on a deleted object.
 
 Exit codes: 1 the bug is present (a copy of the deleted object answered 200 in some bucket), 0
 every copy of it was refused with 404, 2 the script could not run.
