@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help answer install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -117,6 +117,10 @@ matrix: install ## the conflict matrix: every ordered pair of writes raced from 
 	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
 	cp build/matrix/full/meta.json data/conflict_matrix_meta.json
 	$(PY) -m helpers.answer_page
+	$(PY) -m helpers.answer_html
+
+answer: ## open docs/answer.html, the answer as a page you query, in a browser (or print its path)
+	@$(PYTHON) -c 'import os, pathlib, sys, webbrowser; page = pathlib.Path("docs/answer.html").resolve(); shown = (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")) and webbrowser.open(page.as_uri()); print(("Opened " if shown else "Open this file in a browser: ") + page.as_uri())'
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }

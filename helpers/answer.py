@@ -62,7 +62,7 @@ class Section:
     def link(self) -> str:
         """A link from ``docs/`` to the learner's edition (``student/``), then to the edition with the
         answers (``notebooks/``); GitHub's anchors into notebooks are unreliable, so the section is named."""
-        return f"[{self.label}](../student/{self.notebook}) ([solutions](../notebooks/{self.notebook}))"
+        return f"[{self.label}](../student/{self.notebook}) ([with solutions](../notebooks/{self.notebook}))"
 
 
 N09 = "09_spark_multi_cluster_s3.ipynb"

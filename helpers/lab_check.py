@@ -115,20 +115,27 @@ def _status_bar(browser) -> str:
     return " / ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem") if e.text.strip())
 
 
+def headless_browser(chromium: str, driver_path: str, profile: Path):
+    """Chromium driven by chromedriver, headless, with a profile folder of its own and nothing that
+    reaches the network by itself (:func:`chromium_flags`). The caller quits it."""
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (*chromium_flags(), f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+
+
 def _drive(lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot: Path, saved: Path) -> dict:
     """Open the notebook, run all cells from the Run menu, save from the File menu, take a
     screenshot; return what the page showed. Every wait also watches the kernel (:meth:`Lab.kernel_trouble`)."""
-    from selenium import webdriver
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (*chromium_flags(), f"--user-data-dir={lab.work / 'chromium-profile'}"):
-        options.add_argument(flag)
-    browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+    browser = headless_browser(chromium, driver_path, lab.work / "chromium-profile")
 
     def watching(condition):
         def check(b):

@@ -132,6 +132,19 @@ def check_disk(root: Path = ROOT) -> str | None:
     return None
 
 
+def check_browser() -> str | None:
+    """Chromium and its driver, which `make test` (the answer page) and `make lab-check` (JupyterLab) drive;
+    the notebooks run without them."""
+    import os
+
+    if (os.environ.get("WORKBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")) and \
+            (os.environ.get("WORKBOOK_CHROMEDRIVER") or shutil.which("chromedriver")):
+        return None
+    return ("Chromium or chromedriver is not on PATH: `make test` drives docs/answer.html in it, and `make lab-check` "
+            "JupyterLab (the notebooks run without it). Install them (Debian/Ubuntu: `apt-get install chromium "
+            "chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver.")
+
+
 def problems() -> list[str]:
     return [p for p in (check_python(), check_java(), check_javac(), check_cc(), check_node(), check_disk()) if p]
 
@@ -142,7 +155,8 @@ def notes() -> list[str]:
     from helpers import kernels, versitygw
     from helpers.catalog import server
 
-    return [note for note in (versitygw.check_go(), server.check_cargo(), kernels.preflight_note(ROOT)) if note]
+    return [note for note in (versitygw.check_go(), server.check_cargo(), check_browser(), kernels.preflight_note(ROOT))
+            if note]
 
 
 def main() -> int:

@@ -262,3 +262,81 @@ def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
         appendix = next((i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")), len(cells))
         last = cells[appendix - 1]  # the main path's last cell: an appendix follows it, if any
         assert last["cell_type"] == "markdown" and "(../docs/answer.md)" in "".join(last["source"]), name
+
+
+# (v) the setting paragraphs agree with the table and with themselves ---------------------------
+
+HEADINGS = re.compile(r"\*\*(May run at once|One of the two fails loudly and commits nothing; rerun it|Keep apart):\*\* (.*?)(?= \*\*|$)")
+FINDING_OF = {"deltalake-two-optimizes-both-commit": answer.DUPLICATES}
+"""A finding a setting must name wherever its row's OPTIMIZE column has this verdict."""
+
+
+def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
+    """Each setting's title names its row's releases; each race stands under one heading; the findings
+    that apply are named; the retry advice quotes notebook 11's committed run."""
+    problems = []
+    for setting in answer_page.SETTINGS:
+        row = next(r for r in answer.ROWS if r.key == setting.row)
+        text = paragraphs[setting.row]
+        title = re.match(r"\*\*(.+?)\*\*", text).group(1)
+        for versions in row.versions.split(" + "):
+            if versions not in title:
+                problems.append(f"{setting.row}: the title {title!r} does not name the row's releases {versions!r}")
+        placed: dict[str, list[str]] = {}
+        for heading, races in HEADINGS.findall(text):
+            for race in answer_page.RACE_WORDS.values():
+                if race in re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", races):
+                    placed.setdefault(race, []).append(heading)
+        problems += [f"{setting.row}: {race!r} stands under {headings}" for race, headings in placed.items() if len(headings) > 1]
+        if grid[row.key, "optimize"].verdict == FINDING_OF["deltalake-two-optimizes-both-commit"] and \
+                "deltalake-two-optimizes-both-commit" not in text:
+            problems.append(f"{setting.row}: two OPTIMIZEs duplicate rows, and the paragraph does not name the finding")
+        if row.engine == "deltalake" and row.store in ("S3", "Azure Blob") and "deltalake-lost-commit-response-commits-twice" not in text:
+            problems.append(f"{setting.row}: the lost commit answer applies, and the paragraph does not name it")
+    return problems
+
+
+def _paragraphs(page: str) -> dict[str, str]:
+    found = {}
+    for setting in answer_page.SETTINGS:
+        found[setting.row] = next(line for line in page.splitlines() if line.startswith(f"**{setting.title}**"))
+    return found
+
+
+def test_the_setting_paragraphs_agree_with_the_table_and_with_themselves():
+    assert setting_problems(_paragraphs(_page()), answer.grid_of(answer.Results.load())) == []
+
+
+def test_a_setting_paragraph_that_breaks_a_rule_is_caught():
+    paragraphs, grid = _paragraphs(_page()), answer.grid_of(answer.Results.load())
+    broken = dict(paragraphs)
+    broken["rs-put-today"] = paragraphs["rs-put-today"].replace("**May run at once:** two appends;",
+                                                                "**May run at once:** two appends; two OPTIMIZEs or Z-orders;")
+    assert any("stands under" in p for p in setting_problems(broken, grid))
+    broken["rs-put-today"] = paragraphs["rs-put-today"].replace("deltalake-lost-commit-response-commits-twice", "elsewhere")
+    assert any("lost commit answer" in p for p in setting_problems(broken, grid))
+
+
+def test_the_retry_advice_quotes_notebook_11s_committed_run():
+    import pandas as pd
+
+    commits = pd.read_csv(config.DATA_DIR / "full_runs" / "bench" / "commits.csv.gz")
+    page = _page()
+    for protocol, row in (("s3-conditional-put", "rs-put-today"), ("azure", "rs-azure")):
+        mine = commits[commits.protocol == protocol]
+        failing = mine[mine.outcome != "committed"].groupby("writers").size()
+        writers = int(failing.index.min())
+        figure = f"{int(failing[writers])} of {int((mine.writers == writers).sum())} appends by {writers} writers"
+        assert figure in _paragraphs(page)[row], (row, figure)
+
+
+def test_the_page_renders_from_the_committed_results_only(monkeypatch):
+    """A full run of this machine's (``build/<kind>/full/``) never reaches the page: it is rendered
+    from ``data/`` alone, so a user's own `make producers` leaves the committed page current."""
+    from helpers import full_runs
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the page asked for this machine's full run")
+
+    monkeypatch.setattr(full_runs, "location", refuse)
+    assert answer_page.render() == _page()

@@ -48,3 +48,15 @@ def test_too_little_disk_is_explained_before_installing(monkeypatch, tmp_path):
     monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 90 * 2**30, 10 * 2**30))
     (tmp_path / ".venv" / ".installed").unlink()
     assert preflight.check_disk(tmp_path) is None, "freeing space fixes it"
+
+
+def test_a_machine_without_chromium_is_told_what_make_test_needs_it_for(monkeypatch):
+    from helpers import preflight
+
+    monkeypatch.delenv("WORKBOOK_CHROMIUM", raising=False)
+    monkeypatch.delenv("WORKBOOK_CHROMEDRIVER", raising=False)
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: None)
+    note = preflight.check_browser()
+    assert "docs/answer.html" in note and "apt-get install chromium chromium-driver" in note
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert preflight.check_browser() is None

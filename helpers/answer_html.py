@@ -1,0 +1,235 @@
+"""The answer as a page a user queries: ``docs/answer.html``, one static file (no server, nothing
+fetched), rendered from the same rows and data as ``docs/answer.md`` (:mod:`helpers.answer`, the
+committed conflict matrix in ``data/``, the notebooks' copy cells).
+
+The user chooses an engine, a release, a store and setting, the two jobs' operations and the table's
+layout; the page shows the verdict, what the user will see, what to configure (the copy cell of that
+setting), what to do, the findings that apply and the evidence, or "not measured" with the reason.
+"My setup" shows the whole row as a grid of operation pairs. :func:`cell` is the one resolution of a
+(row, first, second, layout) that the page's data holds; ``tests/test_answer_html.py`` drives the page
+in Chromium and compares what it shows with it::
+
+    python -m helpers.answer_html           # writes docs/answer.html
+    python -m helpers.answer_html --check   # exit 1 if docs/answer.html differs from a fresh render
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import answer, answer_page, boundaries, config, eras
+from helpers.answer_matrix import OP_WORDS, met
+
+PAGE = config.ROOT / "docs" / "answer.html"
+OPERATIONS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge", "optimize", "zorder",
+              "vacuum", "add_column", "set_property")
+LATER = (*OPERATIONS, "retry")
+WORDS = {**OP_WORDS, "add_column": "ADD COLUMN", "set_property": "a table property change",
+         "retry": "rerun of the first job's append", "delete": "DELETE with a predicate"}
+LAYOUTS = {"shared": "both jobs touch the same files", "partitions": "each job on a partition of its own"}
+ENGINES = {"deltalake": "deltalake (delta-rs)", "Delta Spark": "Delta Spark", "both": "Delta Spark and deltalake on one table"}
+COLOURS = {answer.SAFE: "#1a7f37", answer.REFUSED: "#0a58ca", answer.LOSES: "#b42318", answer.DUPLICATES: "#b54708",
+           answer.WRONG: "#9a3412", answer.MISREPORTS: "#6f42c1", answer.NOT_MEASURED: "#57606a"}
+SHORT = {answer.SAFE: "safe", answer.REFUSED: "retry", answer.LOSES: "loses", answer.DUPLICATES: "twice",
+         answer.WRONG: "wrong", answer.MISREPORTS: "told", answer.NOT_MEASURED: "n/m"}
+"""A verdict in a grid cell (the cell's label says it in full)."""
+TODO = {answer.SAFE: "Run them at once.",
+        answer.REFUSED: "Run them at once if you like: the job that fails committed nothing; rerun it.",
+        answer.LOSES: "Keep them apart: run one after the other.",
+        answer.DUPLICATES: "Keep them apart: run one after the other.",
+        answer.WRONG: "Keep them apart: run one after the other.",
+        answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
+        answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it."}
+KIND_WORDS = {"duplicated rows": "both commit, and rows end up in the table twice",
+              "resurrected rows": "both commit, and rows that were removed come back",
+              "removed twice": "both commit, and a file is removed twice",
+              "lost update": "both commit, and a committed write's rows are lost",
+              "broken log": "both commit, and the table can no longer be read"}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the page shows for one (row, first, second, layout): the verdict, a sentence, the evidence
+    (a link into the notebooks and its label), the releases measured and, for a verdict the data does
+    not give, the reason."""
+
+    verdict: str
+    sentence: str
+    evidence: str = ""
+    label: str = ""
+    measured: str = ""
+
+
+def _sentence(rows: list[dict], verdict: str) -> str:
+    if verdict == answer.NOT_MEASURED:
+        return ""
+    worst = [r for r in rows if answer.verdict_of([r]) == verdict] or rows
+    row = worst[0]
+    kinds = [k for r in worst for text in (r["anomaly_kind"], r["retry_after_reload_kind"]) for k in text.split(" + ") if k]
+    if row["second"] == "retry" or row["first"] == "append_txn":
+        return ("the rerun commits again, and the append's rows are in the table twice" if verdict == answer.DUPLICATES else
+                "the rerun fails loudly from the old snapshot, and a rerun from a fresh snapshot is skipped"
+                if verdict == answer.REFUSED else "the rerun appends nothing: the table holds the append once")
+    if verdict == answer.REFUSED:
+        error = row["error_class"] or "an error"
+        return f"the later job ({WORDS.get(row['second'], row['second'])}) fails with {error} and commits nothing"
+    if verdict == answer.SAFE:
+        return met(row["first"], row["second"], row["matched"])
+    return "; ".join(dict.fromkeys(KIND_WORDS.get(k, k) for k in kinds)) or verdict
+
+
+def _checked(check: answer.Check) -> Shown:
+    sentence = {answer.SAFE: "both commit, and nothing is lost", answer.LOSES: "rows are lost, and every job is told it committed",
+                answer.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table"}
+    text = sentence.get(check.verdict, check.check) + (f" ({check.note})" if check.note else "")
+    return Shown(check.verdict, text, _link(check.section), check.section.label, check.versions)
+
+
+def _link(section: answer.Section | None) -> str:
+    return f"../student/{section.notebook}" if section else ""
+
+
+def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.Results) -> Shown:
+    """The one resolution of a race for the page: the row's loss, its checked or unmeasured cell, or
+    the conflict matrix's rows of its engines (with ``layout="partitions"``, their partitioned variants)."""
+    if row.loses:
+        return _checked(row.loses)
+    pair = (first, second)
+    column = next((c for c in answer.COLUMNS if pair in c.pairs), None)
+    if second == "retry":
+        column = next(c for c in answer.COLUMNS if c.key == "retry")
+        pair = ("append", "retry")
+    found = row.cells.get(column.key) if column else None
+    if isinstance(found, answer.Check) and (layout == "shared" or column.key == "other"):
+        return _checked(found)
+    if isinstance(found, answer.Unmeasured):
+        return Shown(answer.NOT_MEASURED, found.note or "nothing here races it for this setting")
+    engines = results.engines(row.engines)
+    if not engines:
+        why = next((c.note for c in row.cells.values() if isinstance(c, answer.Unmeasured) and c.note), "")
+        return Shown(answer.NOT_MEASURED, why or "nothing here races it for this setting")
+    names = [f"{e}+partitions" for e in engines if not e.endswith("@s3")] if layout == "partitions" else engines
+    rows = [r for e in names if (r := results.by_pair.get((e, *pair))) is not None]
+    if not rows:
+        return Shown(answer.NOT_MEASURED, "the conflict matrix does not race this pair on a partitioned table for this setting"
+                     if layout == "partitions" else "the conflict matrix does not race this pair for this setting")
+    verdict = answer.verdict_of(rows)
+    section = column.section if column else answer.S13_5
+    return Shown(verdict, _sentence(rows, verdict), _link(section), section.label,
+                 results.versions(sorted({r["engine"] for r in rows})))
+
+
+def _releases() -> dict[str, list[str]]:
+    """The releases a user may choose, per library: every release the boundaries and eras name."""
+    def key(v):
+        return [int(p) for p in v.split(".")]
+    deltalake = {v for x in boundaries.BOUNDARIES if x.library == "deltalake" for v in (x.version, x.last_before) if v}
+    deltalake |= {e.deltalake_version for e in eras.ALL_ERAS.values()} | {"1.6.5"}
+    return {"deltalake": sorted(deltalake, key=key), "Delta Spark": [boundaries.DELTA_SPARK.version]}
+
+
+def _span(versions: str) -> list[str]:
+    """A row's deltalake releases as ``[low, high]`` (inclusive; ``""``: no bound)."""
+    part = versions.split(" + ")[-1]
+    if part.startswith("up to "):
+        return ["", part.removeprefix("up to ")]
+    low, _, high = part.partition("–")
+    return [low, high or low]
+
+
+def _engine_of(row: answer.Row) -> str:
+    return "both" if "+" in row.engine and "Spark" in row.engine else row.engine.split(" + ")[0]
+
+
+def _copy_cells() -> dict[str, tuple[str, str]]:
+    """Row key -> (the copy cell's source, its notebook), from the notebooks' ``workbook_copy`` cells."""
+    found = {}
+    for path in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb")):
+        for cell_ in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for row in cell_["metadata"].get("workbook_copy", {}):
+                if "To copy into a job of your own" in "".join(cell_["source"]):
+                    found.setdefault(row, ("".join(cell_["source"]), path.name))
+    return found
+
+
+def _markdown_links(text: str) -> str:
+    """A setting's text in HTML: code spans and links; relative links as the page sees them (from docs/)."""
+    escaped = html.escape(text, quote=False)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', escaped)
+
+
+def page_data(results: answer.Results | None = None) -> dict:
+    """Everything the page shows, with each sentence, link and label stored once (``strings``)."""
+    results = results or answer.Results.load()
+    strings: dict[str, int] = {}
+
+    def s(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    settings = {setting.row: setting for setting in answer_page.SETTINGS}
+    copies = _copy_cells()
+    rows = []
+    for row in answer.ROWS:
+        setting = settings.get(row.key)
+        source, notebook = copies.get(row.key, ("", ""))
+        grid = {}
+        for layout in LAYOUTS:
+            grid[layout] = [[list(_pack(cell(row, a, b, layout, results), s)) for b in LATER] for a in OPERATIONS]
+        rows.append({
+            "key": row.key, "engine": _engine_of(row), "versions": row.versions, "span": _span(row.versions),
+            "store": row.store, "setting": row.setting, "name": row.name,
+            "configure": _markdown_links(answer_page.configure(setting) if setting else row.setting),
+            "copy": source, "copyFrom": f"../notebooks/{notebook}" if notebook else "",
+            "findings": [_markdown_links(f) for f in setting.findings] if setting else [],
+            "remedy": row.remedy_how, "grid": grid,
+        })
+    return {"rows": rows, "operations": OPERATIONS, "later": LATER, "words": WORDS, "layouts": LAYOUTS, "engines": ENGINES,
+            "releases": _releases(), "verdicts": list(answer.VERDICTS), "colours": COLOURS, "short": SHORT, "todo": TODO,
+            "strings": list(strings)}
+
+
+def _pack(shown: Shown, s) -> tuple[int, ...]:
+    return (answer.VERDICTS.index(shown.verdict), s(shown.sentence), s(shown.evidence), s(shown.label), s(shown.measured))
+
+
+def unpack(data: dict, packed: list[int]) -> Shown:
+    """A grid entry of :func:`page_data` back as :class:`Shown` (what the page shows)."""
+    verdict, *rest = packed
+    return Shown(data["verdicts"][verdict], *(data["strings"][i] for i in rest))
+
+
+TEMPLATE = config.ROOT / "helpers" / "answer_html_template.html"
+
+
+def render(results: answer.Results | None = None) -> str:
+    """The page: the template with the data inlined (``</`` escaped so no string closes the script)."""
+    data = json.dumps(page_data(results), ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return TEMPLATE.read_text(encoding="utf-8").replace("/*DATA*/null", data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.answer_html", description="Write docs/answer.html from the measurements.")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from a fresh render")
+    parser.add_argument("--page", type=Path, default=PAGE, help="the page (default docs/answer.html)")
+    args = parser.parse_args(argv)
+    fresh, shown = render(), config.shown(args.page)
+    if args.check:
+        if not args.page.exists() or args.page.read_text(encoding="utf-8") != fresh:
+            print(f"{shown} is not what `python -m helpers.answer_html` writes now: run it and commit the page.", file=sys.stderr)
+            return 1
+        print(f"{shown} is current")
+        return 0
+    args.page.write_text(fresh, encoding="utf-8")
+    print(f"wrote {shown} ({len(fresh.encode()) // 1024} KB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

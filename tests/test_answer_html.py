@@ -1,0 +1,150 @@
+"""docs/answer.html: current, small, self-contained, and showing in a real browser what the data says.
+
+The page is driven in headless Chromium (Debian's ``chromium`` and ``chromium-driver``, as
+``make lab-check`` drives JupyterLab): for every cell whose verdict is not "safe" and every fifth safe
+one, of every row and both layouts, the page is set to that setting and pair, and what it shows (the
+verdict, the copy cell, the evidence link) is compared with :func:`helpers.answer_html.cell` and the
+notebooks' copy cells. Every link the page shows must open a file of this repository. The keyboard
+alone reaches every control. A page whose data was changed by hand fails, and so does a stale one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import answer, answer_html, config, lab_check
+
+PAGE = answer_html.PAGE
+HANG_BOUND_S = 300
+"""A batch of cells still not shown after this long is a hung page (a batch takes about a second)."""
+
+
+def test_the_committed_page_is_a_fresh_render(tmp_path):
+    assert PAGE.read_text(encoding="utf-8") == answer_html.render(), "run `python -m helpers.answer_html`"
+    stale = tmp_path / "answer.html"
+    stale.write_text(PAGE.read_text(encoding="utf-8").replace('"safe"', '"safe "', 1), encoding="utf-8")
+    assert answer_html.main(["--check", "--page", str(stale)]) == 1
+    assert answer_html.main(["--check", "--page", str(PAGE)]) == 0
+
+
+def test_the_page_is_small_and_fetches_nothing():
+    text = PAGE.read_text(encoding="utf-8")
+    assert len(text.encode()) <= 300 * 1024
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text), "a link or script from the network"
+    assert not re.search(r"\bfetch\(|XMLHttpRequest|<link\b|<script\s+src|@import", text), "the page loads something"
+
+
+def expected_cases(results: answer.Results) -> list[dict]:
+    """Every cell that is not safe, every fifth safe one; with what the page must show."""
+    copies = answer_html._copy_cells()
+    cases, safe_seen = [], 0
+    for row in answer.ROWS:
+        for layout in answer_html.LAYOUTS:
+            for first in answer_html.OPERATIONS:
+                for second in answer_html.LATER:
+                    shown = answer_html.cell(row, first, second, layout, results)
+                    if shown.verdict == answer.SAFE:
+                        safe_seen += 1
+                        if safe_seen % 5:
+                            continue
+                    cases.append({"row": row.key, "first": first, "second": second, "layout": layout,
+                                  "verdict": shown.verdict, "evidence": shown.evidence,
+                                  "copy": copies.get(row.key, ("", ""))[0]})
+    return cases
+
+
+SHOW_ALL = """
+const cases = arguments[0];
+return cases.map((c) => window.answerPage.show(c.row, c.first, c.second, c.layout));
+"""
+
+
+def page_problems(browser, url: str, cases: list[dict]) -> list[str]:
+    browser.get(url)
+    browser.set_script_timeout(HANG_BOUND_S)
+    shown = [seen for start in range(0, len(cases), 400) for seen in browser.execute_script(SHOW_ALL, cases[start:start + 400])]
+    problems = []
+    for case, seen in zip(cases, shown):
+        where = f"{case['row']}: {case['first']} then {case['second']} ({case['layout']})"
+        if seen["verdict"] != case["verdict"]:
+            problems.append(f"{where}: the page says {seen['verdict']!r}, the data {case['verdict']!r}")
+        if seen["evidence"] != case["evidence"]:
+            problems.append(f"{where}: evidence {seen['evidence']!r}, not {case['evidence']!r}")
+        if case["copy"] and seen["copy"] != case["copy"]:
+            problems.append(f"{where}: the copy cell shown is not the notebook's")
+    return problems
+
+
+def links_problems(browser, url: str) -> list[str]:
+    """Every link the page shows, for every row, opens a file of the repository (anchors aside)."""
+    browser.get(url)
+    hrefs = browser.execute_script("""
+const seen = new Set();
+for (const r of JSON.parse(arguments[0])) {
+  window.answerPage.show(r, "append", "append", "shared");
+  document.querySelectorAll("a[href]").forEach((a) => seen.add(a.getAttribute("href")));
+}
+return [...seen];""", json.dumps([row.key for row in answer.ROWS]))
+    problems = []
+    for href in hrefs:
+        target = (PAGE.parent / href.split("#")[0]).resolve()
+        if not target.is_relative_to(config.ROOT) or not target.exists():
+            problems.append(f"the link {href!r} opens nothing in the repository")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    try:
+        chromium, driver = lab_check.browser_binaries()
+    except lab_check.LabCheckError as error:
+        pytest.fail(f"the answer page is tested in Chromium: {error}")
+    session = lab_check.headless_browser(chromium, driver, tmp_path_factory.mktemp("chromium-profile"))
+    yield session
+    session.quit()
+
+
+def test_the_page_shows_what_the_data_says(browser):
+    cases = expected_cases(answer.Results.load())
+    assert len([c for c in cases if c["verdict"] != answer.SAFE]) > 1000
+    assert page_problems(browser, PAGE.as_uri(), cases) == []
+
+
+def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
+    """One verdict of the page's data changed by hand: the browser shows it, and the test says where."""
+    data = answer_html.page_data()
+    row = next(r for r in data["rows"] if r["key"] == "rs-put-today")
+    at = (data["operations"].index("optimize"), data["later"].index("optimize"))
+    row["grid"]["shared"][at[0]][at[1]][0] = data["verdicts"].index(answer.SAFE)
+    crafted = tmp_path / "answer.html"
+    crafted.write_text(answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
+        "/*DATA*/null", json.dumps(data).replace("</", "<\\/")), encoding="utf-8")
+    case = [{"row": "rs-put-today", "first": "optimize", "second": "optimize", "layout": "shared",
+             "verdict": answer.DUPLICATES, "evidence": "../student/13_conflict_matrix.ipynb", "copy": ""}]
+    assert page_problems(browser, crafted.as_uri(), case) == [
+        "rs-put-today: optimize then optimize (shared): the page says 'safe', the data 'duplicates data'"]
+
+
+def test_every_link_on_the_page_opens_a_file_of_the_repository(browser):
+    assert links_problems(browser, PAGE.as_uri()) == []
+
+
+def test_the_keyboard_alone_chooses_a_setting(browser):
+    """Tab to the engine, choose Delta Spark with the arrow keys: the answer follows."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(PAGE.as_uri())
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.TAB, Keys.TAB)  # the answer page's link, then the engine
+    assert browser.switch_to.active_element.get_attribute("id") == "engine"
+    browser.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+    assert browser.find_element(By.ID, "engine").get_attribute("value") == "Delta Spark"
+    assert "Delta Spark" in browser.find_element(By.ID, "range").text
+    for expected in ("release", "row", "first", "second", "layout"):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        assert browser.switch_to.active_element.get_attribute("id") == expected
