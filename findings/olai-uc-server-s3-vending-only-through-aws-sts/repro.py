@@ -2,8 +2,11 @@
 
 A managed table on S3-compatible storage (MinIO, Ceph, a local emulator) cannot be created: the
 staging-table call vends a credential for its location, and for an `aws_iam_role` credential the
-server always sends AssumeRole to https://sts.<region>.amazonaws.com/. The standard variable
-AWS_ENDPOINT_URL_STS, which AWS's SDKs honour, is set here to an STS stub on 127.0.0.1.
+server always sends AssumeRole to https://sts.<region>.amazonaws.com/. Three variables are set here
+to an STS stub on 127.0.0.1, and none is used: AWS_ENDPOINT_URL_STS and AWS_ENDPOINT_URL, which AWS's
+SDKs honour, and AWS_STS_ENDPOINT, the server's own HTTP library's name for the same setting
+(olai-http's `aws_sts_endpoint`). A second staging call with the same name shows what the failed
+one left behind.
 
 Usage:  cargo install olai-uc-server --version 0.0.11 --features bin --locked
         python repro.py [path/to/uc-server]           (standard library only)
@@ -30,6 +33,10 @@ ASSUME_ROLE = ("<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-0
                "<AccessKeyId>ASIASTUBSTUBSTUBSTUB</AccessKeyId><SecretAccessKey>stub</SecretAccessKey>"
                "<SessionToken>stub</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration></Credentials>"
                "</AssumeRoleResult></AssumeRoleResponse>")
+
+
+STS_VARIABLES = ("AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL", "AWS_STS_ENDPOINT")
+"""Every name under which an STS endpoint could be given to the server: AWS's two, and olai-http's."""
 
 
 def free_port() -> int:
@@ -92,7 +99,7 @@ def main() -> int:
             json.dump({"host": "127.0.0.1", "backend": {"engine": "sqlite", "path": ":memory:"},
                        "managed_storage_root": "s3://bucket/uc", "ui": {"serve": False}}, out)
         env = {**os.environ, "HTTPS_PROXY": f"http://127.0.0.1:{proxy_port}", "HTTP_PROXY": f"http://127.0.0.1:{proxy_port}",
-               "NO_PROXY": "127.0.0.1,localhost", "AWS_ENDPOINT_URL_STS": f"http://127.0.0.1:{stub.server_port}"}
+               "NO_PROXY": "127.0.0.1,localhost", **{variable: f"http://127.0.0.1:{stub.server_port}" for variable in STS_VARIABLES}}
         server = subprocess.Popen([binary, "serve", "-c", config, "--host", "127.0.0.1", "--port", str(port), "--no-ui"],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -118,12 +125,15 @@ def main() -> int:
                     print(f"{method} {path}: HTTP {status} {answer}")
                     return 2
             status, answer = call(base, "POST", "/delta/v1/catalogs/main/schemas/default/staging-tables", {"name": "t"})
+            again, answer_again = call(base, "POST", "/delta/v1/catalogs/main/schemas/default/staging-tables", {"name": "t"})
         finally:
             server.kill()
             server.wait()
     message = (answer.get("error") or {}).get("message", "")
-    print(f"AWS_ENDPOINT_URL_STS={env['AWS_ENDPOINT_URL_STS']} (a stub answering AssumeRole)")
+    message_again = (answer_again.get("error") or {}).get("message", "") or answer_again.get("message", "")
+    print(", ".join(f"{variable}={env[variable]}" for variable in STS_VARIABLES) + " (a stub answering AssumeRole)")
     print(f"staging-tables: HTTP {status} {message[:300]}")
+    print(f"staging-tables again, same name: HTTP {again} {message_again[:300]}")
     print(f"AssumeRole calls the stub received: {len(StubSTS.calls)}")
     print(f"connections the server asked the proxy for: {sorted(set(seen))}")
     if any("amazonaws.com" in line for line in seen):
