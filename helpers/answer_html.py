@@ -46,11 +46,11 @@ TODO = {answer.SAFE: "Run them at once.",
         answer.WRONG: "Keep them apart: run one after the other.",
         answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
         answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it."}
-KIND_WORDS = {"duplicated rows": "both commit, and rows end up in the table twice",
-              "resurrected rows": "both commit, and rows that were removed come back",
-              "removed twice": "both commit, and a file is removed twice",
-              "lost update": "both commit, and a committed write's rows are lost",
-              "broken log": "both commit, and the table can no longer be read"}
+KIND_WORDS = {"duplicated rows": "rows end up in the table twice",
+              "resurrected rows": "rows that were removed come back",
+              "removed twice": "the log removes a file twice",
+              "lost update": "a committed write's rows are lost",
+              "broken log": "the table can no longer be read"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _sentence(rows: list[dict], verdict: str) -> str:
         return f"the later job ({WORDS.get(row['second'], row['second'])}) fails with {error} and commits nothing"
     if verdict == answer.SAFE:
         return met(row["first"], row["second"], row["matched"])
-    return "; ".join(dict.fromkeys(KIND_WORDS.get(k, k) for k in kinds)) or verdict
+    return "both commit, and " + ", and ".join(dict.fromkeys(KIND_WORDS.get(k, k) for k in kinds)) if kinds else verdict
 
 
 def _checked(check: answer.Check) -> Shown:

@@ -182,12 +182,12 @@ LOST_ANSWER = (
     f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
     f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
     "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
-    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id "
-    "(see *Rerun an append* above) and look in the table before rerunning a failed DELETE")
+    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id, "
+    "and look in the table before rerunning a failed DELETE")
 DOUBLE_OPTIMIZE = (
     f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
     f"from {b.DOUBLE_OPTIMIZE.version}, a second OPTIMIZE or Z-order, an overwrite or a DELETE of every row made from a "
-    "snapshot older than a concurrent OPTIMIZE commits (the cells above). Compact from one job at a time, never "
+    "snapshot older than a concurrent OPTIMIZE commits. Compact from one job at a time, never "
     f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it")
 DYNAMODB_ADVISORY = (
     f"[the DynamoDB log store advisory]({FINDINGS}/deltalake-dynamodb-log-store-advisory/ADVISORY.md): in "
