@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ast
 import json
+import uuid
 
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
 from helpers import config
-from helpers.producers import answer, cleanup, committer, layout, producer, queue, results, spark_stream
+from helpers.producers import answer, cleanup, committer, layout, producer, profile, queue, results, run, spark_stream
 from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
 from helpers.producers.check import exactly_once
 
@@ -117,14 +118,15 @@ def test_a_committer_killed_before_deleting_its_markers_takes_them_off_without_c
 
 
 class _AfterTheLastTaken(queue.LocalQueue):
-    """A crafted break: list only names after the last one listed (a cursor), as if hand-overs came in name order."""
+    """A crafted break: every listing starts after the last name listed, never again from the first
+    (as if markers were handed over in name order)."""
 
-    cursor = ""
+    last = ""
 
-    def _names(self, limit: int) -> list[str]:
-        names = sorted(n for n in super()._names(10**6) if n > self.cursor)[:limit]
-        self.cursor = max(names, default=self.cursor)
-        return names
+    def _names(self, limit: int, cursor) -> tuple[list[str], object]:
+        names = sorted(n for n in super()._names(10**6, None)[0] if n > self.last)[:limit]
+        self.last = max(names, default=self.last)
+        return names, None
 
 
 def test_a_listing_that_skips_a_marker_fails_the_exactly_once_check(local_table, tmp_path):
@@ -136,6 +138,27 @@ def test_a_listing_that_skips_a_marker_fails_the_exactly_once_check(local_table,
     _drain(found, tmp_path)
     verdict = exactly_once(local_table, {}, layout.expected_ids({1: 1, 2: 2}, 10))
     assert (verdict.missing_ids, verdict.exactly_once) == (10, False)
+
+
+@pytest.mark.parametrize("backend", ["s3", "azure"])
+def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_handed_over_behind_the_cursor_is_found(stores, backend):
+    table = run.Table.fresh(backend, f"test-producers/queue-{uuid.uuid4().hex[:8]}")
+    try:
+        profile.stage(table, 2, range(1, 26), data=False)
+        found = queue.open_queue(table.uri, table.options)
+        seen: list[str] = []
+        first = found.waiting(10)
+        profile.stage(table, 1, (1,), data=False)  # handed over mid-pass, named before every marker listed
+        batch = first
+        while batch or not found.from_start:
+            seen += [s.marker_path for s in batch]
+            found.take(batch)  # deleted in the background while the pass goes on
+            batch = found.waiting(10)
+        found.settle()
+        assert (len(seen), len(set(seen)), found.listed) == (26, 26, 26)
+        assert found.waiting(10) == [] and found.from_start
+    finally:
+        table.remove()
 
 
 def _function(source: str, name: str) -> ast.FunctionDef:
@@ -165,7 +188,7 @@ def test_the_notebooks_call_to_copy_is_the_committers():
 
 
 def test_a_copy_cell_without_the_check_is_found():
-    crafted = _copy_cell().replace("if (table.transaction_version(app_id) or 0) >= batch:", "if False:")
+    crafted = _copy_cell().replace("if ask_first and (table.transaction_version(app_id) or 0) >= batch:", "if False:")
     assert not copy_cell_matches(crafted)
 
 

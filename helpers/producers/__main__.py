@@ -17,16 +17,19 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from helpers import config, full_runs, storage
+from helpers import config, storage
 from helpers.bench import run as bench
 from helpers.bench.meter import RequestMeter, upstream
+from helpers.producers import profile
 from helpers.producers import results as results_module
 from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
-from helpers.producers.scenarios import throughput
+from helpers.producers.scenarios import at_the_limit, throughput
 
 PRODUCER_COUNTS = (1, 2, 4, 8)
 FILES_PER_PRODUCER = 40
 APPENDS = 8
+LIMIT_FILES_PER_COMMIT = 10
+"""The committer alone on staged files commits this many per commit (the 8 producers' 320 files: 32 commits)."""
 
 
 def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
@@ -35,7 +38,7 @@ def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
 
 
 def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int = FILES_PER_PRODUCER,
-             appends: int = APPENDS, backends=BACKENDS, s3_servers=None) -> results_module.Results:
+             appends: int = APPENDS, backends=BACKENDS, s3_servers=None, with_profile: bool = True) -> results_module.Results:
     """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
     ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
     import pandas as pd
@@ -45,17 +48,26 @@ def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int 
     racing = bench.benchmark(protocols, writer_counts=[1, results_module.RACING_WRITERS], appends=appends,
                              name=f"producers-{name}", probe_requests=10, s3_servers=s3_servers) if protocols else None
     metered = config.profile() == "local"
-    rows = []
+    rows, limit_rows, profile_rows, queue_rows = [], [], [], []
     for backend, server in _stores(backends, s3_servers):
         store = results_module.store(backend, server)
         with config.s3_server_chosen(server) if server else contextlib.nullcontext():
             meter = RequestMeter(upstream(backend), claim_style="object") if metered and backend != "local" else None
             try:
+                where = f"producers/{name}/{store.replace('@', '-')}"
                 for n in producer_counts:
-                    table = Table.fresh(backend, f"producers/{name}/{store.replace('@', '-')}-n{n}")
+                    table = Table.fresh(backend, f"{where}-n{n}")
                     row = throughput(table, producers=n, files=files, committer_options=table.route(meter) if meter else None)
                     rows.append({**row, "backend": store, "metered": meter is not None})
                     table.remove()
+                table = Table.fresh(backend, f"{where}-staged")
+                limit_rows.append({**at_the_limit(table, producers=max(producer_counts), files=files, max_files=LIMIT_FILES_PER_COMMIT,
+                                                  committer_options=table.route(meter) if meter else None), "backend": store})
+                table.remove()
+                if with_profile:
+                    steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
+                    profile_rows += steps
+                    queue_rows += waiting
             finally:
                 if meter is not None:
                     meter.close()
@@ -67,13 +79,17 @@ def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int 
             "files_per_producer": files, "rows_per_file": int(runs.rows_per_file.iloc[0]), "racing_appends": appends,
             "racing_writers": results_module.RACING_WRITERS, "backends": list(backends), "metered": metered,
             "s3_server": config.s3_server(), "s3_servers": list(s3_servers or [config.s3_server()]),
+            "limit_files_per_commit": LIMIT_FILES_PER_COMMIT, "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
             "wall_s": time.time() - started}
-    results = results_module.Results(runs, racing_frame, meta)
+    results = results_module.Results(runs, racing_frame, meta, limit=results_module.limit_ratios(pd.DataFrame(limit_rows), racing_frame),
+                                     profile=pd.DataFrame(profile_rows), queue=pd.DataFrame(queue_rows))
     results_module.save(results, RESULTS_DIR / name)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
+    import pandas as pd
+
     parser = argparse.ArgumentParser(prog="python -m helpers.producers", description=__doc__.split("\n\n")[0])
     parser.add_argument("--producers", default=",".join(map(str, PRODUCER_COUNTS)), help="producer counts (default 1,2,4,8)")
     parser.add_argument("--files", type=int, default=FILES_PER_PRODUCER, help="data files per producer (default 40)")
@@ -82,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="full", help="results folder under build/producers/ (default full)")
     parser.add_argument("--s3-servers", default="", help="S3 on each of these servers in one run, e.g. moto,versitygw "
                                                          "(default: the one WORKBOOK_S3_SERVER names)")
+    parser.add_argument("--no-profile", action="store_true", help="leave out the commit's step-by-step profile and the queue-length run")
     parser.add_argument("--publish", action="store_true", help="when every check holds, copy the tables to data/full_runs/producers/")
     args = parser.parse_args(argv)
     try:
@@ -96,21 +113,27 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("producer counts and files must be whole numbers >= 1, backends from " + ", ".join(BACKENDS))
     try:
         found = full_run(args.name, producer_counts=counts, files=args.files, appends=args.appends, backends=backends,
-                         s3_servers=servers or None)
+                         s3_servers=servers or None, with_profile=not args.no_profile)
     except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
         print(f"producers: {error}", file=sys.stderr)
         return 1
     columns = ["backend", "producers", "commits", "rows", "commits_per_s", "rows_per_s", "files_per_commit_mean",
-               "ratio_to_serial", "rows_ratio_to_racing", "exactly_once"]
-    print(found.runs[columns].round(3).to_string(index=False))
-    print(found.racing.round(3).to_string(index=False))
+               "ratio_to_serial", "rows_ratio_to_racing", "marker_to_commit_p50_s", "marker_to_commit_p99_s",
+               "producers_cpu_share", "machine_cpu_share", "exactly_once"]
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(found.runs[columns].round(3).to_string(index=False))
+        print(found.racing.round(3).to_string(index=False))
+        print(found.limit.round(3).to_string(index=False))
+        if len(found.profile):
+            print(found.profile.drop(columns=["waiting"]).round(4).to_string(index=False))
+            print(found.queue.round(4).to_string(index=False))
     print(f"Results: {config.shown(found.folder)}")
-    bad = found.runs[~found.runs.exactly_once.astype(bool)]
-    if len(bad) or (len(found.racing) and found.racing.lost.sum()):
+    bad = [t for t in (found.runs, found.limit) if len(t) and not t.exactly_once.astype(bool).all()]
+    if bad or (len(found.racing) and found.racing.lost.sum()):
         print("producers: a run lost or duplicated rows, or a racing writer lost a commit", file=sys.stderr)
         return 1
     if args.publish:
-        print(f"published to {config.shown(full_runs.publish(results_module.KIND, found.folder))}/")
+        print(f"published to {config.shown(results_module.publish(found.folder))}/")
     return 0
 
 

@@ -5,8 +5,11 @@ and lost answers.
     <python> -m helpers.producers.committer SPEC_JSON_FILE
 
 Each batch carries ``Transaction(app_id, batch)`` (an idempotent-write id: a ``txn`` action in the
-commit), and before each commit, and again after any error, the committer refreshes its table and
-asks ``transaction_version(app_id)``: a batch the table already holds is not committed again. On
+commit), and before its first commit, and again after any error, the committer refreshes its table and
+asks ``transaction_version(app_id)``: a batch the table already holds is not committed again. Once a
+commit was answered, the next batch cannot be in the table (this process numbers the batches and
+only it commits with its ``app_id``), so the committer does not ask: deltalake 1.6.6 reads every
+commit since the last checkpoint to answer ``transaction_version``, a cost that grows with the log. On
 start it reads the same from the table: the last batch that landed and the files it holds, so a
 committer killed mid-commit and started again goes on with the next batch, and a file the table
 holds is never offered twice. :func:`commit_batch` is the whole protocol; notebook 14 writes it out
@@ -47,15 +50,16 @@ COMMIT_TRIES = 5
 """Tries per batch (the first and up to four after errors, each after asking the table)."""
 
 
-def commit_batch(table, app_id: str, batch: int, files: list[tuple[str, int, int]]) -> str:
+def commit_batch(table, app_id: str, batch: int, files: list[tuple[str, int, int]], ask_first: bool = True) -> str:
     """Commit ``files`` ([(path relative to the table, bytes, rows)], Parquet files already in the
     table's folder) as ONE transaction carrying ``Transaction(app_id, batch)``, unless the table
-    already holds that batch. Returns ``"committed"`` or ``"landed already"``."""
+    already holds that batch. ``ask_first=False`` only when this process's last commit was answered
+    (``transaction_version`` reads the log since the last checkpoint). Returns ``"committed"`` or ``"landed already"``."""
     from deltalake import CommitProperties, Transaction
     from deltalake.transaction import AddAction
 
     table.update_incremental()  # the latest table: a batch that landed before (a lost answer, a restart) is in it
-    if (table.transaction_version(app_id) or 0) >= batch:
+    if ask_first and (table.transaction_version(app_id) or 0) >= batch:
         return "landed already"
     now_ms = int(time.time() * 1000)
     adds = [AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows})) for path, size, rows in files]
@@ -97,6 +101,8 @@ class Committer:
         self.fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
         self.batch = self.table.transaction_version(self.app_id) or 0  # the last batch that landed
         self.taken = table_files(self.table)
+        self.answered = False
+        """Was this process's last commit answered? Until then (a start, an error) each try asks the table first."""
         self.queue = queue.open_queue(spec["table_uri"], spec["storage_options"])
 
     def one_batch(self, staged: list[layout.Staged]) -> dict:
@@ -107,11 +113,13 @@ class Committer:
         for attempt in range(1, COMMIT_TRIES + 1):
             try:
                 if self.idempotent:
-                    record["outcome"] = commit_batch(self.table, self.app_id, self.batch, files)
+                    record["outcome"] = commit_batch(self.table, self.app_id, self.batch, files, ask_first=not self.answered)
                 else:
                     record["outcome"] = commit_blindly(self.table, self.app_id, self.batch, files)
+                self.answered = True
                 break
             except Exception as error:  # the answer may be wrong: the next try asks the table first
+                self.answered = False
                 record["errors"].append(f"{type(error).__name__}: {one_line(str(error), 300)}")
                 if not self.idempotent or attempt == COMMIT_TRIES:
                     raise
@@ -121,19 +129,23 @@ class Committer:
         return record
 
     def run(self, stop_file: Path, commits: list[dict]) -> None:
-        while True:
-            stopping = stop_file.exists()  # before the listing: every marker written before the stop is in it or a later one
-            listed = self.queue.waiting(self.max_files)
-            if not listed:
-                if stopping:
-                    return
-                time.sleep(POLL_S)
-                continue
-            landed = [s for s in listed if s.data_path in self.taken]  # a killed run's batch: the table holds it
-            pending = [s for s in listed if s.data_path not in self.taken]
-            if pending:
-                commits.append(self.one_batch(pending))
-            self.queue.take(landed + pending)  # only now: the table holds every one of these files
+        try:
+            while True:
+                stopping = stop_file.exists()  # before the listing: a marker written before the stop is in this pass
+                listed = self.queue.waiting(self.max_files)
+                if not listed:
+                    if self.queue.from_start:  # a whole pass found nothing waiting
+                        if stopping:
+                            return
+                        time.sleep(POLL_S)
+                    continue
+                landed = [s for s in listed if s.data_path in self.taken]  # a killed run's batch: the table holds it
+                pending = [s for s in listed if s.data_path not in self.taken]
+                if pending:
+                    commits.append(self.one_batch(pending))
+                self.queue.take(landed + pending)  # only now: the table holds every one of these files
+        finally:
+            self.queue.settle()
 
 def run(spec: dict) -> dict:
     result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "commits": [], "error": None}

@@ -1,55 +1,82 @@
-"""The committer's view of the queue: one bounded listing of what waits, and taking what landed off it.
+"""The committer's view of the queue: bounded listings of what waits, and taking what landed off it.
 
 A marker is deleted once the table holds its data file (its batch committed, or found landed),
-so ``_queue/ready/`` holds only markers not yet taken and a listing never reads one the committer
-took. A listing asks for at most ``limit`` markers (one request: S3 ``ListObjectsV2`` with
-``MaxKeys``, Azure ``List Blobs`` with ``maxresults``, one directory scan on local disk), so its
-cost follows the batch, not the queue's length. The table stays the truth of what was taken: a
-committer killed between its commit and the deletion finds those markers again, sees the table
-holds their files, and deletes them without committing them.
+so ``_queue/ready/`` holds only markers not yet taken. A listing asks for at most ``limit``
+markers (one request: S3 ``ListObjectsV2`` with ``MaxKeys``, Azure ``List Blobs`` with
+``maxresults``, one directory scan on local disk), so its cost follows the batch, not the queue's
+length. The table stays the truth of what was taken: a committer killed between its commit and the
+deletion finds those markers again, sees the table holds their files, and deletes them without
+committing them.
 
-Deletion is one request per batch on S3 (``DeleteObjects``, up to 1,000 keys) and one per marker
-on Azure and local disk (sent together from a few threads). Through the stores' own clients
-(boto3, azure-storage-blob) with the table's storage options, since deltalake's object store lists
-a whole prefix and cannot stop after one page.
+S3 and Azure list in name order, and the deletion of a batch's markers runs in the background
+while the committer goes on: when a listing came back full, the next one starts after its last
+name (S3 ``StartAfter``, Azure's continuation token), so it never reads the markers still being
+deleted; a listing that came back short ends the pass, and the next pass starts from the first
+name once every deletion has finished, which picks up markers handed over behind the cursor. So a
+listing never reads a marker the committer took, and no marker is passed over for more than one pass.
+Local disk lists in no order: there each listing starts from the first entry, and a batch's
+markers go (one ``unlink`` each) before the next listing.
 
-Standard library, boto3, azure-storage-blob and deltalake only (runs in the committer's process).
+Deletion is one request per batch on S3 (``DeleteObjects``, up to 1,000 keys) and on Azure (a Blob
+Batch of deletes, up to 256). Through the stores' own clients (boto3, azure-storage-blob) with the
+table's storage options, since deltalake's object store lists a whole prefix and cannot stop
+after one page.
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import urlparse
 
 from helpers.producers import layout
 
-DELETE_THREADS = 8
-S3_DELETE_MAX = 1000
-"""``DeleteObjects`` takes at most 1,000 keys."""
+S3_DELETE_MAX, AZURE_BATCH_MAX = 1000, 256
+"""``DeleteObjects`` takes at most 1,000 keys, a Blob Batch request 256 subrequests."""
 
 
 class Queue:
     """The ready markers of one table. :func:`open_queue` picks the subclass; ``listed`` counts
-    every marker a listing read (what a test checks), ``listings`` the listings."""
+    every marker a listing read (what a test checks), ``listings`` the listings; ``from_start``
+    says whether the last listing began at the first name (a short one from there: nothing waits)."""
+
+    in_order = False
+    """Does the store list in name order (so a listing can start after a name)?"""
 
     def __init__(self) -> None:
-        self.listed = 0
-        self.listings = 0
+        self.listed = self.listings = 0
+        self.from_start = True
+        self._cursor = None
+        self._deleting: list[Future] = []
+        self._pool = ThreadPoolExecutor(1) if self.in_order else None
 
     def waiting(self, limit: int) -> list[layout.Staged]:
-        """At most ``limit`` markers not yet taken off the queue (one listing), in no promised order."""
-        names = self._names(limit)
+        """At most ``limit`` markers not yet taken off the queue (one listing)."""
+        self.from_start = self._cursor is None
+        if self.from_start:
+            self.settle()  # a pass from the first name: the markers taken so far are gone
+        names, self._cursor = self._names(limit, self._cursor)
         self.listings += 1
         self.listed += len(names)
         return [s for s in map(layout.parse_marker, names) if s is not None]
 
     def take(self, staged: list[layout.Staged]) -> None:
-        """Delete these markers: call only once the table holds their data files."""
-        if staged:
-            self._delete([s.marker_path for s in staged])
+        """Delete these markers (in the background where the store lists in order): call only once
+        the table holds their data files."""
+        paths = [s.marker_path for s in staged]
+        if paths and self._pool is not None:
+            self._deleting.append(self._pool.submit(self._delete, paths))
+        elif paths:
+            self._delete(paths)
 
-    def _names(self, limit: int) -> list[str]:
+    def settle(self) -> None:
+        """Wait for every deletion under way; raise the first that failed."""
+        deleting, self._deleting = self._deleting, []
+        for future in deleting:
+            future.result()
+
+    def _names(self, limit: int, cursor) -> tuple[list[str], object]:
+        """(marker names, where the next listing starts: None for the first name)."""
         raise NotImplementedError
 
     def _delete(self, paths: list[str]) -> None:
@@ -61,18 +88,18 @@ class LocalQueue(Queue):
         super().__init__()
         self.root, self.folder = root, os.path.join(root, layout.READY_DIR)
 
-    def _names(self, limit: int) -> list[str]:
+    def _names(self, limit: int, cursor) -> tuple[list[str], object]:
+        found = []
         try:
             with os.scandir(self.folder) as entries:
-                found = []
                 for entry in entries:
                     if entry.name.endswith(".ready"):
                         found.append(entry.name)
                         if len(found) == limit:
                             break
-                return found
         except FileNotFoundError:
-            return []
+            pass
+        return found, None
 
     def _delete(self, paths: list[str]) -> None:
         for path in paths:
@@ -83,6 +110,8 @@ class LocalQueue(Queue):
 
 
 class S3Queue(Queue):
+    in_order = True
+
     def __init__(self, bucket: str, prefix: str, options: dict[str, str]) -> None:
         import boto3
         from botocore.config import Config
@@ -96,9 +125,11 @@ class S3Queue(Queue):
             kwargs.update(aws_access_key_id=options["AWS_ACCESS_KEY_ID"], aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"))
         self.client = boto3.client("s3", config=Config(retries={"max_attempts": 3}, connect_timeout=5), **kwargs)
 
-    def _names(self, limit: int) -> list[str]:
-        page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}{layout.READY_DIR}/", MaxKeys=limit)
-        return [item["Key"].rsplit("/", 1)[-1] for item in page.get("Contents", [])]
+    def _names(self, limit: int, cursor) -> tuple[list[str], object]:
+        after = {"StartAfter": cursor} if cursor else {}
+        page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}{layout.READY_DIR}/", MaxKeys=limit, **after)
+        keys = [item["Key"] for item in page.get("Contents", [])]
+        return [k.rsplit("/", 1)[-1] for k in keys], keys[-1] if len(keys) == limit and page.get("IsTruncated") else None
 
     def _delete(self, paths: list[str]) -> None:
         for start in range(0, len(paths), S3_DELETE_MAX):
@@ -109,6 +140,8 @@ class S3Queue(Queue):
 
 
 class AzureQueue(Queue):
+    in_order = True
+
     def __init__(self, container: str, prefix: str, options: dict[str, str]) -> None:
         from azure.storage.blob import ContainerClient
 
@@ -125,21 +158,18 @@ class AzureQueue(Queue):
             credential = DefaultAzureCredential()
         self.client = ContainerClient(endpoint, container, credential=credential, connection_timeout=5)
 
-    def _names(self, limit: int) -> list[str]:
-        pages = self.client.list_blobs(name_starts_with=f"{self.prefix}{layout.READY_DIR}/", results_per_page=limit).by_page()
-        return [blob.name.rsplit("/", 1)[-1] for blob in next(pages, [])][:limit]
+    def _names(self, limit: int, cursor) -> tuple[list[str], object]:
+        pages = self.client.list_blobs(name_starts_with=f"{self.prefix}{layout.READY_DIR}/", results_per_page=limit).by_page(cursor)
+        names = [blob.name.rsplit("/", 1)[-1] for blob in next(pages, [])]
+        return names, pages.continuation_token or None
 
     def _delete(self, paths: list[str]) -> None:
-        from azure.core.exceptions import ResourceNotFoundError
-
-        def delete(path: str) -> None:
-            try:
-                self.client.delete_blob(self.prefix + path)
-            except ResourceNotFoundError:  # deleted already
-                pass
-
-        with ThreadPoolExecutor(min(DELETE_THREADS, len(paths))) as pool:
-            list(pool.map(delete, paths))
+        for start in range(0, len(paths), AZURE_BATCH_MAX):
+            names = [self.prefix + p for p in paths[start:start + AZURE_BATCH_MAX]]
+            answers = self.client.delete_blobs(*names, raise_on_any_failure=False)
+            refused = [a.status_code for a in answers if a.status_code not in (202, 404)]  # 404: deleted already
+            if refused:
+                raise OSError(f"Blob Batch refused {len(refused)} marker deletions (status {refused[0]})")
 
 
 def open_queue(table_uri: str, storage_options: dict[str, str] | None) -> Queue:

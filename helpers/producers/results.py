@@ -22,12 +22,21 @@ BACKEND_OF_PROTOCOL = {"azure": "azure", "s3-conditional-put": "s3"}
 RACING_WRITERS = 8
 
 
+EXTRA_TABLES = ("limit", "profile", "queue")
+"""Tables this run writes beside :data:`TABLES`, published with them by :func:`publish`: ``limit``
+(the committer alone on staged files, back to back), ``profile`` (each step of a commit, the
+committer's and a plain append's), ``queue`` (a commit's cost with 100, 1,000, 10,000 markers waiting)."""
+
+
 @dataclass
 class Results:
     runs: object
     racing: object
     meta: dict
     folder: Path | None = None
+    limit: object = None
+    profile: object = None
+    queue: object = None
 
 
 def store(backend: str, server: str | None) -> str:
@@ -65,13 +74,35 @@ def with_ratios(runs, racing):
     return runs
 
 
+def limit_ratios(limit, racing):
+    """``limit`` with ``ratio_to_serial``: the committer's back-to-back commits/s on staged files
+    against one writer appending alone, same store, same run."""
+    serial = racing[racing.writers == 1].set_index("backend")
+    limit = limit.copy()
+    limit["serial_commits_per_s"] = limit.backend.map(serial.commits_per_s)
+    limit["ratio_to_serial"] = limit.busy_commits_per_s / limit.serial_commits_per_s
+    return limit
+
+
 def save(results: Results, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    results.runs.to_csv(folder / "runs.csv", index=False)
-    results.racing.to_csv(folder / "racing.csv", index=False)
-    (folder / "meta.json").write_text(json.dumps(results.meta, indent=1))
+    for name in (*TABLES, *EXTRA_TABLES):
+        if getattr(results, name) is not None:
+            getattr(results, name).to_csv(folder / f"{name}.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps(results.meta, indent=1))  # last: the run is finished
     results.folder = folder
     return folder
+
+
+def publish(folder: Path) -> Path:
+    """:func:`helpers.full_runs.publish`, then this run's :data:`EXTRA_TABLES` beside its tables."""
+    import gzip
+
+    target = full_runs.publish(KIND, folder)
+    for name in EXTRA_TABLES:
+        if (Path(folder) / f"{name}.csv").is_file():  # mtime 0: publishing the same run twice writes the same bytes
+            (target / f"{name}.csv.gz").write_bytes(gzip.compress((Path(folder) / f"{name}.csv").read_bytes(), mtime=0))
+    return target
 
 
 def load(folder: str | Path | None = None) -> Results:
@@ -79,4 +110,6 @@ def load(folder: str | Path | None = None) -> Results:
     folder = Path(folder) if folder is not None else full_runs.location(KIND)
     if not full_runs.finished(folder):
         raise full_runs.FullRunError(f"No producers run in {config.shown(folder)}; `make producers` makes one.")
-    return Results(*(full_runs.read_table(folder, t) for t in TABLES), json.loads((folder / "meta.json").read_text()), folder)
+    extra = {name: full_runs.read_table(folder, name) for name in EXTRA_TABLES
+             if (folder / f"{name}.csv").is_file() or (folder / f"{name}.csv.gz").is_file()}
+    return Results(*(full_runs.read_table(folder, t) for t in TABLES), json.loads((folder / "meta.json").read_text()), folder, **extra)

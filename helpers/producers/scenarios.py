@@ -7,6 +7,7 @@
 * :func:`counter_example`: the same producers, a committer without the transaction id and the
   check, one lost answer: the batch is committed twice, and the verdict says so.
 * :func:`throughput`: N producers through one committer, no faults: rows/s and commits/s.
+* :func:`at_the_limit`: the files staged first, then the committer alone, back to back: its commits/s.
 """
 
 from __future__ import annotations
@@ -100,31 +101,90 @@ def counter_example(table: Table, *, producers: int = 2, files: int = 2) -> chec
     return table.verdict(counts)
 
 
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, from ``/proc/stat`` ((0, 0) where there is none)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    from helpers.bench.stats import percentile
+
+    return percentile(values, q) if values else float("nan")
+
+
 def throughput(table: Table, *, producers: int, files: int, committer_options: dict[str, str] | None = None,
                max_files: int = 1000) -> dict:
     """N producers, ``files`` each, through one committer; the run's figures (the window runs from
     the barrier to the committer's last commit; ``busy_commits_per_s`` from its first commit to its
-    last, when it commits back to back), and whether storage holds every row exactly once."""
+    last, when it commits back to back), the latency from each file's marker to the end of its
+    commit, the CPU the producers, the committer and the whole machine used over the window, and
+    whether storage holds every row exactly once."""
+    import os
+
     counts = {p: files for p in range(1, producers + 1)}
     phase = Phase(table, f"n{producers}")
     for p in counts:
         phase.producer(p, files)
     phase.committer(committer_options, max_files=max_files)
+    busy_before = _cpu_jiffies()
     t_go = phase.start()
     phase.finish()
+    busy_after = _cpu_jiffies()
     problems = phase.failed()
     if problems:
         raise ProducersError("; ".join(problems))
-    commits = [c for c in _one_result(phase, "committer")["commits"] if c["outcome"] == "committed"]
+    result = _one_result(phase, "committer")
+    commits = [c for c in result["commits"] if c["outcome"] == "committed"]
     window = max(c["t_done"] for c in commits) - t_go
     latencies = sorted(c["t_done"] - c["t_start"] for c in commits)
     done = sorted(c["t_done"] for c in commits)  # from its first commit on, the committer always had files waiting
     busy = (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else float("nan")
+    handed = {(int(p.name[1:]), f["seq"]): f["t_done"] for p in phase.procs if p.name != "committer" for f in p.result()["files"]}
+    waited = [c["t_done"] - handed[(p, seq)] for c in commits for p, seq in c["staged"] if (p, seq) in handed]
+    cores = os.cpu_count() or 1
+    producer_cpu = sum(p.result().get("cpu_s", 0.0) for p in phase.procs if p.name != "committer")
+    machine = (busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1]) if busy_after[1] > busy_before[1] else float("nan")
     verdict = table.verdict(counts)
     rows = sum(c["rows"] for c in commits)
     return {"backend": table.backend, "producers": producers, "files_per_producer": files, "rows_per_file": table.rows,
             "commits": len(commits), "rows": rows, "window_s": window, "commits_per_s": len(commits) / window,
             "busy_commits_per_s": busy,
             "rows_per_s": rows / window, "files_per_commit_mean": rows / table.rows / len(commits),
-            "commit_latency_p50_s": latencies[len(latencies) // 2], "exactly_once": verdict.exactly_once,
-            "attempts_max": max(c["attempts"] for c in commits)}
+            "commit_latency_p50_s": latencies[len(latencies) // 2],
+            "marker_to_commit_p50_s": _percentile(waited, 50), "marker_to_commit_p99_s": _percentile(waited, 99),
+            "producers_cpu_share": producer_cpu / (window * cores), "committer_cpu_share": result.get("cpu_s", 0.0) / (window * cores),
+            "machine_cpu_share": machine, "markers_listed": result.get("markers_listed"), "listings": result.get("listings"),
+            "exactly_once": verdict.exactly_once, "attempts_max": max(c["attempts"] for c in commits)}
+
+
+def at_the_limit(table: Table, *, producers: int, files: int, max_files: int, committer_options: dict[str, str] | None = None) -> dict:
+    """The files staged first (``producers`` producers, ``files`` each, none running after), then the
+    committer alone, ``max_files`` files per commit, back to back: its commits/s from its first
+    commit to its last, and whether storage holds every row exactly once."""
+    counts = {p: files for p in range(1, producers + 1)}
+    staging = Phase(table, "staged")
+    for p in counts:
+        staging.producer(p, files)
+    staging.start()
+    staging.finish()
+    committing = Phase(table, "commit-staged")
+    committing.committer(committer_options, max_files=max_files)
+    committing.stop_file.touch()  # nothing more will come: the committer ends when the queue is empty
+    committing.start()
+    committing.finish()
+    problems = staging.failed() + committing.failed()
+    if problems:
+        raise ProducersError("; ".join(problems))
+    commits = [c for c in _one_result(committing, "committer")["commits"] if c["outcome"] == "committed"]
+    done = sorted(c["t_done"] for c in commits)
+    verdict = table.verdict(counts)
+    return {"backend": table.backend, "producers": producers, "files_per_producer": files, "max_files": max_files,
+            "commits": len(commits), "rows": sum(c["rows"] for c in commits),
+            "busy_commits_per_s": (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else float("nan"),
+            "exactly_once": verdict.exactly_once}

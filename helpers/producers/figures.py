@@ -1,0 +1,110 @@
+"""The full run's committer figures as tables and a plot, and the model for more cores: what notebook
+14 shows and docs/benchmark.md quotes (:mod:`helpers.producers.results` reads the run).
+
+* :func:`steps_table`: each step of one commit, the committer's (as it is, as it was) beside a
+  plain append's: milliseconds and requests per commit (medians);
+* :func:`queue_table` and :func:`queue_plot`: a commit's cost with 100, 1,000 and 10,000 markers waiting;
+* :func:`limit_table`: the committer alone on staged files against one writer appending alone;
+* :func:`cores_model`: rows/s with 8 producers as cores grow, checked against the 1, 2, 4 and 8 producer runs;
+* :func:`markdown`: any of these frames as a markdown table.
+"""
+
+from __future__ import annotations
+
+from helpers.producers.profile import APPEND_STEPS, STEPS, VARIANTS
+
+SHORT = {"committer": "committer", "committer, before": "committer as it was", "plain append": "plain append"}
+
+
+def markdown(frame) -> str:
+    """A frame as a markdown table (its index as the first columns)."""
+    flat = frame.reset_index()
+    lines = ["| " + " | ".join(str(c) for c in flat.columns) + " |", "| " + " | ".join("---" for _ in flat.columns) + " |"]
+    for row in flat.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "n/a" if value != value else f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def steps_table(profile):
+    """Store and step by variant: ``ms`` (median seconds per commit x 1000) and ``requests`` (median)."""
+    frame = profile.assign(ms=profile.seconds_median * 1000, requests=profile.requests_median)
+    wide = frame.pivot_table(index=["backend", "step"], columns="variant", values=["ms", "requests"], aggfunc="first")
+    wide.columns = [f"{SHORT[v]}, {what}" for what, v in wide.columns]
+    wide = wide[[f"{SHORT[v]}, {what}" for v in VARIANTS for what in ("ms", "requests") if f"{SHORT[v]}, {what}" in wide.columns]]
+    order = [*STEPS, *APPEND_STEPS, "whole commit"]
+    rows = [(b, s) for b in dict.fromkeys(profile.backend) for s in dict.fromkeys(order) if (b, s) in wide.index]
+    return wide.loc[rows].round(1)
+
+
+def queue_table(queue):
+    """Store and markers waiting by variant: a whole commit's ms, its requests and the markers its listing read (medians)."""
+    whole = queue[queue.step == "whole commit"]
+    wide = whole.pivot_table(index=["backend", "waiting"], columns="variant",
+                             values=["seconds_median", "requests_median", "markers_listed_median"], aggfunc="first")
+    columns = {}
+    for variant in ("committer", "committer, before"):
+        columns[f"{SHORT[variant]}, ms"] = wide[("seconds_median", variant)] * 1000
+        columns[f"{SHORT[variant]}, requests"] = wide[("requests_median", variant)]
+        columns[f"{SHORT[variant]}, markers listed"] = wide[("markers_listed_median", variant)]
+    import pandas as pd
+
+    return pd.DataFrame(columns).round(1)
+
+
+def queue_plot(queue, meta: dict | None = None):
+    """Milliseconds per commit against markers waiting (log scales), one line per store and variant."""
+    import matplotlib.pyplot as plt
+
+    whole = queue[queue.step == "whole commit"].sort_values("waiting")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    colours = {b: f"C{i}" for i, b in enumerate(dict.fromkeys(whole.backend))}  # one colour a store; dashed: as it was
+    for (backend, variant), group in whole.groupby(["backend", "variant"], sort=False):
+        ax.plot(group.waiting, group.seconds_median * 1000, marker="o", linestyle="-" if variant == "committer" else "--",
+                color=colours[backend], label=f"{backend}, {SHORT[variant]}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("markers waiting in the queue")
+    ax.set_ylabel("ms per commit (median)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    date = f" ({meta['date'][:10]}, {meta['machine']['cpus']} cores)" if meta else ""
+    ax.set_title(f"A commit's cost against the queue's length{date}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def limit_table(limit):
+    """The committer alone on staged files, back to back, against one writer appending alone (same store, same run)."""
+    return limit.set_index("backend")[["commits", "max_files", "busy_commits_per_s", "serial_commits_per_s",
+                                       "ratio_to_serial", "exactly_once"]].round(3)
+
+
+def cores_model(runs, *, cores=(2, 4, 8, 16), cpus: int):
+    """Rows/s as the lesser of what the producers make alone and what the cores can carry.
+
+    One producer writes its files one after another, so P producers make at most ``P x r1`` rows/s
+    (``r1``: rows/s of the 1-producer run); the machine carries at most ``K x c`` rows/s on K cores
+    (``c``: rows/s per core in the run with the most producers, whose producers, emulator and
+    committer kept every core busy). The committer is not the bound: it takes whatever waits,
+    so its files per commit grow instead. Returns (check, projection): the model against each
+    run's rows/s on this machine, and rows/s with the most producers as cores grow."""
+    import pandas as pd
+
+    checked, projected = [], []
+    for backend, group in runs.groupby("backend", sort=False):
+        group = group.set_index("producers").sort_index()
+        r1, most = group.rows_per_s.iloc[0] / group.index[0], group.index[-1]
+        per_core = group.rows_per_s.loc[most] / cpus
+        for producers, row in group.iterrows():
+            model = min(producers * r1, cpus * per_core)
+            checked.append({"backend": backend, "producers": producers, "rows_per_s": row.rows_per_s, "model_rows_per_s": model,
+                            "model_over_measured": model / row.rows_per_s})
+        projected.append({"backend": backend, **{f"{k} cores": min(most * r1, k * per_core) for k in cores},
+                          "bound": f"{most} producers alone: {most * r1:.0f}"})
+    return pd.DataFrame(checked).round(2), pd.DataFrame(projected).set_index("backend").round(0)
