@@ -97,6 +97,7 @@ def sentences(where: str, text: str) -> list[Sentence]:
         tags.append((match.group(1), match.group(2)))
         return f" \u27e6{len(tags) - 1}\u27e7"
 
+    text = re.sub(r"`[^`\n]*`", lambda m: "`a tag`" if "<!--" in m.group(0) else m.group(0), text)  # an example
     found: list[Sentence] = []
     for piece in _split(TAG.sub(mark, text)):
         leading = re.match("^(?:\u27e6\\d+\u27e7\\s*)+", piece)
