@@ -43,15 +43,19 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything
+preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything (and note what is optional and missing)
 	@$(PYTHON) -m helpers.preflight
 
-install: preflight install-python node_modules/.installed ## install everything the workbook needs (idempotent)
+# What every command checks first: the problems only; the notes are `make preflight`'s, said once
+.preflight-problems:
+	@$(PYTHON) -m helpers.preflight --problems-only
+
+install: .preflight-problems install-python node_modules/.installed ## install everything the workbook needs (idempotent)
 
 install-python: .venv/.installed $(KERNEL_SPEC) $(ERA_STAMPS) .cache/ivy/.resolved ## the Python environments and Spark jars only (the Docker image)
 

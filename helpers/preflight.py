@@ -159,11 +159,17 @@ def notes() -> list[str]:
             if note]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """``--problems-only``: what every `make` command checks first, without the notes (`make preflight`
+    says those, once)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["--problems-only"]):
+        print("usage: python -m helpers.preflight [--problems-only]", file=sys.stderr)
+        return 2
     found = problems()
     for problem in found:
         print(f"preflight: {problem}", file=sys.stderr)
-    for note in notes():
+    for note in ([] if args else notes()):
         print(f"preflight (note): {note}", file=sys.stderr)
     return 1 if found else 0
 

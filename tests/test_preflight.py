@@ -60,3 +60,13 @@ def test_a_machine_without_chromium_is_told_what_make_test_needs_it_for(monkeypa
     assert "docs/answer.html" in note and "apt-get install chromium chromium-driver" in note
     monkeypatch.setattr(preflight.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert preflight.check_browser() is None
+
+
+def test_every_command_checks_problems_and_only_make_preflight_says_the_notes(monkeypatch, capsys):
+    from helpers import preflight
+
+    monkeypatch.setattr(preflight, "problems", lambda: [])
+    monkeypatch.setattr(preflight, "notes", lambda: ["a note that asks nothing"])
+    assert preflight.main(["--problems-only"]) == 0 and "a note" not in capsys.readouterr().err
+    assert preflight.main([]) == 0 and "a note that asks nothing" in capsys.readouterr().err
+    assert preflight.main(["--problem-only"]) == 2 and "usage" in capsys.readouterr().err
