@@ -145,6 +145,7 @@ def emulator_environment() -> dict[str, str]:
     return {
         "AWS_REGION": config.EMULATOR_AWS_REGION, "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
         "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "AWS_ENDPOINT_URL": config.aws_endpoint("s3"),
+        "AWS_ENDPOINT_URL_DYNAMODB": config.aws_endpoint("dynamodb"),
         "AZURE_STORAGE_ACCOUNT_NAME": azure["account_name"], "AZURE_STORAGE_ACCOUNT_KEY": azure["account_key"],
         "AZURE_STORAGE_ENDPOINT": azure["azure_storage_endpoint"],
     }
@@ -212,6 +213,19 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     assert _rows(uri, tables.s3_storage_options()) == 20
     items = storage.lock_entries(uri, lock)
     assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
+
+
+@pytest.mark.services
+@pytest.mark.parametrize("notebook, era, locked", [("07", eras.SEEDS, True), ("11", eras.CURRENT, False)])
+def test_a_race_call_offered_to_copy_appends(stores, notebook, era, locked):
+    """The race calls offered to copy (``one_writer``, the writer's own call), each in its era's
+    environment, on a table the same era created: two appends land."""
+    uri = tables.s3_uri(f"copy-cells/writer-{notebook}-{uuid.uuid4().hex[:8]}")
+    options = tables.s3_storage_options(locking_provider="dynamodb" if locked else None)
+    python = str(config.ENVS_DIR / era / "bin" / "python") if era != eras.CURRENT else sys.executable
+    run_cell(_cell_of(notebook), DATA + f"write_deltalake({uri!r}, data, storage_options={options!r})\n"
+             f"one_writer({uri!r}, data, 'w1', 2)\none_writer({uri!r}, data, 'w2', 3)\nprint('ok')", python=python)
+    assert _rows(uri, options) == 30
 
 
 @pytest.mark.services
