@@ -135,8 +135,10 @@ def test_the_docs_comparison_names_needless_failures_and_commits_where_they_conf
 
 def test_pairs_are_every_ordered_pair_then_each_retry_after_its_original():
     pairs = operations.pairs()
-    assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS)
+    assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS) + len(operations.APART_OPS)
     assert pairs[0] == ("append", "append") and ("append_txn", "retry_checked") in pairs
+    # each second job on a part of its own after the same operation's first job, the MERGE in two forms
+    assert pairs[-2:] == [("merge", "merge_apart"), ("merge_on_id", "merge_on_id_apart")]
     assert operations.pairs(["optimize", "append"]) == [("append", "append"), ("append", "optimize"),
                                                         ("optimize", "append"), ("optimize", "optimize")]
 
@@ -228,8 +230,14 @@ def test_each_engine_races_the_other_interleaving_and_the_other_layouts_as_varia
     assert not [b for _, b in held_rs.chosen(every) if b in ("add_column", "set_property", "retry_checked")]
     # another layout: only the operations with a predicate or rows of their own there
     partitions = engines.ENGINES["deltalake-1.6.6+partitions"]
-    assert partitions.chosen(every) == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS]
-    assert rs.chosen(every) == every
+    apart = [(operations.OPERATIONS[x].apart_of, x) for x in operations.APART_OPS]
+    assert partitions.chosen(every) == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS] + apart
+    assert rs.chosen(every) == every[:-len(apart)] and not set(apart) & set(held_rs.chosen(every))
+    # the same operation from two jobs on parts of their own, in the other interleaving too, sharing the layout's base
+    for name in ("deltalake-1.6.6+partitions+b-files-first", "delta-spark-4.4+file-stats+b-files-after"):
+        spec = engines.ENGINES[name]
+        assert spec.chosen(every) == apart and spec.base_of == spec.variant_of == name.rsplit("+", 1)[0]
+        assert spec.process_key == engines.ENGINES[spec.base_of].process_key
 
 
 def test_on_disjoint_files_the_docs_can_conflict_reads_cannot_except_an_operation_against_itself():
@@ -240,6 +248,29 @@ def test_on_disjoint_files_the_docs_can_conflict_reads_cannot_except_an_operatio
     assert "different files" in apart.why
     assert documented.expectation("delete", "delete", "file-stats").write_serializable == documented.CAN
     assert documented.expectation("append", "append", "partitions") == documented.expectation("append", "append")
+    # two jobs of one operation on parts of their own: apart when each condition names its part; a MERGE
+    # whose condition does not name it reads every file and can conflict (the docs' warning)
+    for first, second in operations.pairs(operations.APART_OPS):
+        said = documented.expectation(first, second, "partitions").write_serializable
+        assert said == (documented.CAN if first == "merge_on_id" else documented.CANNOT), (first, second)
+
+
+def test_a_second_job_on_a_part_of_its_own_keeps_off_the_first_jobs_part():
+    for layout in (operations.PARTITIONS, operations.FILE_STATS):
+        other = layout.apart
+        assert other is not None and other.base == layout.base and other.columns == layout.columns
+        assert {len(row) for row in (*other.append_rows, *other.replace_rows, *other.merge_source)} == {len(layout.columns)}
+        for field in ("append_rows", "replace_predicate", "replace_rows", "delete_predicate", "update_predicate",
+                      "merge_source", "merge_condition"):
+            assert getattr(other, field) != getattr(layout, field), (layout.name, field)
+        assert layout.for_op("delete_apart") == (other, "delete")
+        merged, op = layout.for_op("merge_on_id_apart")
+        assert op == "merge" and merged.merge_condition == "t.id = s.id" and merged.merge_source == other.merge_source
+        assert "part" not in layout.merge_on_id_condition and "<=" not in layout.merge_on_id_condition
+    parts = operations.PARTITIONS
+    assert [r[2] for r in parts.apart.merge_source] == ["a", "a"] and parts.apart.replace_predicate == "part = 'b'"
+    with pytest.raises(ValueError, match="parts of their own"):
+        operations.SHARED_FILES.for_op("delete_apart")
 
 
 def test_each_layout_gives_every_operation_its_rows_and_predicate():
@@ -282,3 +313,14 @@ def test_the_other_interleaving_and_layouts_race_for_real(tmp_path):
     held = [r for r in races if r["engine"] == "deltalake-1.6.6+b-files-first"]
     assert held and all(r["race"]["held_at"] == f"{r['race']['base_version'] + 1:020d}.json" for r in held)
     assert all(("deltalake-1.6.6+b-files-first", a, "delete_all") not in cell for a in ("append", "delete"))
+
+
+def test_a_short_run_races_its_spark_engines_in_one_driver():
+    # notebook 13 adds Delta Spark's partitioned variant for one backfill: a second driver would cost a JVM's start
+    names = ["delta-spark-4.4", "delta-spark-4.4+partitions", "deltalake-1.6.6"]
+    short = engines.processes(names, {"delta-spark-4.4": 20, "delta-spark-4.4+partitions": 1, "deltalake-1.6.6": 30})
+    assert [group for _, group in short] == [["delta-spark-4.4", "delta-spark-4.4+partitions"], ["deltalake-1.6.6"]]
+    full = engines.processes(names, {"delta-spark-4.4": 148, "delta-spark-4.4+partitions": 31, "deltalake-1.6.6": 148})
+    assert sorted(map(tuple, (group for _, group in full))) == [("delta-spark-4.4",), ("delta-spark-4.4+partitions",),
+                                                                 ("deltalake-1.6.6",)]
+    assert len(engines.processes(names)) == 3  # no counts given: every engine in its own process

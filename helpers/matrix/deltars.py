@@ -118,7 +118,7 @@ class DeltaRs:
     def run(self, op: str, handle: DeltaTable, path: str) -> str | None:
         """Run ``op`` from ``handle``'s snapshot; raises what delta-rs raises. Returns a note when
         the operation chose to do nothing (a checked retry that skipped)."""
-        layout = self.layout
+        layout, op = self.layout.for_op(op)  # a second job on a part of its own: its rows and predicates
         if op in ("append", "retry"):
             self._write(handle, path, layout.append_rows, "append")
         elif op in ("append_txn", "retry_txn"):

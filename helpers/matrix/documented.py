@@ -19,7 +19,10 @@ operation touches every file of the base table (:mod:`helpers.matrix.operations`
 conflict" reads "conflicts". On the partitions and file-stats layouts two different operations touch
 different files (a partition, or a range of ids, of their own), so there it reads "cannot conflict"
 (the docs' own advice: partition, and use disjoint conditions); an operation raced against itself
-still touches the same files.
+still touches the same files. A second job of the same operation on a part of its own
+(:data:`helpers.matrix.operations.APART_OPS`) touches other files, so there too "can conflict" reads
+"cannot conflict", but for the MERGE whose condition does not name the part (``merge_on_id``): it reads
+every file, and the docs warn that it can conflict although the jobs write different partitions.
 :func:`compare` sets a verdict against WriteSerializable, the level a table has unless it sets
 ``delta.isolationLevel``, and names Serializable's answer beside it.
 """
@@ -65,6 +68,16 @@ def expectation(first: str, second: str, layout: str = ops.SHARED_FILES.name) ->
     older snapshot (operation names from :data:`helpers.matrix.operations.OPERATIONS`), on this
     layout (:data:`helpers.matrix.operations.LAYOUTS`: see the module's text)."""
     a, b = ops.OPERATIONS[first], ops.OPERATIONS[second]
+    if b.apart_of:  # the same operation from a second job on a part of its own
+        said = expectation(first, b.apart_of)
+        if first == "merge_on_id":
+            return Expectation(*(said.delta_io, said.write_serializable, said.serializable),
+                               f"{said.why}: a MERGE whose condition does not name the part reads every file, so it "
+                               "can conflict although the two jobs write different parts")
+        apart = tuple(CANNOT if says == CAN else says for says in (said.delta_io, said.write_serializable,
+                                                                   said.serializable))
+        return Expectation(*apart, f"{said.why}, each job's condition naming a part of its own ({layout}: \"can "
+                                   "conflict\" only if they touch the same files)")
     if layout != ops.SHARED_FILES.name and first != second:
         said = expectation(first, second)
         if CAN in (said.write_serializable, said.serializable, said.delta_io):

@@ -93,7 +93,8 @@ class EngineSpec:
     and its other interleaving); run without it, it creates its own base with its first engine."""
     layout: str = ops.SHARED_FILES.name
     """The base table and predicates (:data:`helpers.matrix.operations.LAYOUTS`); on a layout other
-    than the shared files, only :data:`~helpers.matrix.operations.LAYOUT_OPS` are raced."""
+    than the shared files, only :data:`~helpers.matrix.operations.LAYOUT_OPS` are raced, and each of them
+    against a second job of its own on another part (:data:`~helpers.matrix.operations.APART_OPS`)."""
     held_interleaving: str | None = None
     """Set on a variant that races the interleaving its engine does not race by itself
     (:data:`helpers.matrix.operations.INTERLEAVINGS`): only pairs whose B writes data files."""
@@ -114,9 +115,16 @@ class EngineSpec:
         return "b-files-first" if b_module == "helpers.matrix.spark" else "b-files-after"
 
     def chosen(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The pairs of ``pairs`` this engine races (a variant races only those its variation concerns)."""
-        if self.layout != ops.SHARED_FILES.name:
-            pairs = [(a, b) for a, b in pairs if a in ops.LAYOUT_OPS and b in ops.LAYOUT_OPS]
+        """The pairs of ``pairs`` this engine races (a variant races only those its variation concerns):
+        on the shared files, none of a second job on a part of its own (:data:`~helpers.matrix.operations.APART_OPS`:
+        there are no parts); on another layout, the :data:`~helpers.matrix.operations.LAYOUT_OPS` and those;
+        on another layout in the other interleaving, those alone."""
+        if self.layout == ops.SHARED_FILES.name:
+            pairs = [(a, b) for a, b in pairs if b not in ops.APART_OPS]
+        elif self.held_interleaving:
+            pairs = [(a, b) for a, b in pairs if b in ops.APART_OPS]
+        else:
+            pairs = [(a, b) for a, b in pairs if (a in ops.LAYOUT_OPS and b in ops.LAYOUT_OPS) or b in ops.APART_OPS]
         if self.held_interleaving:
             pairs = [(a, b) for a, b in pairs if ops.OPERATIONS[b].writes_data]
         return pairs
@@ -136,10 +144,15 @@ def _variants(spec: EngineSpec, interleaving: str, layouts_in: str | None = None
     from dataclasses import replace
 
     key = spec.process_key
+    layouts = [layout for layout in ops.LAYOUTS if layout != ops.SHARED_FILES.name]
     return [replace(spec, name=f"{spec.name}+{interleaving}", held_interleaving=interleaving, variant_of=spec.name,
                     base_of=spec.name, process=key),
             *(replace(spec, name=f"{spec.name}+{layout}", layout=layout, variant_of=spec.name, process=layouts_in or key)
-              for layout in ops.LAYOUTS if layout != ops.SHARED_FILES.name)]
+              for layout in layouts),
+            # the same operation from two jobs on parts of their own, in the other interleaving too
+            *(replace(spec, name=f"{spec.name}+{layout}+{interleaving}", layout=layout, held_interleaving=interleaving,
+                      variant_of=f"{spec.name}+{layout}", base_of=f"{spec.name}+{layout}", process=layouts_in or key)
+              for layout in layouts)]
 
 
 _DELTA_RS = [_delta_rs(era) for era in ("deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", CURRENT_RS)]
@@ -166,13 +179,23 @@ ENGINES: dict[str, EngineSpec] = {
 DEFAULT_ENGINES = tuple(name for name, spec in ENGINES.items() if spec.default)
 
 
-def processes(names: list[str]) -> list[tuple[str, list[str]]]:
+ONE_SPARK_DRIVER_BELOW = 100
+"""A run that gives its Spark engines fewer pairs than this in all (notebook 13's, a test's) runs them in
+one driver: a second driver's start costs more than the core it adds (:data:`SECOND_SPARK`)."""
+
+
+def processes(names: list[str], pairs: dict[str, int] | None = None) -> list[tuple[str, list[str]]]:
     """The worker processes for these engines: ``(era, [engine, ...])`` per :attr:`EngineSpec.process`
     key, in the order of each key's first engine, those with Delta Spark first (a Spark pair costs a
-    hundred delta-rs pairs), then the largest groups (they take longest)."""
+    hundred delta-rs pairs), then the largest groups (they take longest). ``pairs`` (how many each
+    engine races): with fewer than :data:`ONE_SPARK_DRIVER_BELOW` Spark pairs in all, the second
+    Spark driver's engines join the first's."""
+    spark_pairs = sum((pairs or {}).get(name, 0) for name in names if ENGINES[name].threads > 1)
+    one_driver = pairs is not None and spark_pairs < ONE_SPARK_DRIVER_BELOW
     groups: dict[str, list[str]] = {}
     for name in names:
-        groups.setdefault(ENGINES[name].process_key, []).append(name)
+        key = ENGINES[name].process_key
+        groups.setdefault("spark" if one_driver and key == SECOND_SPARK else key, []).append(name)
 
     def spark(group: list[str]) -> bool:
         return any(ENGINES[name].threads > 1 for name in group)

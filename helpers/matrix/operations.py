@@ -16,7 +16,7 @@ Standard library only: this module runs in every era's Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 COLUMNS = ("id", "value")
 """The base table's columns in the shared-files layout: ``id`` (int64) and ``value`` (int64)."""
@@ -72,6 +72,9 @@ class Operation:
     """It writes data files before its commit (so a race can fall before or after them:
     :data:`INTERLEAVINGS`). A metadata change writes none; a DELETE of every row only removes files;
     a checked retry may write nothing (it skips when its version landed)."""
+    apart_of: str | None = None
+    """For a second job on a part of its own: the operation it repeats on another part of the table
+    (:attr:`Layout.apart`), raced after that operation only (:data:`APART_OPS`)."""
 
     @property
     def is_retry(self) -> bool:
@@ -118,6 +121,14 @@ _OPS = (
               "snapshot instead of the latest table", None,
               "a retry is the same write again: the docs' table has no cell for it", original="append_txn",
               writes_data=False),
+    Operation("merge_on_id", "MERGE on id", "MERGE (upsert) whose condition names the id only (t.id = s.id): its "
+              "part of the table is only in the source's rows", UDM,
+              "a MERGE whose condition does not name the part reads every file of the table"),
+    *(Operation(f"{name}_apart", f"{label}, other part", f"the same {label} by a second job, on a part of the table "
+                "of its own (another partition, or another range of ids)", category, apart_of=name)
+      for name, label, category in (("append", "append", INSERT), ("replace_where", "replaceWhere", UDM),
+                                    ("delete", "DELETE", UDM), ("update", "UPDATE", UDM), ("merge", "MERGE", UDM),
+                                    ("merge_on_id", "MERGE on id", UDM))),
 )
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in _OPS}
@@ -127,7 +138,12 @@ MATRIX_OPS = ("append", "overwrite", "replace_where", "delete", "delete_all", "u
 """The operations raced against each other, every ordered pair (rows and columns of the grid)."""
 RETRY_OPS = ("retry", "retry_txn", "retry_checked", "retry_checked_stale")
 """The retried-append scenarios: each runs after its own :attr:`Operation.original` only."""
-CHOICES = MATRIX_OPS + RETRY_OPS
+APART_OPS = ("append_apart", "replace_where_apart", "delete_apart", "update_apart", "merge_apart", "merge_on_id_apart")
+"""The same operation from two jobs on parts of their own (parallel backfills): each runs after its own
+:attr:`Operation.apart_of` only, on the partitions and file-stats layouts only. Two MERGEs: one whose
+condition names the part (``merge``), one whose condition does not (``merge_on_id``: the part only in the
+source's rows), as the documentation warns such a MERGE can conflict although the parts differ."""
+CHOICES = MATRIX_OPS + RETRY_OPS + APART_OPS
 """What ``--ops`` accepts."""
 
 
@@ -172,9 +188,30 @@ class Layout:
     merge_condition: str
     words: dict[str, str]
     """What an operation does on this layout, where it differs from :attr:`Operation.what`."""
+    merge_on_id_condition: str = ""
+    """The MERGE condition that does not name the part (``merge_on_id``)."""
+    apart: Layout | None = None
+    """The same layout with the rows and predicates of a second job on parts of its own
+    (:data:`APART_OPS`): each operation on another partition, or another range of ids, than its own."""
 
     def what_of(self, op: str) -> str:
         return self.words.get(op, OPERATIONS[op].what)
+
+    def for_op(self, op: str) -> tuple[Layout, str]:
+        """``(layout, operation)`` an engine runs for ``op``: a second job's operation (:data:`APART_OPS`)
+        is its :attr:`Operation.apart_of` on :attr:`apart`; ``merge_on_id`` is ``merge`` with
+        :attr:`merge_on_id_condition`."""
+        layout = self
+        apart_of = OPERATIONS[op].apart_of
+        if apart_of:
+            if self.apart is None:
+                raise ValueError(f"{op} needs a layout with parts of their own, not {self.name}")
+            layout, op = self.apart, apart_of
+        if op == "merge_on_id":
+            if not layout.merge_on_id_condition:
+                raise ValueError(f"merge_on_id needs a layout with parts of their own, not {self.name}")
+            layout, op = replace(layout, merge_condition=layout.merge_on_id_condition), "merge"
+        return layout, op
 
 
 def _rows(ids, part: str | None = None) -> tuple[tuple, ...]:
@@ -199,7 +236,15 @@ PARTITIONS = Layout(
                       "\"part = 'a'\")",
      "delete": "DELETE WHERE part = 'b' AND id % 4 = 2 (id 6)",
      "update": "UPDATE SET value = value + 1 WHERE part = 'c' AND id % 4 = 3 (id 11)",
-     "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id"})
+     "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id",
+     "merge_on_id": "MERGE (upsert) of ids 13 and 17 into partition d ON t.id = s.id (the partition only in the "
+                    "source's rows)"},
+    "t.id = s.id")
+PARTITIONS = replace(PARTITIONS, apart=replace(
+    PARTITIONS, append_rows=_rows((111, 112, 113, 114), "g"), replace_predicate="part = 'b'",
+    replace_rows=((5, 55, "b"), (6, 65, "b"), (7, 75, "b"), (8, 85, "b")), delete_predicate="part = 'c' AND id % 4 = 2",
+    update_predicate="part = 'd' AND id % 4 = 3", merge_source=((1, -1, "a"), (18, -18, "a")),
+    merge_condition="t.part = 'a' AND t.id = s.id", words={}))
 FILE_STATS = Layout(
     "file-stats", "not partitioned; each operation's predicate names a range of ids that the files' statistics "
     "(min and max per file: 1-4, 5-8, 9-11, 13-16) place in one file, and the appended file (101-104) in none",
@@ -208,7 +253,31 @@ FILE_STATS = Layout(
     ((13, -13), (17, -17)), "t.id = s.id AND t.id >= 13 AND t.id <= 20",
     {"delete": "DELETE WHERE id >= 5 AND id <= 8 AND id % 4 = 2 (id 6)",
      "update": "UPDATE SET value = value + 1 WHERE id >= 9 AND id <= 12 AND id % 4 = 3 (id 11)",
-     "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20"})
+     "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20",
+     "merge_on_id": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id (the range only in the source's rows)"},
+    "t.id = s.id")
+FILE_STATS = replace(FILE_STATS, apart=replace(
+    FILE_STATS, append_rows=_rows((111, 112, 113, 114)), replace_predicate="id >= 5 AND id <= 8",
+    replace_rows=((5, 55), (6, 65), (7, 75), (8, 85)), delete_predicate="id >= 9 AND id <= 12 AND id % 4 = 2",
+    update_predicate="id >= 13 AND id <= 16 AND id % 4 = 3", merge_source=((1, -1), (0, 0)),
+    merge_condition="t.id = s.id AND t.id >= 0 AND t.id <= 4", words={}))
+APART_WORDS = {
+    "partitions": {"append_apart": "blind append of ids 111-114 into another new partition, g",
+                   "replace_where_apart": "overwrite partition b (ids 5-8) with new values (\"part = 'b'\")",
+                   "delete_apart": "DELETE WHERE part = 'c' AND id % 4 = 2 (id 10)",
+                   "update_apart": "UPDATE SET value = value + 1 WHERE part = 'd' AND id % 4 = 3 (id 15)",
+                   "merge_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.part = 'a' AND t.id = s.id",
+                   "merge_on_id_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.id = s.id"},
+    "file-stats": {"append_apart": "blind append of ids 111-114 (a file of its own)",
+                   "replace_where_apart": "overwrite the rows where id >= 5 AND id <= 8 with new values",
+                   "delete_apart": "DELETE WHERE id >= 9 AND id <= 12 AND id % 4 = 2 (id 10)",
+                   "update_apart": "UPDATE SET value = value + 1 WHERE id >= 13 AND id <= 16 AND id % 4 = 3 (id 15)",
+                   "merge_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id AND t.id >= 0 AND t.id <= 4",
+                   "merge_on_id_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id"},
+}
+"""What the second job of a pair on parts of their own does, per layout."""
+PARTITIONS = replace(PARTITIONS, words={**PARTITIONS.words, **APART_WORDS["partitions"]})
+FILE_STATS = replace(FILE_STATS, words={**FILE_STATS.words, **APART_WORDS["file-stats"]})
 LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (SHARED_FILES, PARTITIONS, FILE_STATS)}
 LAYOUT_OPS = ("append", "replace_where", "delete", "update", "merge")
 """The operations raced on the partitions and file-stats layouts: those with rows or a predicate of
@@ -229,9 +298,12 @@ def check_names(kind: str, names: list[str], valid: tuple[str, ...] | list[str])
 
 def pairs(names: list[str] | tuple[str, ...] = CHOICES) -> list[tuple[str, str]]:
     """The ordered (first, second) pairs to race for these operation names: every ordered pair of
-    the matrix operations among them, then each retry after its original."""
+    the matrix operations among them, then each retry after its original, then each second job on a
+    part of its own after the first (:data:`APART_OPS`)."""
     check_names("operation", list(names), CHOICES)
     matrix = [name for name in MATRIX_OPS if name in names]
     retries = [name for name in RETRY_OPS if name in names]
-    return [(a, b) for a in matrix for b in matrix] + [(OPERATIONS[r].original, r) for r in retries]
+    apart = [name for name in APART_OPS if name in names]
+    return ([(a, b) for a in matrix for b in matrix] + [(OPERATIONS[r].original, r) for r in retries]
+            + [(OPERATIONS[x].apart_of, x) for x in apart])
 

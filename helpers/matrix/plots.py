@@ -35,8 +35,11 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     from matplotlib.patches import Patch, Polygon, Rectangle
 
     mine = [r for r in rows if r["engine"] == engine]
-    matrix = {(r["first"], r["second"]): r for r in mine if not ops.OPERATIONS[r["second"]].is_retry}
-    retries = [r for r in mine if ops.OPERATIONS[r["second"]].is_retry]
+    def stripped(row: dict) -> bool:  # a retry after its original, a second job on a part of its own
+        return ops.OPERATIONS[row["second"]].is_retry or bool(ops.OPERATIONS[row["second"]].apart_of)
+
+    matrix = {(r["first"], r["second"]): r for r in mine if not stripped(r)}
+    retries = [r for r in mine if stripped(r)]
     names = [n for n in ops.MATRIX_OPS if any(n in pair for pair in matrix)]
     size = len(names)
     across = size or len(retries)  # a run of retries alone (anomalies raced again) still has their strip
@@ -66,7 +69,12 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     if retries:
         top = size + 1.6  # a gap, then the strip's own column labels
         width = across / len(retries)
-        ax.text(0, size + 0.45, "The append that landed, unacknowledged, then retried:", fontsize=8, va="center")
+        heading = ("The append that landed, unacknowledged, then retried:"
+                   if all(ops.OPERATIONS[r["second"]].is_retry for r in retries) else
+                   "The same operation from a second job, on a part of its own:"
+                   if not any(ops.OPERATIONS[r["second"]].is_retry for r in retries) else
+                   "The retried append; the same operation from a second job, on a part of its own:")
+        ax.text(0, size + 0.45, heading, fontsize=8, va="center")
         for k, row in enumerate(retries):
             x = k * width
             ax.text(x + width / 2, top - 0.3, ops.OPERATIONS[row["second"]].label, ha="center", va="bottom", fontsize=7.5)
@@ -74,8 +82,11 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
             if row.get("retry_after_reload"):
                 cell(x, top + 1, COLOURS[row["retry_after_reload"]],
                      _text(row, "retry_after_reload", "retry_after_reload_kind"), False, width)
-        ticks = ticks + [top + 0.5, top + 1.5]
-        tick_labels = labels + ["retry from its\nold snapshot", "retry after\nreloading"]
+        if any(ops.OPERATIONS[r["second"]].is_retry for r in retries):
+            ticks = ticks + [top + 0.5, top + 1.5]
+            tick_labels = labels + ["race: from its\nold snapshot", "retry after\nreloading"]
+        else:
+            ticks, tick_labels = ticks + [top + 0.5], labels + ["race: from its\nold snapshot"]
         bottom = top + 2
     ax.set_yticks(ticks, tick_labels, fontsize=8)
     ax.set_xlim(0, across)

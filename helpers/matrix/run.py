@@ -167,9 +167,9 @@ def run(engine_names: list[str], op_names: list[str], folder: Path, *, jobs: int
         stale.unlink()
     started, rows, versions, bases = time.perf_counter(), [], {}, {}
     lines: queue.Queue = queue.Queue()
-    waiting, running, problems = engines.processes(list(engine_names)), {}, []
-    counts: Counter = Counter()
     totals = {name: len(todo[name]) for name in engine_names}
+    waiting, running, problems = engines.processes(list(engine_names), totals), {}, []
+    counts: Counter = Counter()
     counted = (f"{len(pairs)} pairs × {len(engine_names)} engine(s)" if only is None and not also
                else f"{sum(totals.values())} chosen pairs on {len(engine_names)} engine(s)")
     echo(f"conflict matrix: {counted} ({', '.join(engine_names)}) into {folder}")

@@ -237,7 +237,7 @@ class DeltaSpark:
             raise java_error(error) from None
 
     def _run(self, op: str, where: str, path: str) -> str | None:
-        layout = self.layout
+        layout, op = self.layout.for_op(op)  # a second job on a part of its own: its rows and predicates
         if op in ("append", "retry"):
             self._write(where, layout.append_rows, "append")
         elif op in ("append_txn", "retry_txn"):
