@@ -108,3 +108,20 @@ def cores_model(runs, *, cores=(2, 4, 8, 16), cpus: int):
         projected.append({"backend": backend, **{f"{k} cores": min(most * r1, k * per_core) for k in cores},
                           "bound": f"{most} producers alone: {most * r1:.0f}"})
     return pd.DataFrame(checked).round(2), pd.DataFrame(projected).set_index("backend").round(0)
+
+
+def benchmark_tables(found) -> str:
+    """The committer's tables as docs/benchmark.md quotes them: the run's line, then each step of a
+    commit, the queue's length, and the committer alone on staged files (markdown)."""
+    meta, machine = found.meta, found.meta["machine"]
+    versions = ", ".join(f"{name} {version}" for name, version in meta["versions"].items())
+    return "\n\n".join([
+        f"Run of {meta['date'][:10]} ({machine['cpus']} cores, {machine['memory_gib']} GiB, {machine['system']}; {versions}; "
+        f"`data/full_runs/producers/`).",
+        "Each step of one commit, milliseconds and requests (medians of 10 commits of 10 files):",
+        markdown(steps_table(found.profile)),
+        "A whole commit with markers waiting (medians of 5 commits of 10 files):",
+        markdown(queue_table(found.queue)),
+        "The committer alone on the 8 producers' staged files, back to back, against one writer appending alone:",
+        markdown(limit_table(found.limit)),
+    ]) + "\n"

@@ -7,9 +7,11 @@ producer, which sequence number, how many rows, how many bytes, and which data f
     produced/p03-00000012-1f2e3d4c.parquet           # producer 3's 12th file (one attempt: its token)
     _queue/ready/p03-00000012-1f2e3d4c-10-1534.ready  # handed over: 10 rows, 1,534 bytes
 
-The committer lists ``_queue/ready/`` (one LIST per batch, no GET) and commits a batch of those
-files as one transaction; clean-up deletes the markers of files the table holds, and data files
-under ``produced/`` that neither the table nor a marker names (a producer killed mid-file).
+The committer lists at most a batch of ``_queue/ready/`` (one LIST, no GET;
+:mod:`helpers.producers.queue`), commits those files as one transaction, then deletes their
+markers; clean-up deletes the markers of files the table holds (a committer killed before it
+deleted them), and data files under ``produced/`` that neither the table nor a marker names (a
+producer killed mid-file).
 A reader never sees ``produced/`` files the log does not name, and nothing under ``_queue/``
 (Delta reads only the files its log names). The same names work on a local folder, Azure Blob
 and S3: everything goes through deltalake's own object store (:class:`deltalake.fs.DeltaStorageHandler`)

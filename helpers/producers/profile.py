@@ -176,6 +176,19 @@ def _fresh(backend: str, name: str, meter) -> tuple[Table, dict]:
     return table, {"uri": table.uri, "options": table.options, "routed": table.route(meter) if meter is not None else table.options}
 
 
+def _remove(table: Table, tries: int = 3) -> None:
+    """Remove a measurement's table, trying again after a failure: moto answers a ``ListObjectVersions``
+    page after the first (10,000 markers and their deletions are several pages) with a 500 now and then."""
+    for attempt in range(1, tries + 1):
+        try:
+            table.remove()
+            return
+        except Exception as error:  # noqa: BLE001  (the last failure is said, not raised: the figures stand)
+            if attempt == tries:
+                print(f"profile: could not remove {table.uri} after {tries} tries: {type(error).__name__}: {error}", file=sys.stderr)
+            time.sleep(2.0)
+
+
 def run_profile(store: str, backend: str, name: str, meter, *, commits: int = 10, files: int = 10,
                 lengths=QUEUE_LENGTHS, queue_commits: int = 5) -> tuple[list[dict], list[dict]]:
     """On one store: each step of a commit (the committer as it is, as it was, a plain append), and
@@ -201,7 +214,7 @@ def run_profile(store: str, backend: str, name: str, meter, *, commits: int = 10
     records = json.loads(result_path.read_text())["records"]
     rows = _summary(store, records, meter)
     for table in tables:
-        table.remove()
+        _remove(table)
     profile_rows = [r for r in rows if r["waiting"] == 0]
     queue_rows = [r for r in rows if r["waiting"] > 0]
     return profile_rows, queue_rows
