@@ -104,4 +104,4 @@ def _more_cores(found) -> list[str]:
             f"rows/s per core (from the {int(found.runs.producers.max())}-producer run) times the cores comes within "
             f"{spread.min():.2f} to {spread.max():.2f} of every run's measured rows/s here; with "
             f"{int(found.runs.producers.max())} producers it gives, at {', '.join(c.split()[0] for c in cores)} cores: "
-            f"{per_store} rows/s (notebook 14 §4).", ""]
+            f"{per_store} rows/s (notebook 14 §4)."]
