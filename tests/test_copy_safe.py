@@ -298,3 +298,33 @@ def test_the_spark_copy_cells_commit_through_the_lock_table_and_once(stores):
     items = storage.lock_entries(uri, lock)
     assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
     assert all(item.get("complete") in ("true", True) for item in items), items
+
+
+@pytest.mark.services
+def test_the_committers_copy_cell_commits_a_batch_once(stores):
+    """Notebook 14's committer call: a Parquet file already in the table's folder, committed as batch 1
+    with its idempotent-write id; asked again, it finds the batch landed and commits nothing."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    uri = tables.s3_uri(f"copy-cells/committer-{uuid.uuid4().hex[:8]}")
+    options = tables.s3_storage_options()
+    write_deltalake(uri, pa.table({"id": pa.array([0], pa.int64())}), storage_options=options)
+    path = f"produced-{uuid.uuid4().hex[:8]}.parquet"
+    told = run_cell(_cell_of("14"), f"""
+import io
+import boto3
+import pyarrow as pa
+import pyarrow.parquet as pq
+buffer = io.BytesIO()
+pq.write_table(pa.table({{"id": pa.array(range(1, 11), pa.int64())}}), buffer)
+bucket, _, key = {uri!r}.removeprefix("s3://").partition("/")
+boto3.client("s3", region_name=os.environ["AWS_REGION"], endpoint_url=os.environ["AWS_ENDPOINT_URL"]).put_object(
+    Bucket=bucket, Key=f"{{key}}/{path}", Body=buffer.getvalue())
+table = open_table({uri!r})
+first = commit_batch(table, "committer", 1, [({path!r}, len(buffer.getvalue()), 10)])
+again = commit_batch(open_table({uri!r}), "committer", 1, [({path!r}, len(buffer.getvalue()), 10)])
+print(first, "/", again)""")
+    assert told == "committed / landed already"
+    table = DeltaTable(uri, storage_options=options)
+    assert table.to_pyarrow_table().num_rows == 11 and table.transaction_version("committer") == 1
