@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from helpers import boundaries as b
 from helpers import eras
+from helpers.matrix import operations as matrix_ops
 from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
     DUPLICATES, LOSES, LOSING_KINDS, MATRIX_CSV, MISREPORTS, NOT_MEASURED, REFUSED, RULE, SAFE, UNDECIDED, VERDICTS, WRONG,
     Results, short_version, verdict_of,
@@ -84,6 +85,7 @@ S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
+S13_6 = Section(N13, "6", "Parallel backfills: one operation, partitions of their own")
 
 
 @dataclass(frozen=True)
@@ -95,25 +97,35 @@ class Column:
     title: str
     pairs: tuple[tuple[str, str], ...]
     section: Section | None
+    layout: str = ""
+    """Set for a race the matrix runs on another layout only: the engines' ``<engine>+<layout>`` rows
+    answer it (the same operation from two jobs on parts of their own, :data:`APART`)."""
 
 
 def _both(ops: tuple[str, ...], other: str) -> tuple[tuple[str, str], ...]:
     return tuple(p for op in ops for p in ((op, other), (other, op)))
 
 
-WRITERS = ("append", "overwrite", "replace_where", "delete", "update", "merge")
+WRITERS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge")
 COMPACTIONS = ("optimize", "zorder")
+APART = tuple((matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if x != "merge_on_id_apart")
+"""The same operation from two jobs, each on a partition of its own named in its condition (the matrix's
+pairs of :data:`helpers.matrix.operations.APART_OPS`; the MERGE whose condition does not name the
+partition is a condition of the cell: :data:`helpers.answer_matrix.UNNAMED_MERGE`)."""
 COLUMNS = (
     Column("append", "append ‖ append", (("append", "append"),), S13_5),
     Column("rewrite", "delete/update/merge ‖ append", _both(("delete", "update", "merge"), "append"), S13_5),
-    Column("overwrite", "overwrite ‖ append", _both(("overwrite",), "append"), S13_5),
+    Column("delete_all_append", "DELETE of every row ‖ append", _both(("delete_all",), "append"), S13_5),
+    Column("overwrite", "overwrite or replaceWhere ‖ append", _both(("overwrite", "replace_where"), "append"), S13_5),
     Column("optimize", "OPTIMIZE ‖ OPTIMIZE (Z-order too)", tuple((x, y) for x in COMPACTIONS for y in COMPACTIONS), S13_5),
     Column("optimize_append", "OPTIMIZE ‖ append", _both(("optimize",), "append"), S13_5),
-    Column("optimize_delete", "OPTIMIZE ‖ DELETE with a predicate",
-           tuple(p for op in COMPACTIONS for p in _both(("delete",), op)), S13_5),
-    Column("optimize_rewrite", "OPTIMIZE ‖ DELETE of every row or overwrite",
+    Column("optimize_delete", "OPTIMIZE ‖ DELETE with a predicate or replaceWhere",
+           tuple(p for op in COMPACTIONS for p in _both(("delete", "replace_where"), op)), S13_5),
+    Column("optimize_rewrite", "OPTIMIZE ‖ DELETE of every row or full overwrite",
            tuple(p for op in COMPACTIONS for p in _both(("delete_all", "overwrite"), op)), S13_5),
     Column("vacuum", "VACUUM ‖ writer", _both(WRITERS, "vacuum"), S13_5),
+    Column("backfill", "one operation ‖ itself, each job's condition naming a partition of its own (backfills)",
+           APART, S13_6, layout="partitions"),
     Column("retry", "retried append", (("append", "retry"), ("append_txn", "retry_txn")), S13_4),
     Column("other", "sharing the table with the other engine", (), S13_5),
 )
@@ -278,7 +290,11 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
     if column.key in row.cells:
         return row.cells[column.key]
     if column.key == "other" and row.other_from_matrix:  # every race but VACUUM's, which its own column shows
-        return MatrixCells(row.engines, tuple(p for c in COLUMNS if c.key != "vacuum" for p in c.pairs))
+        return MatrixCells(row.engines, tuple(p for c in COLUMNS if c.key != "vacuum" and not c.layout for p in c.pairs))
+    if column.layout and row.engines:  # the engines' own variant on that layout (not the S3 confirmations)
+        single = tuple(f"{e}+{column.layout}" for e in row.engines if "*" not in e and not e.endswith("@s3"))
+        return MatrixCells(single, column.pairs) if single else Unmeasured(
+            "the conflict matrix races two jobs on parts of their own with one engine at a time")
     return MatrixCells(row.engines, column.pairs) if row.engines and column.pairs else Unmeasured()
 
 
@@ -306,6 +322,9 @@ MATRIX_CLAIMS = {
     ("vacuum", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come back.",
     ("vacuum", LOSES): "the append then commits a version whose data file is gone, and the table can no longer be read: "
                        "its rows are lost and every read fails.",
+    ("delete_all_append", REFUSED): "one order is refused, the later job failing loudly and committing nothing",
+    ("backfill", SAFE): "two appends, replaceWheres, DELETEs, UPDATEs and MERGEs whose condition names the partition "
+                        "both commit, and the table equals a serial order",
     ("retry", DUPLICATES): "ids 7 and 8 are in the table twice",
     ("other", DUPLICATES): "with Delta Spark first and deltalake 1.6.6 second, every compacted row is in the table twice",
 }
@@ -340,9 +359,11 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     present, rows = results.cited(found)
     note = "" if present else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
     verdict = verdict_of(rows)
+    conditions = results.conditions(present, found.pairs)
+    if column.layout:
+        conditions += results.layout_conditions(present, found.pairs, column.layout, verdict)
     return Cell(verdict, results.versions(present), column.section, found, tuple(present), note,
-                MATRIX_CLAIMS.get((column.key, verdict), ""), results.conditions(present, found.pairs),
-                results.orders(present, found.pairs))
+                MATRIX_CLAIMS.get((column.key, verdict), ""), conditions, results.orders(present, found.pairs))
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import answer, answer_page, boundaries, config, eras
-from helpers.answer_matrix import OP_WORDS, met
+from helpers.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
 
 PAGE = config.ROOT / "docs" / "answer.html"
 OPERATIONS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge", "optimize", "zorder",
@@ -32,6 +32,8 @@ OPERATIONS = ("append", "overwrite", "replace_where", "delete", "delete_all", "u
 LATER = (*OPERATIONS, "retry")
 WORDS = {**OP_WORDS, "add_column": "ADD COLUMN", "set_property": "a table property change",
          "retry": "rerun of the first job's append", "delete": "DELETE with a predicate"}
+WORDS.update({second: f"{WORDS[first]} on a partition of its own" for first, second in answer.APART})
+WORDS["merge_on_id_apart"] = "MERGE on a partition of its own, its condition naming only the key"
 LAYOUTS = {"shared": "both jobs touch the same files", "partitions": "each job on a partition of its own"}
 ENGINES = {"deltalake": "deltalake (delta-rs)", "Delta Spark": "Delta Spark", "both": "Delta Spark and deltalake on one table"}
 COLOURS = {answer.SAFE: "#1a7f37", answer.REFUSED: "#0a58ca", answer.LOSES: "#b42318", answer.DUPLICATES: "#b54708",
@@ -115,6 +117,9 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
         why = next((c.note for c in row.cells.values() if isinstance(c, answer.Unmeasured) and c.note), "")
         return Shown(answer.NOT_MEASURED, why or "nothing here races it for this setting")
     names = [f"{e}+partitions" for e in engines if not e.endswith("@s3")] if layout == "partitions" else engines
+    apart = next((p for p in answer.APART if p[0] == first == second), None) if layout == "partitions" else None
+    if apart:  # one operation from two jobs on partitions of their own: both interleavings (a job cannot choose)
+        return _backfill(names, apart, results)
     rows = [r for e in names if (r := results.by_pair.get((e, *pair))) is not None]
     if not rows:
         return Shown(answer.NOT_MEASURED, "the conflict matrix does not race this pair on a partitioned table for this setting"
@@ -123,6 +128,32 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
     section = column.section if column else answer.S13_5
     return Shown(verdict, _sentence(rows, verdict), _link(section), section.label,
                  results.versions(sorted({r["engine"] for r in rows})))
+
+
+def _interleaved(names: list[str], pair: tuple[str, str], results: answer.Results) -> list[dict]:
+    """The rows of a pair for these layout variants and their other interleaving (``<name>+b-files-…``)."""
+    return [r for e in names for variant in (e, *(f"{e}+{k}" for k in ("b-files-first", "b-files-after")))
+            if (r := results.by_pair.get((variant, *pair))) is not None]
+
+
+def _backfill(names: list[str], pair: tuple[str, str], results: answer.Results) -> Shown:
+    """The same operation from two jobs, each on a partition of its own named in its condition; for a
+    MERGE, what comes of one whose condition does not name the partition too."""
+    rows = _interleaved(names, pair, results)
+    if not rows:
+        return Shown(answer.NOT_MEASURED, "the conflict matrix does not race two jobs on partitions of their own "
+                                          "for this setting")
+    verdict = answer.verdict_of(rows)
+    each = "each job appending to a partition of its own" if pair[0] == "append" else \
+        "each job on a partition of its own named in its condition"
+    sentence = f"{each}: {_sentence(rows, verdict)}"
+    if pair[0] == "merge":
+        unnamed = _interleaved(names, UNNAMED_MERGE[1], results)
+        if unnamed:
+            other = answer.verdict_of(unnamed)
+            sentence += f"; {UNNAMED_MERGE[0]}, {other}: {_sentence(unnamed, other)}"
+    engines = sorted({r["engine"] for r in rows})
+    return Shown(verdict, sentence, _link(answer.S13_6), answer.S13_6.label, results.versions(engines))
 
 
 def _releases() -> dict[str, list[str]]:

@@ -45,17 +45,22 @@ condition each stands for. A cell's own verdict is the engine's: jobs that touch
 later one writing its data files when the engine does by itself (delta-rs after the other's commit,
 Delta Spark before it)."""
 
+UNNAMED_MERGE = ("when a MERGE's condition does not name the partition, only the source's rows do",
+                 ("merge_on_id", "merge_on_id_apart"))
+"""For the same operation from two jobs on partitions of their own: the MERGE whose condition names only
+the key, its words and its matrix pair (the documentation warns that it can conflict)."""
+
 
 OP_WORDS = {"append": "append", "overwrite": "overwrite", "replace_where": "replaceWhere", "delete": "DELETE",
             "delete_all": "DELETE of every row", "update": "UPDATE", "merge": "MERGE", "optimize": "OPTIMIZE",
-            "zorder": "Z-order", "vacuum": "VACUUM"}
+            "zorder": "Z-order", "vacuum": "VACUUM", "merge_on_id": "MERGE"}
 """The matrix's operations as a sentence names them."""
 
 
 def met(first: str, second: str, matched: str) -> str:
     """What two jobs that both commit leave, for the later job ``second`` working from a snapshot
     older than ``first``'s commit: the serial order the table equals, in a person's words."""
-    later = OP_WORDS.get(second, second)
+    later = OP_WORDS.get(second.removesuffix("_apart"), second)  # a second job of the same operation
     if matched.strip() == "B→A":
         kept = (f", and the {OP_WORDS.get(first, first)}ed rows survive the {later}"
                 if second in ("overwrite", "replace_where") and first == "append" else "")
@@ -114,6 +119,25 @@ class Results:
             own = verdict_of([self.by_pair.get(key) for key in keys])
             varied = verdict_of([self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys])
             if varied != own:
+                found.append((words, varied))
+        return tuple(found)
+
+    def layout_conditions(self, present: list[str], pairs, layout: str, own: str) -> tuple[tuple[str, str], ...]:
+        """For a race answered by layout variants (``present``: ``<engine>+<layout>``): ``(condition,
+        verdict)`` where the MERGE whose condition does not name the partition, or the other layouts,
+        give another verdict than ``own``."""
+        found = []
+        words, pair = UNNAMED_MERGE
+        merged = verdict_of([self.by_pair.get((e, *pair)) for e in present])
+        if present and merged != own:
+            found.append((words, merged))
+        for suffix, words in CONDITIONS:
+            if suffix == layout or suffix.startswith("b-files"):
+                continue
+            others = [e.removesuffix(f"+{layout}") + f"+{suffix}" for e in present]
+            rows = [self.by_pair.get((e, a, b)) for e in others for a, b in pairs]
+            varied = verdict_of(rows)
+            if present and varied != own and varied != NOT_MEASURED:
                 found.append((words, varied))
         return tuple(found)
 

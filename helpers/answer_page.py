@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from helpers import boundaries as b
 from helpers import config, full_runs
 from helpers.catalog import server as uc_server
-from helpers.answer_matrix import CONDITIONS
+from helpers.answer_matrix import CONDITIONS, UNNAMED_MERGE
 from helpers.answer import (
     COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
     CURRENT, Section, grid_of, remedy,
@@ -70,11 +70,13 @@ ADVICE = {
     ("optimize", DUPLICATES): ("Run OPTIMIZE and Z-order from one job at a time",
                                "two made from one snapshot both commit, and every compacted row is then in the table twice"),
     ("optimize_rewrite", WRONG): ("Run OPTIMIZE and Z-order only while no job deletes every row or overwrites",
-                                  "a DELETE of every row or an overwrite made from a snapshot older than the compaction "
-                                  "commits, reports the rows it removed, and the table still holds them all (a DELETE with "
-                                  "a predicate is refused instead: rerun it)"),
-    ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites",
-                        "an overwrite made from a snapshot older than the compaction commits and brings removed rows back"),
+                                  "a DELETE of every row or a full overwrite made from a snapshot older than the "
+                                  "compaction commits, reports the rows it removed, and the table still holds them all (a "
+                                  "DELETE with a predicate or a replaceWhere is refused instead: rerun it)"),
+    ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
+                        "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits "
+                        "and brings removed rows back (a replaceWhere or a DELETE with a predicate is refused instead: "
+                        "rerun it)"),
     ("vacuum", LOSES): ("Keep VACUUM's default retention (7 days) while any job may be writing",
                         "a zero-retention VACUUM deletes the data file of an append still in flight, the append then "
                         "commits, and the table can no longer be read"),
@@ -93,12 +95,14 @@ ADVICE = {
                             "the other engine's OPTIMIZE from the same snapshot commits too, and compacted rows end up twice"),
 }
 """(what to do, why) for a bad verdict in a column, in a person's words; any other gets a plain sentence."""
-RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE, UPDATE or MERGE beside an append",
-              "overwrite": "an overwrite beside an append", "optimize": "two OPTIMIZEs or Z-orders",
+RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE with a predicate, UPDATE or MERGE beside an append",
+              "delete_all_append": "a DELETE of every row beside an append",
+              "overwrite": "an overwrite or a replaceWhere beside an append", "optimize": "two OPTIMIZEs or Z-orders",
               "optimize_append": "an OPTIMIZE beside an append",
-              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate",
-              "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or an overwrite",
+              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate or a replaceWhere",
+              "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or a full overwrite",
               "vacuum": "a zero-retention VACUUM beside a writer",
+              "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
               "retry": "a rerun append", "other": "the other engine on the same table"}
 """Each column's race, as a sentence says it."""
 WHY = {LOSES: "rows are lost", DUPLICATES: "rows end up twice", WRONG: "the table holds rows no serial order gives",
@@ -372,12 +376,49 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
         links = ", ".join(dict.fromkeys(grid[r.key, c.key].section.link for r, c in pairs))
         items.append(f"To let jobs run at once, lay the table out so that they touch different files: both jobs of "
                      f"{races} commit {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links}).")
+    items += backfills(grid, kept)
     fixes = [(r, *remedy(r, results)) for r in ROWS if r.remedy]
     for how in dict.fromkeys(r.remedy_how for r, _, _ in fixes):
         safe = [f"{r.name} (measured {versions})" for r, verdict, versions in fixes if r.remedy_how == how and verdict == SAFE]
         if safe:
             items.append(f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)}).")
     return [f"- {item}" for item in items]
+
+
+def backfills(grid: dict, kept: list) -> list[str]:
+    """The advice for parallel backfills, from the cells of the same operation from two jobs on partitions
+    of their own: the settings where both commit, and each condition that gives another verdict (the MERGE
+    whose condition does not name the partition, the other interleaving, file statistics instead of partitions)."""
+    cells = [(r, grid[r.key, "backfill"]) for r in kept if grid[r.key, "backfill"].verdict != NOT_MEASURED]
+    if not cells:
+        return []
+    links = ", ".join(dict.fromkeys(c.section.link for _, c in cells if c.section))
+    by_verdict: dict[str, list[str]] = {}
+    for row, cell in cells:
+        by_verdict.setdefault(cell.verdict, []).append(row.name)
+    said = "; ".join(f"{BACKFILL_WORDS.get(v, v)} ({_listed(names)})" for v, names in by_verdict.items())
+    conditions: dict[tuple[str, str], list[str]] = {}
+    for row, cell in cells:
+        for condition, verdict in cell.conditions:
+            conditions.setdefault((condition, verdict), []).append(row.name)
+    more = []
+    for (condition, verdict), names in conditions.items():
+        if condition == UNNAMED_MERGE[0]:
+            more.append(f"A MERGE whose condition does not name the partition, only the source's rows do, "
+                        f"{UNNAMED_VERBS.get(verdict, 'is ' + verdict)} although the partitions differ "
+                        f"({_listed(names)}): name the partition in its `ON` clause.")
+        else:
+            more.append(f"It is {verdict} {condition} ({_listed(names)}).")
+    return [f"To backfill in parallel, give each job a partition of its own and name that partition in the job's "
+            f"condition (the replaceWhere predicate, the DELETE's or UPDATE's predicate, the MERGE's `ON` clause): two "
+            f"replaceWheres, DELETEs, UPDATEs, MERGEs or appends on partitions of their own then {said}. "
+            + " ".join(more) + f" Shown in {links}."]
+
+
+BACKFILL_WORDS = {SAFE: "both commit, and the table equals a serial order",
+                  REFUSED: "race: the later job fails loudly and commits nothing; rerun it"}
+UNNAMED_VERBS = {REFUSED: "is refused (retry): the later job fails loudly and commits nothing",
+                 SAFE: "commits too"}
 
 
 def boundaries_table() -> list[str]:
@@ -394,9 +435,12 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
              "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race. "
              "An engine named `…+<layout>` races the operations with a predicate of their own on another table "
              + "; ".join(f"(`{name}`: {what})" for name, what in meta.get("layouts", {}).items() if name != "shared-files")
+             + ", and on it each such operation against a second job of the same operation on a part of its own "
+             "(another partition, or another range of ids; a MERGE also with a condition that names only the key)"
              + "; one named `…+b-files-first` or `…+b-files-after` races the pairs whose later job writes data files "
              "with the other moment for them (" + "; ".join(f"`{k}`: {v}" for k, v in meta.get("interleavings", {}).items())
-             + ").",
+             + "), and one named `…+<layout>+b-files-…`, with that other moment, only the pairs of an operation against "
+             "a second job on a part of its own.",
              f"- **Delta's documentation**, set against every pair: {docs}.",
              "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):"]
     checks = {(c.evidence.section, c.evidence.check): c.evidence for c in grid.values() if isinstance(c.evidence, Check)}

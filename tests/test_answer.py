@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from helpers import answer, answer_page, boundaries, config, eras, workbook
+from helpers import answer, answer_matrix, answer_page, boundaries, config, eras, workbook
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -340,3 +340,31 @@ def test_the_page_renders_from_the_committed_results_only(monkeypatch):
 
     monkeypatch.setattr(full_runs, "location", refuse)
     assert answer_page.render() == _page()
+
+
+# the same operation from two jobs on partitions of their own ----------------------------------------
+
+def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_merge_condition():
+    """Each engine's cell of one operation against itself, each job on a partition of its own, is decided by
+    that engine's ``+partitions`` rows of the pairs whose condition names the partition; the MERGE whose
+    condition does not name it, where its verdict differs, is a condition of the cell, as are the other
+    interleaving and the file-statistics layout."""
+    results = answer.Results.load()
+    grid = answer.grid_of(results)
+    measured = 0
+    for row in answer.ROWS:
+        cell = grid[row.key, "backfill"]
+        cited = answer.evidence(row, next(c for c in answer.COLUMNS if c.key == "backfill"))
+        if not isinstance(cited, answer.MatrixCells) or row.loses:
+            continue
+        assert all(e.endswith("+partitions") for e in cited.engines) and ("merge", "merge_apart") in cited.pairs
+        assert ("merge_on_id", "merge_on_id_apart") not in cited.pairs
+        if not cell.engines:
+            continue
+        measured += 1
+        unnamed = answer.verdict_of([results.by_pair.get((e, "merge_on_id", "merge_on_id_apart")) for e in cell.engines])
+        stated = dict(cell.conditions).get(answer_matrix.UNNAMED_MERGE[0])
+        assert stated == (None if unnamed == cell.verdict else unnamed), row.key
+    assert measured >= 5
+    page = _page()
+    assert "To backfill in parallel, give each job a partition of its own" in page

@@ -148,3 +148,21 @@ def test_the_keyboard_alone_chooses_a_setting(browser):
     for expected in ("release", "row", "first", "second", "layout"):
         browser.switch_to.active_element.send_keys(Keys.TAB)
         assert browser.switch_to.active_element.get_attribute("id") == expected
+
+
+def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
+    """With "each job on a partition of its own", the same operation twice is two jobs on two partitions
+    (the matrix's ``<op>_apart`` pairs, both interleavings); a MERGE names what comes of one whose
+    condition does not name the partition; with the shared layout, the two jobs touch the same files."""
+    results = answer.Results.load()
+    row = next(r for r in answer.ROWS if r.key == "rs-put-today")
+    apart = [r for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
+             if (r := results.by_pair.get((e, "replace_where", "replace_where_apart")))]
+    assert len(apart) == 2
+    shown = answer_html.cell(row, "replace_where", "replace_where", "partitions", results)
+    assert shown.verdict == answer.verdict_of(apart) and shown.label == answer.S13_6.label
+    assert shown.sentence.startswith("each job on a partition of its own named in its condition: both commit")
+    merge = answer_html.cell(row, "merge", "merge", "partitions", results)
+    assert "does not name the partition" in merge.sentence
+    same = answer_html.cell(row, "replace_where", "replace_where", "shared", results)
+    assert same.verdict == answer.verdict_of([results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]])
