@@ -408,7 +408,7 @@ def backfills(grid: dict, kept: list) -> list[str]:
                         f"{UNNAMED_VERBS.get(verdict, 'is ' + verdict)} although the partitions differ "
                         f"({_listed(names)}): name the partition in its `ON` clause.")
         else:
-            more.append(f"It is {verdict} {condition} ({_listed(names)}).")
+            more.append(f"The backfills are {verdict} {condition} ({_listed(names)}).")
     return [f"To backfill in parallel, give each job a partition of its own and name that partition in the job's "
             f"condition (the replaceWhere predicate, the DELETE's or UPDATE's predicate, the MERGE's `ON` clause): two "
             f"replaceWheres, DELETEs, UPDATEs, MERGEs or appends on partitions of their own then {said}. "

@@ -124,7 +124,7 @@ _OPS = (
     Operation("merge_on_id", "MERGE on id", "MERGE (upsert) whose condition names the id only (t.id = s.id): its "
               "part of the table is only in the source's rows", UDM,
               "a MERGE whose condition does not name the part reads every file of the table"),
-    *(Operation(f"{name}_apart", f"{label}, other part", f"the same {label} by a second job, on a part of the table "
+    *(Operation(f"{name}_apart", f"{label},\nother part", f"the same {label} by a second job, on a part of the table "
                 "of its own (another partition, or another range of ids)", category, apart_of=name)
       for name, label, category in (("append", "append", INSERT), ("replace_where", "replaceWhere", UDM),
                                     ("delete", "DELETE", UDM), ("update", "UPDATE", UDM), ("merge", "MERGE", UDM),
