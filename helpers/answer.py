@@ -108,6 +108,8 @@ def _both(ops: tuple[str, ...], other: str) -> tuple[tuple[str, str], ...]:
 
 WRITERS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge")
 COMPACTIONS = ("optimize", "zorder")
+REWRITES = ("overwrite", "delete_all")
+"""The writes that remove every file they read (no predicate): apart from the others where a verdict differs."""
 APART = tuple((matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if x != "merge_on_id_apart")
 """The same operation from two jobs, each on a partition of its own named in its condition (the matrix's
 pairs of :data:`helpers.matrix.operations.APART_OPS`; the MERGE whose condition does not name the
@@ -123,7 +125,9 @@ COLUMNS = (
            tuple(p for op in COMPACTIONS for p in _both(("delete", "replace_where"), op)), S13_5),
     Column("optimize_rewrite", "OPTIMIZE ‖ DELETE of every row or full overwrite",
            tuple(p for op in COMPACTIONS for p in _both(("delete_all", "overwrite"), op)), S13_5),
-    Column("vacuum", "VACUUM ‖ writer", _both(WRITERS, "vacuum"), S13_5),
+    Column("vacuum", "VACUUM ‖ append, DELETE with a predicate, UPDATE, MERGE or replaceWhere",
+           _both(tuple(w for w in WRITERS if w not in REWRITES), "vacuum"), S13_5),
+    Column("vacuum_rewrite", "VACUUM ‖ DELETE of every row or full overwrite", _both(REWRITES, "vacuum"), S13_5),
     Column("backfill", "one operation ‖ itself, each job's condition naming a partition of its own (backfills)",
            APART, S13_6, layout="partitions"),
     Column("retry", "retried append", (("append", "retry"), ("append_txn", "retry_txn")), S13_4),
@@ -290,7 +294,8 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
     if column.key in row.cells:
         return row.cells[column.key]
     if column.key == "other" and row.other_from_matrix:  # every race but VACUUM's, which its own column shows
-        return MatrixCells(row.engines, tuple(p for c in COLUMNS if c.key != "vacuum" and not c.layout for p in c.pairs))
+        return MatrixCells(row.engines, tuple(p for c in COLUMNS if not c.key.startswith("vacuum") and not c.layout
+                                              for p in c.pairs))
     if column.layout and row.engines:  # the engines' own variant on that layout (not the S3 confirmations)
         single = tuple(f"{e}+{column.layout}" for e in row.engines if "*" not in e and not e.endswith("@s3"))
         return MatrixCells(single, column.pairs) if single else Unmeasured(
@@ -320,6 +325,9 @@ MATRIX_CLAIMS = {
                                "engine: nothing lost, since a compaction changes no row.",
     ("vacuum", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
     ("vacuum", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come back.",
+    ("vacuum_rewrite", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
+    ("vacuum_rewrite", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come "
+                               "back.",
     ("vacuum", LOSES): "the append then commits a version whose data file is gone, and the table can no longer be read: "
                        "its rows are lost and every read fails.",
     ("delete_all_append", REFUSED): "one order is refused, the later job failing loudly and committing nothing",

@@ -73,7 +73,7 @@ ADVICE = {
                                   "a DELETE of every row or a full overwrite made from a snapshot older than the "
                                   "compaction commits, reports the rows it removed, and the table still holds them all (a "
                                   "DELETE with a predicate or a replaceWhere is refused instead: rerun it)"),
-    ("vacuum", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
+    ("vacuum_rewrite", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
                         "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits "
                         "and brings removed rows back (a replaceWhere or a DELETE with a predicate is refused instead: "
                         "rerun it)"),
@@ -101,7 +101,9 @@ RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE with a predicate, UP
               "optimize_append": "an OPTIMIZE beside an append",
               "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate or a replaceWhere",
               "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or a full overwrite",
-              "vacuum": "a zero-retention VACUUM beside a writer",
+              "vacuum": "a zero-retention VACUUM beside an append, a DELETE with a predicate, an UPDATE, a MERGE or a "
+                        "replaceWhere",
+              "vacuum_rewrite": "a zero-retention VACUUM beside a full overwrite or a DELETE of every row",
               "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
               "retry": "a rerun append", "other": "the other engine on the same table"}
 """Each column's race, as a sentence says it."""
