@@ -116,7 +116,7 @@ torture: install ## the torture run: each safe protocol takes enough operations 
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 	$(PY) -m helpers.full_runs publish torture build/torture/full
 
-matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving and two more table layouts (about 10 min); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
+matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
 	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
 	cp build/matrix/full/meta.json data/conflict_matrix_meta.json

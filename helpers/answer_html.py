@@ -15,13 +15,11 @@ in Chromium and compares what it shows with it::
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from helpers import answer, answer_page, boundaries, config, eras
 from helpers.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
@@ -246,20 +244,7 @@ def render(results: answer.Results | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.answer_html", description="Write docs/answer.html from the measurements.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from a fresh render")
-    parser.add_argument("--page", type=Path, default=PAGE, help="the page (default docs/answer.html)")
-    args = parser.parse_args(argv)
-    fresh, shown = render(), config.shown(args.page)
-    if args.check:
-        if not args.page.exists() or args.page.read_text(encoding="utf-8") != fresh:
-            print(f"{shown} is not what `python -m helpers.answer_html` writes now: run it and commit the page.", file=sys.stderr)
-            return 1
-        print(f"{shown} is current")
-        return 0
-    args.page.write_text(fresh, encoding="utf-8")
-    print(f"wrote {shown} ({len(fresh.encode()) // 1024} KB)")
-    return 0
+    return answer_page.page_command(argv, module="helpers.answer_html", page=PAGE, render_page=render)
 
 
 if __name__ == "__main__":

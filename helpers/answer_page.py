@@ -498,21 +498,27 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.answer_page", description="Write docs/answer.md from the measurements.")
+def page_command(argv: list[str] | None, *, module: str, page: Path, render_page) -> int:
+    """The command of a generated page: write it, or with ``--check`` exit 1 if it differs from a fresh
+    render (``module``: the command's name, ``render_page``: a function that returns the page's text)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=f"Write {page.name} from the measurements.")
     parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from a fresh render")
-    parser.add_argument("--page", type=Path, default=PAGE, help="the page (default docs/answer.md)")
+    parser.add_argument("--page", type=Path, default=page, help=f"the page (default docs/{page.name})")
     args = parser.parse_args(argv)
-    fresh, shown = render(), config.shown(args.page)
+    fresh, shown = render_page(), config.shown(args.page)
     if args.check:
         if not args.page.exists() or args.page.read_text(encoding="utf-8") != fresh:
-            print(f"{shown} is not what `python -m helpers.answer_page` writes now: run it and commit the page.", file=sys.stderr)
+            print(f"{shown} is not what `python -m {module}` writes now: run it and commit the page.", file=sys.stderr)
             return 1
         print(f"{shown} is current")
         return 0
     args.page.write_text(fresh, encoding="utf-8")
-    print(f"wrote {shown}")
+    print(f"wrote {shown} ({len(fresh.encode()) // 1024} KB)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return page_command(argv, module="helpers.answer_page", page=PAGE, render_page=render)
 
 
 if __name__ == "__main__":
