@@ -63,7 +63,7 @@ def met(first: str, second: str, matched: str) -> str:
     later = OP_WORDS.get(second.removesuffix("_apart"), second)  # a second job of the same operation
     if matched.strip() == "B→A":
         kept = (f", and the {OP_WORDS.get(first, first)}ed rows survive the {later}"
-                if second in ("overwrite", "replace_where") and first == "append" else "")
+                if second in ("overwrite", "replace_where", "delete_all") and first == "append" else "")
         return f"both commit{kept}, as if the {later} had run first"
     return f"both commit, as if the {later} had run after it"
 
