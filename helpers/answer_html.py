@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from helpers import answer, answer_page, boundaries, config, eras
+from helpers import answer, answer_page, answer_settings, boundaries, config, eras
 from helpers.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
 
 PAGE = config.ROOT / "docs" / "answer.html"
@@ -202,7 +202,7 @@ def page_data(results: answer.Results | None = None) -> dict:
     def s(text: str) -> int:
         return strings.setdefault(text, len(strings))
 
-    settings = {setting.row: setting for setting in answer_page.SETTINGS}
+    settings = {setting.row: setting for setting in answer_settings.SETTINGS}
     copies = _copy_cells()
     rows = []
     for row in answer.ROWS:
@@ -214,7 +214,7 @@ def page_data(results: answer.Results | None = None) -> dict:
         rows.append({
             "key": row.key, "engine": _engine_of(row), "versions": row.versions, "span": _span(row.versions),
             "store": row.store, "setting": row.setting, "name": row.name,
-            "configure": _markdown_links(answer_page.configure(setting) if setting else row.setting),
+            "configure": _markdown_links(answer_settings.configure(setting) if setting else row.setting),
             "copy": source, "copyFrom": f"../notebooks/{notebook}" if notebook else "",
             "findings": [_markdown_links(f) for f in setting.findings] if setting else [],
             "remedy": row.remedy_how, "grid": grid,

@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from helpers import answer, answer_matrix, answer_page, boundaries, config, eras, workbook
+from helpers import answer, answer_matrix, answer_page, answer_settings, boundaries, config, eras, workbook
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -275,7 +275,7 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
     """Each setting's title names its row's releases; each race stands under one heading; the findings
     that apply are named; the retry advice quotes notebook 11's committed run."""
     problems = []
-    for setting in answer_page.SETTINGS:
+    for setting in answer_settings.SETTINGS:
         row = next(r for r in answer.ROWS if r.key == setting.row)
         text = paragraphs[setting.row]
         title = re.match(r"\*\*(.+?)\*\*", text).group(1)
@@ -284,7 +284,7 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
                 problems.append(f"{setting.row}: the title {title!r} does not name the row's releases {versions!r}")
         placed: dict[str, list[str]] = {}
         for heading, races in HEADINGS.findall(text):
-            for race in answer_page.RACE_WORDS.values():
+            for race in answer_settings.RACE_WORDS.values():
                 if race in re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", races):
                     placed.setdefault(race, []).append(heading)
         problems += [f"{setting.row}: {race!r} stands under {headings}" for race, headings in placed.items() if len(headings) > 1]
@@ -298,7 +298,7 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
 
 def _paragraphs(page: str) -> dict[str, str]:
     found = {}
-    for setting in answer_page.SETTINGS:
+    for setting in answer_settings.SETTINGS:
         found[setting.row] = next(line for line in page.splitlines() if line.startswith(f"**{setting.title}**"))
     return found
 
