@@ -228,12 +228,6 @@ def _pack(shown: Shown, s) -> tuple[int, ...]:
     return (answer.VERDICTS.index(shown.verdict), s(shown.sentence), s(shown.evidence), s(shown.label), s(shown.measured))
 
 
-def unpack(data: dict, packed: list[int]) -> Shown:
-    """A grid entry of :func:`page_data` back as :class:`Shown` (what the page shows)."""
-    verdict, *rest = packed
-    return Shown(data["verdicts"][verdict], *(data["strings"][i] for i in rest))
-
-
 TEMPLATE = config.ROOT / "helpers" / "answer_html_template.html"
 
 
