@@ -21,8 +21,21 @@ from helpers import boundaries as b
 from helpers import eras
 from helpers.matrix import operations as matrix_ops
 from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
-    DUPLICATES, LOSES, LOSING_KINDS, MATRIX_CSV, MISREPORTS, NOT_MEASURED, REFUSED, RULE, SAFE, UNDECIDED, VERDICTS, WRONG,
-    Results, short_version, verdict_of,
+    DUPLICATES,
+    LOSES,
+    LOSING_KINDS,
+    MATRIX_CSV,
+    MISREPORTS,
+    NOT_MEASURED,
+    REFUSED,
+    RULE,
+    SAFE,
+    UNDECIDED,
+    VERDICTS,
+    WRONG,
+    Results,
+    short_version,
+    verdict_of,
 )
 
 
@@ -32,7 +45,11 @@ def v(era_name: str) -> str:
 
 
 SEEDS, INTEROP, CURRENT = v(eras.SEEDS), v(eras.DYNAMODB_INTEROP), v(eras.CURRENT)
-LAST_REFUSING, OLD_LOCK, SPARK = v(eras.LAST_REFUSING_DOUBLE_OPTIMIZE), v(eras.OLD_LOCK), b.DELTA_SPARK.version
+LAST_REFUSING, OLD_LOCK, SPARK = (
+    v(eras.LAST_REFUSING_DOUBLE_OPTIMIZE),
+    v(eras.OLD_LOCK),
+    b.DELTA_SPARK.version,
+)
 LOG_STORE = f"{b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before}"
 """The releases whose DynamoDB log store shares a lock table with Delta Spark's."""
 
@@ -52,12 +69,20 @@ class Section:
 
     @property
     def label(self) -> str:
-        return f"{self.notebook[:2]} {self.number}" if self.appendix else f"{self.notebook[:2]} §{self.number}"
+        return (
+            f"{self.notebook[:2]} {self.number}"
+            if self.appendix
+            else f"{self.notebook[:2]} §{self.number}"
+        )
 
     @property
     def heading(self) -> str:
         """The heading's text, after its hashes: ``2. Title`` or ``Appendix C · Title``."""
-        return f"Appendix {self.appendix} · {self.title}" if self.appendix else f"{self.number}. {self.title}"
+        return (
+            f"Appendix {self.appendix} · {self.title}"
+            if self.appendix
+            else f"{self.number}. {self.title}"
+        )
 
     @property
     def link(self) -> str:
@@ -68,7 +93,9 @@ class Section:
 
 N09 = "09_spark_multi_cluster_s3.ipynb"
 S03_3 = Section("03_concurrent_writers_azure.ipynb", "3", "The same writers, retries on")
-S05_2 = Section("05_unsafe_rename_data_loss.ipynb", "2", "The auditor: rows, commits, object versions, orphans")
+S05_2 = Section(
+    "05_unsafe_rename_data_loss.ipynb", "2", "The auditor: rows, commits, object versions, orphans"
+)
 S06_5 = Section("06_dynamodb_lock.ipynb", "5", "Two lock mechanisms on one Delta table")
 S07_1 = Section("07_transaction_retries.ipynb", "1", "Concurrent writers, the lock, retries on")
 S07_2 = Section("07_transaction_retries.ipynb", "2", "Where retries must not save you")
@@ -80,7 +107,9 @@ S09_5 = Section(N09, "5", "Spark and delta-rs through one lock table")
 S09_6 = Section(N09, "6", "The hazard: writers that coordinate differently")
 S12_6 = Section("12_torture.ipynb", "6", "Two OPTIMIZEs at once: a finding")
 S12_7 = Section("12_torture.ipynb", "7", "The full run: `make torture`")
-S12_C = Section("12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding")
+S12_C = Section(
+    "12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding"
+)
 S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
@@ -110,26 +139,67 @@ WRITERS = ("append", "overwrite", "replace_where", "delete", "delete_all", "upda
 COMPACTIONS = ("optimize", "zorder")
 REWRITES = ("overwrite", "delete_all")
 """The writes that remove every file they read (no predicate): apart from the others where a verdict differs."""
-APART = tuple((matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if x != "merge_on_id_apart")
+APART = tuple(
+    (matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if x != "merge_on_id_apart"
+)
 """The same operation from two jobs, each on a partition of its own named in its condition (the matrix's
 pairs of :data:`helpers.matrix.operations.APART_OPS`; the MERGE whose condition does not name the
 partition is a condition of the cell: :data:`helpers.answer_matrix.UNNAMED_MERGE`)."""
 COLUMNS = (
     Column("append", "append ‖ append", (("append", "append"),), S13_5),
-    Column("rewrite", "delete/update/merge ‖ append", _both(("delete", "update", "merge"), "append"), S13_5),
-    Column("delete_all_append", "DELETE of every row ‖ append", _both(("delete_all",), "append"), S13_5),
-    Column("overwrite", "overwrite or replaceWhere ‖ append", _both(("overwrite", "replace_where"), "append"), S13_5),
-    Column("optimize", "OPTIMIZE ‖ OPTIMIZE (Z-order too)", tuple((x, y) for x in COMPACTIONS for y in COMPACTIONS), S13_5),
+    Column(
+        "rewrite",
+        "delete/update/merge ‖ append",
+        _both(("delete", "update", "merge"), "append"),
+        S13_5,
+    ),
+    Column(
+        "delete_all_append", "DELETE of every row ‖ append", _both(("delete_all",), "append"), S13_5
+    ),
+    Column(
+        "overwrite",
+        "overwrite or replaceWhere ‖ append",
+        _both(("overwrite", "replace_where"), "append"),
+        S13_5,
+    ),
+    Column(
+        "optimize",
+        "OPTIMIZE ‖ OPTIMIZE (Z-order too)",
+        tuple((x, y) for x in COMPACTIONS for y in COMPACTIONS),
+        S13_5,
+    ),
     Column("optimize_append", "OPTIMIZE ‖ append", _both(("optimize",), "append"), S13_5),
-    Column("optimize_delete", "OPTIMIZE ‖ DELETE with a predicate or replaceWhere",
-           tuple(p for op in COMPACTIONS for p in _both(("delete", "replace_where"), op)), S13_5),
-    Column("optimize_rewrite", "OPTIMIZE ‖ DELETE of every row or full overwrite",
-           tuple(p for op in COMPACTIONS for p in _both(("delete_all", "overwrite"), op)), S13_5),
-    Column("vacuum", "VACUUM ‖ append, DELETE with a predicate, UPDATE, MERGE or replaceWhere",
-           _both(tuple(w for w in WRITERS if w not in REWRITES), "vacuum"), S13_5),
-    Column("vacuum_rewrite", "VACUUM ‖ DELETE of every row or full overwrite", _both(REWRITES, "vacuum"), S13_5),
-    Column("backfill", "one operation ‖ itself, each job's condition naming a partition of its own (backfills)",
-           APART, S13_6, layout="partitions"),
+    Column(
+        "optimize_delete",
+        "OPTIMIZE ‖ DELETE with a predicate or replaceWhere",
+        tuple(p for op in COMPACTIONS for p in _both(("delete", "replace_where"), op)),
+        S13_5,
+    ),
+    Column(
+        "optimize_rewrite",
+        "OPTIMIZE ‖ DELETE of every row or full overwrite",
+        tuple(p for op in COMPACTIONS for p in _both(("delete_all", "overwrite"), op)),
+        S13_5,
+    ),
+    Column(
+        "vacuum",
+        "VACUUM ‖ append, DELETE with a predicate, UPDATE, MERGE or replaceWhere",
+        _both(tuple(w for w in WRITERS if w not in REWRITES), "vacuum"),
+        S13_5,
+    ),
+    Column(
+        "vacuum_rewrite",
+        "VACUUM ‖ DELETE of every row or full overwrite",
+        _both(REWRITES, "vacuum"),
+        S13_5,
+    ),
+    Column(
+        "backfill",
+        "one operation ‖ itself, each job's condition naming a partition of its own (backfills)",
+        APART,
+        S13_6,
+        layout="partitions",
+    ),
     Column("retry", "retried append", (("append", "retry"), ("append_txn", "retry_txn")), S13_4),
     Column("other", "sharing the table with the other engine", (), S13_5),
 )
@@ -193,9 +263,15 @@ def _rs(*versions: str, s3: bool = True) -> tuple[str, ...]:
 
 SPARK_ENGINES = ("delta-spark-4.4", "delta-spark-4.4@s3")
 MIXED_ENGINES = ("*spark*deltalake*", "*deltalake*spark*")
-RS_FIX = {"remedy": (("append_txn", "retry_checked"),), "remedy_how": "an idempotent-write id "
-          "(`Transaction(app_id, version)`) checked with `transaction_version` after reloading"}
-SPARK_FIX = {"remedy": (("append_txn", "retry_txn"),), "remedy_how": "`txnAppId` + `txnVersion` on the write"}
+RS_FIX = {
+    "remedy": (("append_txn", "retry_checked"),),
+    "remedy_how": "an idempotent-write id "
+    "(`Transaction(app_id, version)`) checked with `transaction_version` after reloading",
+}
+SPARK_FIX = {
+    "remedy": (("append_txn", "retry_txn"),),
+    "remedy_how": "`txnAppId` + `txnVersion` on the write",
+}
 MIXED_RACE = "mixed race: rows lost, silent losses, distinct commits per file"
 HAZARD = "conditional first: rows lost, distinct commits in commit 1"
 UNSAFE_FULL_RUN = "full run: the unsafe protocols lost acknowledged operations"
@@ -204,86 +280,285 @@ HAZARD_CLAIM = "rows are gone: commit 1 holds"
 FULL_RUN_CLAIM = "mixed-spark-and-deltalake-1.6 lost"
 CB, GONE, REPAIR = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED, b.STUCK_REPAIR
 ROWS = (
-    Row("rs-unsafe", "deltalake", f"up to {CB.last_before}", "S3", "`AWS_S3_ALLOW_UNSAFE_RENAME=true`, no lock",
+    Row(
+        "rs-unsafe",
+        "deltalake",
+        f"up to {CB.last_before}",
+        "S3",
+        "`AWS_S3_ALLOW_UNSAFE_RENAME=true`, no lock",
         f"deltalake up to {CB.last_before} with the unsafe rename",
-        loses=Check(S05_2, "rows lost (reported as committed, absent from the table)", LOSES, SEEDS,
-                    claim="reported as committed, the table holds")),
-    Row("rs-lock-seeds", "deltalake", f"{b.DYNAMODB_LOG_STORE.version}–{CB.last_before}", "S3 + DynamoDB",
-        "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store)", f"deltalake {SEEDS} with the DynamoDB lock",
-        engines=_rs(SEEDS), **RS_FIX,
-        cells={"append": Check(S07_1, "rows lost", SAFE, SEEDS, claim="lost 0"),
-               "other": Unmeasured("its `tablePath` can differ from Spark's (a trailing slash) before "
-                                   f"{b.TABLE_PATH_SLASH.version}")}),
-    Row("rs-lock-early", "deltalake", f"{CB.version}–{REPAIR.last_before}", "S3 + DynamoDB",
+        loses=Check(
+            S05_2,
+            "rows lost (reported as committed, absent from the table)",
+            LOSES,
+            SEEDS,
+            claim="reported as committed, the table holds",
+        ),
+    ),
+    Row(
+        "rs-lock-seeds",
+        "deltalake",
+        f"{b.DYNAMODB_LOG_STORE.version}–{CB.last_before}",
+        "S3 + DynamoDB",
+        "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store)",
+        f"deltalake {SEEDS} with the DynamoDB lock",
+        engines=_rs(SEEDS),
+        **RS_FIX,
+        cells={
+            "append": Check(S07_1, "rows lost", SAFE, SEEDS, claim="lost 0"),
+            "other": Unmeasured(
+                "its `tablePath` can differ from Spark's (a trailing slash) before "
+                f"{b.TABLE_PATH_SLASH.version}"
+            ),
+        },
+    ),
+    Row(
+        "rs-lock-early",
+        "deltalake",
+        f"{CB.version}–{REPAIR.last_before}",
+        "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
         f"deltalake {CB.version}–{REPAIR.last_before} with the DynamoDB lock",
-        cells={c.key: Unmeasured(f"no release from {CB.version} to {REPAIR.last_before} is raced here; in those releases a job that "
-                                 "repairs a commit its writer is still making copies it plainly, and the writer is told "
-                                 f"it committed ({S12_C.label}; findings/deltalake-dynamodb-repair-of-a-live-commit)")
-               for c in COLUMNS}),
-    Row("rs-lock-interop", "deltalake", f"{REPAIR.version}–{GONE.last_before}", "S3 + DynamoDB",
+        cells={
+            c.key: Unmeasured(
+                f"no release from {CB.version} to {REPAIR.last_before} is raced here; in those releases a job that "
+                "repairs a commit its writer is still making copies it plainly, and the writer is told "
+                f"it committed ({S12_C.label}; findings/deltalake-dynamodb-repair-of-a-live-commit)"
+            )
+            for c in COLUMNS
+        },
+    ),
+    Row(
+        "rs-lock-interop",
+        "deltalake",
+        f"{REPAIR.version}–{GONE.last_before}",
+        "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
-        f"deltalake {INTEROP} with the DynamoDB lock", engines=_rs(INTEROP), **RS_FIX,
-        cells={"append": Check(S12_C, "live repair: the writer's own copy was refused and it was told its append failed",
-                               MISREPORTS, INTEROP, claim="reports \"version N already exists\" for an append that is in the log",
-                               note=f"deltalake {REPAIR.version}–{GONE.last_before}: a job loading the table repairs a commit "
-                                    "its writer is still making, and the writer is told \"version N already exists\"; if the "
-                                    "repair holds the staged file through the writer's four tries, the writer claims the next "
-                                    "version and leaves it without a commit file, and no write through the log store succeeds "
-                                    "after it (findings/deltalake-dynamodb-reclaim-after-a-refused-copy); in the conflict "
-                                    "matrix's race, where each job loads the table before the other claims a version, both "
-                                    "appends commit"),
-               "other": Check(S09_5, MIXED_RACE, MISREPORTS, f"{INTEROP} + Delta Spark {SPARK}", claim=MIXED_CLAIM,
-                              note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}: nothing is lost, but "
-                                   "a writer can be told its append failed although it is in the log")}),
-    Row("rs-put", "deltalake", f"{CB.version}–{b.DOUBLE_OPTIMIZE.last_before}", "S3", "conditional put, no lock",
-        f"deltalake {CB.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put", engines=_rs(INTEROP, LAST_REFUSING),
-        **RS_FIX, cells={"other": Unmeasured(f"Spark's plain PUT replaces a conditional one, as measured with {CURRENT} "
-                                             "(next row)")}),
-    Row("rs-put-today", "deltalake", f"{b.DOUBLE_OPTIMIZE.version}–{CURRENT}", "S3", "conditional put, no lock",
-        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3", engines=_rs(CURRENT), **RS_FIX,
-        cells={"append": Check(S08_3, "rows lost, retries on", SAFE, CURRENT, claim="Every commit file written once, no row lost."),
-               "other": Check(S09_6, HAZARD, LOSES, f"{CURRENT} + Delta Spark {SPARK}", claim=HAZARD_CLAIM)}),
-    Row("rs-azure", "deltalake", CURRENT, "Azure Blob", "put-if-absent (the only commit there)",
-        f"deltalake {CURRENT} on Azure", engines=_rs(CURRENT, s3=False), **RS_FIX,
-        cells={"append": Check(S03_3, "rows lost, retries on", SAFE, CURRENT, claim="rows added, 0 lost"),
-               "other": Unmeasured("Spark and delta-rs are not raced on Azure here")}),
-    Row("spark-one", "Delta Spark", SPARK, "S3", "default S3 log store, one driver (its jobs in one JVM)",
-        f"Delta Spark {SPARK} from one driver", engines=SPARK_ENGINES, **SPARK_FIX,
-        cells={"append": Check(S09_2, "rows in the one-driver table", SAFE, SPARK, claim="Why nothing is lost."),
-               "other": Check(S09_6, HAZARD, LOSES, f"{SPARK} + deltalake {CURRENT}", claim=HAZARD_CLAIM)}),
-    Row("spark-several", "Delta Spark", SPARK, "S3", "default S3 log store, several drivers (clusters)",
+        f"deltalake {INTEROP} with the DynamoDB lock",
+        engines=_rs(INTEROP),
+        **RS_FIX,
+        cells={
+            "append": Check(
+                S12_C,
+                "live repair: the writer's own copy was refused and it was told its append failed",
+                MISREPORTS,
+                INTEROP,
+                claim='reports "version N already exists" for an append that is in the log',
+                note=f"deltalake {REPAIR.version}–{GONE.last_before}: a job loading the table repairs a commit "
+                'its writer is still making, and the writer is told "version N already exists"; if the '
+                "repair holds the staged file through the writer's four tries, the writer claims the next "
+                "version and leaves it without a commit file, and no write through the log store succeeds "
+                "after it (findings/deltalake-dynamodb-reclaim-after-a-refused-copy); in the conflict "
+                "matrix's race, where each job loads the table before the other claims a version, both "
+                "appends commit",
+            ),
+            "other": Check(
+                S09_5,
+                MIXED_RACE,
+                MISREPORTS,
+                f"{INTEROP} + Delta Spark {SPARK}",
+                claim=MIXED_CLAIM,
+                note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}: nothing is lost, but "
+                "a writer can be told its append failed although it is in the log",
+            ),
+        },
+    ),
+    Row(
+        "rs-put",
+        "deltalake",
+        f"{CB.version}–{b.DOUBLE_OPTIMIZE.last_before}",
+        "S3",
+        "conditional put, no lock",
+        f"deltalake {CB.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put",
+        engines=_rs(INTEROP, LAST_REFUSING),
+        **RS_FIX,
+        cells={
+            "other": Unmeasured(
+                f"Spark's plain PUT replaces a conditional one, as measured with {CURRENT} "
+                "(next row)"
+            )
+        },
+    ),
+    Row(
+        "rs-put-today",
+        "deltalake",
+        f"{b.DOUBLE_OPTIMIZE.version}–{CURRENT}",
+        "S3",
+        "conditional put, no lock",
+        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
+        engines=_rs(CURRENT),
+        **RS_FIX,
+        cells={
+            "append": Check(
+                S08_3,
+                "rows lost, retries on",
+                SAFE,
+                CURRENT,
+                claim="Every commit file written once, no row lost.",
+            ),
+            "other": Check(
+                S09_6, HAZARD, LOSES, f"{CURRENT} + Delta Spark {SPARK}", claim=HAZARD_CLAIM
+            ),
+        },
+    ),
+    Row(
+        "rs-azure",
+        "deltalake",
+        CURRENT,
+        "Azure Blob",
+        "put-if-absent (the only commit there)",
+        f"deltalake {CURRENT} on Azure",
+        engines=_rs(CURRENT, s3=False),
+        **RS_FIX,
+        cells={
+            "append": Check(
+                S03_3, "rows lost, retries on", SAFE, CURRENT, claim="rows added, 0 lost"
+            ),
+            "other": Unmeasured("Spark and delta-rs are not raced on Azure here"),
+        },
+    ),
+    Row(
+        "spark-one",
+        "Delta Spark",
+        SPARK,
+        "S3",
+        "default S3 log store, one driver (its jobs in one JVM)",
+        f"Delta Spark {SPARK} from one driver",
+        engines=SPARK_ENGINES,
+        **SPARK_FIX,
+        cells={
+            "append": Check(
+                S09_2, "rows in the one-driver table", SAFE, SPARK, claim="Why nothing is lost."
+            ),
+            "other": Check(
+                S09_6, HAZARD, LOSES, f"{SPARK} + deltalake {CURRENT}", claim=HAZARD_CLAIM
+            ),
+        },
+    ),
+    Row(
+        "spark-several",
+        "Delta Spark",
+        SPARK,
+        "S3",
+        "default S3 log store, several drivers (clusters)",
         f"Delta Spark {SPARK}'s default S3 log store from several drivers",
-        loses=Check(S09_3, "rows lost by several drivers", LOSES, SPARK,
-                    claim="several drivers on one `s3a://` table still lose commits, and none of them notices")),
-    Row("spark-dynamodb", "Delta Spark", SPARK, "S3 + DynamoDB", "S3DynamoDBLogStore",
-        f"Delta Spark {SPARK} with the DynamoDB log store", engines=SPARK_ENGINES, **SPARK_FIX,
-        cells={"append": Check(S09_4, "rows lost with the DynamoDB log store", SAFE, SPARK,
-                               claim="a commit that won DynamoDB is never lost"),
-               "other": Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + deltalake {CURRENT}", every_run=False, claim=FULL_RUN_CLAIM,
-                              note=f"with deltalake {LOG_STORE} through the same lock table nothing is lost, but a writer can be told its "
-                                   f"append failed although it is in the log ({S09_5.label})")}),
-    Row("spark-catalog", "Delta Spark", SPARK, "local disk + Unity Catalog",
+        loses=Check(
+            S09_3,
+            "rows lost by several drivers",
+            LOSES,
+            SPARK,
+            claim="several drivers on one `s3a://` table still lose commits, and none of them notices",
+        ),
+    ),
+    Row(
+        "spark-dynamodb",
+        "Delta Spark",
+        SPARK,
+        "S3 + DynamoDB",
+        "S3DynamoDBLogStore",
+        f"Delta Spark {SPARK} with the DynamoDB log store",
+        engines=SPARK_ENGINES,
+        **SPARK_FIX,
+        cells={
+            "append": Check(
+                S09_4,
+                "rows lost with the DynamoDB log store",
+                SAFE,
+                SPARK,
+                claim="a commit that won DynamoDB is never lost",
+            ),
+            "other": Check(
+                S12_7,
+                UNSAFE_FULL_RUN,
+                LOSES,
+                f"{SPARK} + deltalake {CURRENT}",
+                every_run=False,
+                claim=FULL_RUN_CLAIM,
+                note=f"with deltalake {LOG_STORE} through the same lock table nothing is lost, but a writer can be told its "
+                f"append failed although it is in the log ({S09_5.label})",
+            ),
+        },
+    ),
+    Row(
+        "spark-catalog",
+        "Delta Spark",
+        SPARK,
+        "local disk + Unity Catalog",
         "catalog-managed table (`catalogManaged`): the catalog ratifies each commit",
         f"Delta Spark {SPARK} on a catalog-managed table",
-        cells={"append": Check(S15_5, "race: problems found reading storage and the catalog", SAFE, SPARK,
-                               claim="each driver's every batch is in the table once"),
-               "other": Unmeasured(f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)")}),
-    Row("mixed-lock", "Delta Spark + deltalake", f"{SPARK} + {LOG_STORE}", "S3 + DynamoDB",
+        cells={
+            "append": Check(
+                S15_5,
+                "race: problems found reading storage and the catalog",
+                SAFE,
+                SPARK,
+                claim="each driver's every batch is in the table once",
+            ),
+            "other": Unmeasured(
+                f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)"
+            ),
+        },
+    ),
+    Row(
+        "mixed-lock",
+        "Delta Spark + deltalake",
+        f"{SPARK} + {LOG_STORE}",
+        "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
         f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",
-        cells={**{c.key: Unmeasured(f"the conflict matrix's mixed pairs run deltalake {CURRENT}: see the local-disk row")
-                  for c in COLUMNS}, "append": Check(S09_5, MIXED_RACE, MISREPORTS, f"{SPARK} + {INTEROP}", claim=MIXED_CLAIM)}),
-    Row("mixed-put", "Delta Spark + deltalake", f"{SPARK} + {GONE.version}–{CURRENT}", "S3 + DynamoDB",
+        cells={
+            **{
+                c.key: Unmeasured(
+                    f"the conflict matrix's mixed pairs run deltalake {CURRENT}: see the local-disk row"
+                )
+                for c in COLUMNS
+            },
+            "append": Check(
+                S09_5, MIXED_RACE, MISREPORTS, f"{SPARK} + {INTEROP}", claim=MIXED_CLAIM
+            ),
+        },
+    ),
+    Row(
+        "mixed-put",
+        "Delta Spark + deltalake",
+        f"{SPARK} + {GONE.version}–{CURRENT}",
+        "S3 + DynamoDB",
         "Spark through the DynamoDB log store, deltalake by conditional put",
         f"Delta Spark with the DynamoDB log store beside deltalake {GONE.version} or later",
-        loses=Check(S12_7, UNSAFE_FULL_RUN, LOSES, f"{SPARK} + {CURRENT}", every_run=False, claim=FULL_RUN_CLAIM)),
-    Row("mixed-local", "Delta Spark + deltalake", f"{SPARK} + {CURRENT}", "local disk",
+        loses=Check(
+            S12_7,
+            UNSAFE_FULL_RUN,
+            LOSES,
+            f"{SPARK} + {CURRENT}",
+            every_run=False,
+            claim=FULL_RUN_CLAIM,
+        ),
+    ),
+    Row(
+        "mixed-local",
+        "Delta Spark + deltalake",
+        f"{SPARK} + {CURRENT}",
+        "local disk",
         "each engine's own put-if-absent commit (the matrix's mixed pairs)",
-        f"Delta Spark {SPARK} and deltalake {CURRENT} on one local table", engines=MIXED_ENGINES, other_from_matrix=True),
-    Row("two-locks", "deltalake + deltalake", f"{OLD_LOCK} + {SEEDS}", "S3 + DynamoDB",
-        "each writer its own lock (the seeds' lease, the log store)", "two lock mechanisms on one table",
-        loses=Check(S06_5, "two-lock race: rows lost", LOSES, f"{OLD_LOCK} + {SEEDS}", claim="the later one replaced the other")),
+        f"Delta Spark {SPARK} and deltalake {CURRENT} on one local table",
+        engines=MIXED_ENGINES,
+        other_from_matrix=True,
+    ),
+    Row(
+        "two-locks",
+        "deltalake + deltalake",
+        f"{OLD_LOCK} + {SEEDS}",
+        "S3 + DynamoDB",
+        "each writer its own lock (the seeds' lease, the log store)",
+        "two lock mechanisms on one table",
+        loses=Check(
+            S06_5,
+            "two-lock race: rows lost",
+            LOSES,
+            f"{OLD_LOCK} + {SEEDS}",
+            claim="the later one replaced the other",
+        ),
+    ),
 )
 
 
@@ -293,48 +568,111 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
         return row.loses
     if column.key in row.cells:
         return row.cells[column.key]
-    if column.key == "other" and row.other_from_matrix:  # every race but VACUUM's, which its own column shows
-        return MatrixCells(row.engines, tuple(p for c in COLUMNS if not c.key.startswith("vacuum") and not c.layout
-                                              for p in c.pairs))
-    if column.layout and row.engines:  # the engines' own variant on that layout (not the S3 confirmations)
-        single = tuple(f"{e}+{column.layout}" for e in row.engines if "*" not in e and not e.endswith("@s3"))
-        return MatrixCells(single, column.pairs) if single else Unmeasured(
-            "the conflict matrix races two jobs on parts of their own with one engine at a time")
+    if (
+        column.key == "other" and row.other_from_matrix
+    ):  # every race but VACUUM's, which its own column shows
+        return MatrixCells(
+            row.engines,
+            tuple(
+                p
+                for c in COLUMNS
+                if not c.key.startswith("vacuum") and not c.layout
+                for p in c.pairs
+            ),
+        )
+    if (
+        column.layout and row.engines
+    ):  # the engines' own variant on that layout (not the S3 confirmations)
+        single = tuple(
+            f"{e}+{column.layout}" for e in row.engines if "*" not in e and not e.endswith("@s3")
+        )
+        return (
+            MatrixCells(single, column.pairs)
+            if single
+            else Unmeasured(
+                "the conflict matrix races two jobs on parts of their own with one engine at a time"
+            )
+        )
     return MatrixCells(row.engines, column.pairs) if row.engines and column.pairs else Unmeasured()
 
 
 MATRIX_CLAIMS = {
-    ("append", SAFE): "Two appends from one snapshot both commit, in every engine and every mixed pair, each at a "
-                      "version of its own: nothing lost.",
-    ("rewrite", REFUSED): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
-                          "snapshot commits.",
-    ("overwrite", REFUSED): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
-                            "snapshot commits.",
-    ("overwrite", SAFE): "deltalake 0.22.3 (before 1.2.0) lets an append and an overwrite from one snapshot both commit, "
-                         "as the documentation allows, and the table equals a serial order: nothing lost.",
+    (
+        "append",
+        SAFE,
+    ): "Two appends from one snapshot both commit, in every engine and every mixed pair, each at a "
+    "version of its own: nothing lost.",
+    (
+        "rewrite",
+        REFUSED,
+    ): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
+    "snapshot commits.",
+    (
+        "overwrite",
+        REFUSED,
+    ): "They are loud failures either way: the later job commits nothing, and a rerun from a fresh "
+    "snapshot commits.",
+    (
+        "overwrite",
+        SAFE,
+    ): "deltalake 0.22.3 (before 1.2.0) lets an append and an overwrite from one snapshot both commit, "
+    "as the documentation allows, and the table equals a serial order: nothing lost.",
     ("optimize", DUPLICATES): "every compacted row is then in the table twice",
-    ("optimize", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job fails "
-                           "loudly and commits nothing.",
-    ("optimize_delete", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
-                                  "fails loudly and commits nothing.",
-    ("optimize_rewrite", REFUSED): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
-                                   "fails loudly and commits nothing.",
-    ("optimize_rewrite", WRONG): "reports the rows it deleted, and the table still holds all of them: the delete deletes "
-                                "nothing.",
-    ("optimize_append", SAFE): "An OPTIMIZE and an append from one snapshot both commit, in either order and in every "
-                               "engine: nothing lost, since a compaction changes no row.",
+    (
+        "optimize",
+        REFUSED,
+    ): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job fails "
+    "loudly and commits nothing.",
+    (
+        "optimize_delete",
+        REFUSED,
+    ): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
+    "fails loudly and commits nothing.",
+    (
+        "optimize_rewrite",
+        REFUSED,
+    ): "deltalake 0.22.3, 1.5.1 and 1.6.3 and Delta Spark refuse all eight: the later job "
+    "fails loudly and commits nothing.",
+    (
+        "optimize_rewrite",
+        WRONG,
+    ): "reports the rows it deleted, and the table still holds all of them: the delete deletes "
+    "nothing.",
+    (
+        "optimize_append",
+        SAFE,
+    ): "An OPTIMIZE and an append from one snapshot both commit, in either order and in every "
+    "engine: nothing lost, since a compaction changes no row.",
     ("vacuum", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
-    ("vacuum", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come back.",
+    (
+        "vacuum",
+        WRONG,
+    ): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come back.",
     ("vacuum_rewrite", REFUSED): "a later overwrite fails with a conflict: loudly, nothing lost.",
-    ("vacuum_rewrite", WRONG): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come "
-                               "back.",
-    ("vacuum", LOSES): "the append then commits a version whose data file is gone, and the table can no longer be read: "
-                       "its rows are lost and every read fails.",
-    ("delete_all_append", REFUSED): "one order is refused, the later job failing loudly and committing nothing",
-    ("backfill", SAFE): "two appends, replaceWheres, DELETEs, UPDATEs and MERGEs whose condition names the partition "
-                        "both commit, and the table equals a serial order",
+    (
+        "vacuum_rewrite",
+        WRONG,
+    ): "an overwrite from a snapshot older than that OPTIMIZE commits, and the rows it replaced come "
+    "back.",
+    (
+        "vacuum",
+        LOSES,
+    ): "the append then commits a version whose data file is gone, and the table can no longer be read: "
+    "its rows are lost and every read fails.",
+    (
+        "delete_all_append",
+        REFUSED,
+    ): "one order is refused, the later job failing loudly and committing nothing",
+    (
+        "backfill",
+        SAFE,
+    ): "two appends, replaceWheres, DELETEs, UPDATEs and MERGEs whose condition names the partition "
+    "both commit, and the table equals a serial order",
     ("retry", DUPLICATES): "ids 7 and 8 are in the table twice",
-    ("other", DUPLICATES): "with Delta Spark first and deltalake 1.6.6 second, every compacted row is in the table twice",
+    (
+        "other",
+        DUPLICATES,
+    ): "with Delta Spark first and deltalake 1.6.6 second, every compacted row is in the table twice",
 }
 """For a matrix cell, keyed by (column, verdict): the words of the section it links (13 §5, or §4 for the
 retried append) that state that verdict; a test checks they are there and say it."""
@@ -361,7 +699,9 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     """One cell: its verdict (the check's, or the matrix's by the rule), versions, section, evidence."""
     found = evidence(row, column)
     if isinstance(found, Check):
-        return Cell(found.verdict, found.versions, found.section, found, note=found.note, claim=found.claim)
+        return Cell(
+            found.verdict, found.versions, found.section, found, note=found.note, claim=found.claim
+        )
     if isinstance(found, Unmeasured):
         return Cell(NOT_MEASURED, "", None, found, note=found.note)
     present, rows = results.cited(found)
@@ -370,8 +710,17 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     conditions = results.conditions(present, found.pairs)
     if column.layout:
         conditions += results.layout_conditions(present, found.pairs, column.layout, verdict)
-    return Cell(verdict, results.versions(present), column.section, found, tuple(present), note,
-                MATRIX_CLAIMS.get((column.key, verdict), ""), conditions, results.orders(present, found.pairs))
+    return Cell(
+        verdict,
+        results.versions(present),
+        column.section,
+        found,
+        tuple(present),
+        note,
+        MATRIX_CLAIMS.get((column.key, verdict), ""),
+        conditions,
+        results.orders(present, found.pairs),
+    )
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:
@@ -383,4 +732,3 @@ def remedy(row: Row, results: Results) -> tuple[str, str]:
     """The retried append made safe: the verdict of the row's remedy pairs, and the versions measured."""
     present, rows = results.cited(MatrixCells(row.engines, row.remedy))
     return (verdict_of(rows), results.versions(present)) if row.remedy else (NOT_MEASURED, "")
-

@@ -25,32 +25,76 @@ from helpers import answer, answer_page, answer_settings, boundaries, config, er
 from helpers.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
 
 PAGE = config.ROOT / "docs" / "answer.html"
-OPERATIONS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge", "optimize", "zorder",
-              "vacuum", "add_column", "set_property")
+OPERATIONS = (
+    "append",
+    "overwrite",
+    "replace_where",
+    "delete",
+    "delete_all",
+    "update",
+    "merge",
+    "optimize",
+    "zorder",
+    "vacuum",
+    "add_column",
+    "set_property",
+)
 LATER = (*OPERATIONS, "retry")
-WORDS = {**OP_WORDS, "add_column": "ADD COLUMN", "set_property": "a table property change",
-         "retry": "rerun of the first job's append", "delete": "DELETE with a predicate"}
-WORDS.update({second: f"{WORDS[first]} on a partition of its own" for first, second in answer.APART})
+WORDS = {
+    **OP_WORDS,
+    "add_column": "ADD COLUMN",
+    "set_property": "a table property change",
+    "retry": "rerun of the first job's append",
+    "delete": "DELETE with a predicate",
+}
+WORDS.update(
+    {second: f"{WORDS[first]} on a partition of its own" for first, second in answer.APART}
+)
 WORDS["merge_on_id_apart"] = "MERGE on a partition of its own, its condition naming only the key"
-LAYOUTS = {"shared": "both jobs touch the same files", "partitions": "each job on a partition of its own"}
-ENGINES = {"deltalake": "deltalake (delta-rs)", "Delta Spark": "Delta Spark", "both": "Delta Spark and deltalake on one table"}
-COLOURS = {answer.SAFE: "#1a7f37", answer.REFUSED: "#0a58ca", answer.LOSES: "#b42318", answer.DUPLICATES: "#b54708",
-           answer.WRONG: "#9a3412", answer.MISREPORTS: "#6f42c1", answer.NOT_MEASURED: "#57606a"}
-SHORT = {answer.SAFE: "safe", answer.REFUSED: "retry", answer.LOSES: "loses", answer.DUPLICATES: "twice",
-         answer.WRONG: "wrong", answer.MISREPORTS: "told", answer.NOT_MEASURED: "n/m"}
+LAYOUTS = {
+    "shared": "both jobs touch the same files",
+    "partitions": "each job on a partition of its own",
+}
+ENGINES = {
+    "deltalake": "deltalake (delta-rs)",
+    "Delta Spark": "Delta Spark",
+    "both": "Delta Spark and deltalake on one table",
+}
+COLOURS = {
+    answer.SAFE: "#1a7f37",
+    answer.REFUSED: "#0a58ca",
+    answer.LOSES: "#b42318",
+    answer.DUPLICATES: "#b54708",
+    answer.WRONG: "#9a3412",
+    answer.MISREPORTS: "#6f42c1",
+    answer.NOT_MEASURED: "#57606a",
+}
+SHORT = {
+    answer.SAFE: "safe",
+    answer.REFUSED: "retry",
+    answer.LOSES: "loses",
+    answer.DUPLICATES: "twice",
+    answer.WRONG: "wrong",
+    answer.MISREPORTS: "told",
+    answer.NOT_MEASURED: "n/m",
+}
 """A verdict in a grid cell (the cell's label says it in full)."""
-TODO = {answer.SAFE: "Run them at once.",
-        answer.REFUSED: "Run them at once if you like: the job that fails committed nothing; rerun it.",
-        answer.LOSES: "Keep them apart: run one after the other.",
-        answer.DUPLICATES: "Keep them apart: run one after the other.",
-        answer.WRONG: "Keep them apart: run one after the other.",
-        answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
-        answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it."}
-KIND_WORDS = {"duplicated rows": "rows end up in the table twice",
-              "resurrected rows": "rows that were removed come back",
-              "removed twice": "the log removes a file twice",
-              "lost update": "a committed write's rows are lost",
-              "broken log": "the table can no longer be read"}
+TODO = {
+    answer.SAFE: "Run them at once.",
+    answer.REFUSED: "Run them at once if you like: the job that fails committed nothing; rerun it.",
+    answer.LOSES: "Keep them apart: run one after the other.",
+    answer.DUPLICATES: "Keep them apart: run one after the other.",
+    answer.WRONG: "Keep them apart: run one after the other.",
+    answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
+    answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it.",
+}
+KIND_WORDS = {
+    "duplicated rows": "rows end up in the table twice",
+    "resurrected rows": "rows that were removed come back",
+    "removed twice": "the log removes a file twice",
+    "lost update": "a committed write's rows are lost",
+    "broken log": "the table can no longer be read",
+}
 
 
 @dataclass(frozen=True)
@@ -71,22 +115,39 @@ def _sentence(rows: list[dict], verdict: str) -> str:
         return ""
     worst = [r for r in rows if answer.verdict_of([r]) == verdict] or rows
     row = worst[0]
-    kinds = [k for r in worst for text in (r["anomaly_kind"], r["retry_after_reload_kind"]) for k in text.split(" + ") if k]
+    kinds = [
+        k
+        for r in worst
+        for text in (r["anomaly_kind"], r["retry_after_reload_kind"])
+        for k in text.split(" + ")
+        if k
+    ]
     if row["second"] == "retry" or row["first"] == "append_txn":
-        return ("the rerun commits again, and the append's rows are in the table twice" if verdict == answer.DUPLICATES else
-                "the rerun fails loudly from the old snapshot, and a rerun from a fresh snapshot is skipped"
-                if verdict == answer.REFUSED else "the rerun appends nothing: the table holds the append once")
+        return (
+            "the rerun commits again, and the append's rows are in the table twice"
+            if verdict == answer.DUPLICATES
+            else "the rerun fails loudly from the old snapshot, and a rerun from a fresh snapshot is skipped"
+            if verdict == answer.REFUSED
+            else "the rerun appends nothing: the table holds the append once"
+        )
     if verdict == answer.REFUSED:
         error = row["error_class"] or "an error"
         return f"the later job ({WORDS.get(row['second'], row['second'])}) fails with {error} and commits nothing"
     if verdict == answer.SAFE:
         return met(row["first"], row["second"], row["matched"])
-    return "both commit, and " + ", and ".join(dict.fromkeys(KIND_WORDS.get(k, k) for k in kinds)) if kinds else verdict
+    return (
+        "both commit, and " + ", and ".join(dict.fromkeys(KIND_WORDS.get(k, k) for k in kinds))
+        if kinds
+        else verdict
+    )
 
 
 def _checked(check: answer.Check) -> Shown:
-    sentence = {answer.SAFE: "both commit, and nothing is lost", answer.LOSES: "rows are lost, and every job is told it committed",
-                answer.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table"}
+    sentence = {
+        answer.SAFE: "both commit, and nothing is lost",
+        answer.LOSES: "rows are lost, and every job is told it committed",
+        answer.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table",
+    }
     text = sentence.get(check.verdict, check.check) + (f" ({check.note})" if check.note else "")
     return Shown(check.verdict, text, _link(check.section), check.section.label, check.versions)
 
@@ -112,26 +173,49 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
         return Shown(answer.NOT_MEASURED, found.note or "nothing here races it for this setting")
     engines = results.engines(row.engines)
     if not engines:
-        why = next((c.note for c in row.cells.values() if isinstance(c, answer.Unmeasured) and c.note), "")
+        why = next(
+            (c.note for c in row.cells.values() if isinstance(c, answer.Unmeasured) and c.note), ""
+        )
         return Shown(answer.NOT_MEASURED, why or "nothing here races it for this setting")
-    names = [f"{e}+partitions" for e in engines if not e.endswith("@s3")] if layout == "partitions" else engines
-    apart = next((p for p in answer.APART if p[0] == first == second), None) if layout == "partitions" else None
+    names = (
+        [f"{e}+partitions" for e in engines if not e.endswith("@s3")]
+        if layout == "partitions"
+        else engines
+    )
+    apart = (
+        next((p for p in answer.APART if p[0] == first == second), None)
+        if layout == "partitions"
+        else None
+    )
     if apart:  # one operation from two jobs on partitions of their own: both interleavings (a job cannot choose)
         return _backfill(names, apart, results)
     rows = [r for e in names if (r := results.by_pair.get((e, *pair))) is not None]
     if not rows:
-        return Shown(answer.NOT_MEASURED, "the conflict matrix does not race this pair on a partitioned table for this setting"
-                     if layout == "partitions" else "the conflict matrix does not race this pair for this setting")
+        return Shown(
+            answer.NOT_MEASURED,
+            "the conflict matrix does not race this pair on a partitioned table for this setting"
+            if layout == "partitions"
+            else "the conflict matrix does not race this pair for this setting",
+        )
     verdict = answer.verdict_of(rows)
     section = column.section if column else answer.S13_5
-    return Shown(verdict, _sentence(rows, verdict), _link(section), section.label,
-                 results.versions(sorted({r["engine"] for r in rows})))
+    return Shown(
+        verdict,
+        _sentence(rows, verdict),
+        _link(section),
+        section.label,
+        results.versions(sorted({r["engine"] for r in rows})),
+    )
 
 
 def _interleaved(names: list[str], pair: tuple[str, str], results: answer.Results) -> list[dict]:
     """The rows of a pair for these layout variants and their other interleaving (``<name>+b-files-…``)."""
-    return [r for e in names for variant in (e, *(f"{e}+{k}" for k in ("b-files-first", "b-files-after")))
-            if (r := results.by_pair.get((variant, *pair))) is not None]
+    return [
+        r
+        for e in names
+        for variant in (e, *(f"{e}+{k}" for k in ("b-files-first", "b-files-after")))
+        if (r := results.by_pair.get((variant, *pair))) is not None
+    ]
 
 
 def _backfill(names: list[str], pair: tuple[str, str], results: answer.Results) -> Shown:
@@ -139,11 +223,17 @@ def _backfill(names: list[str], pair: tuple[str, str], results: answer.Results) 
     MERGE, what comes of one whose condition does not name the partition too."""
     rows = _interleaved(names, pair, results)
     if not rows:
-        return Shown(answer.NOT_MEASURED, "the conflict matrix does not race two jobs on partitions of their own "
-                                          "for this setting")
+        return Shown(
+            answer.NOT_MEASURED,
+            "the conflict matrix does not race two jobs on partitions of their own "
+            "for this setting",
+        )
     verdict = answer.verdict_of(rows)
-    each = "each job appending to a partition of its own" if pair[0] == "append" else \
-        "each job on a partition of its own named in its condition"
+    each = (
+        "each job appending to a partition of its own"
+        if pair[0] == "append"
+        else "each job on a partition of its own named in its condition"
+    )
     sentence = f"{each}: {_sentence(rows, verdict)}"
     if pair[0] == "merge":
         unnamed = _interleaved(names, UNNAMED_MERGE[1], results)
@@ -151,16 +241,29 @@ def _backfill(names: list[str], pair: tuple[str, str], results: answer.Results) 
             other = answer.verdict_of(unnamed)
             sentence += f"; {UNNAMED_MERGE[0]}, {other}: {_sentence(unnamed, other)}"
     engines = sorted({r["engine"] for r in rows})
-    return Shown(verdict, sentence, _link(answer.S13_6), answer.S13_6.label, results.versions(engines))
+    return Shown(
+        verdict, sentence, _link(answer.S13_6), answer.S13_6.label, results.versions(engines)
+    )
 
 
 def _releases() -> dict[str, list[str]]:
     """The releases a user may choose, per library: every release the boundaries and eras name."""
+
     def key(v):
         return [int(p) for p in v.split(".")]
-    deltalake = {v for x in boundaries.BOUNDARIES if x.library == "deltalake" for v in (x.version, x.last_before) if v}
+
+    deltalake = {
+        v
+        for x in boundaries.BOUNDARIES
+        if x.library == "deltalake"
+        for v in (x.version, x.last_before)
+        if v
+    }
     deltalake |= {e.deltalake_version for e in eras.ALL_ERAS.values()} | {"1.6.5"}
-    return {"deltalake": sorted(deltalake, key=key), "Delta Spark": [boundaries.DELTA_SPARK.version]}
+    return {
+        "deltalake": sorted(deltalake, key=key),
+        "Delta Spark": [boundaries.DELTA_SPARK.version],
+    }
 
 
 def _span(versions: str) -> list[str]:
@@ -191,7 +294,11 @@ def _markdown_links(text: str) -> str:
     """A setting's text in HTML: code spans and links; relative links as the page sees them (from docs/)."""
     escaped = html.escape(text, quote=False)
     escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', escaped)
+    return re.sub(
+        r"\[([^\]]+)\]\(([^)\s]+)\)",
+        lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>',
+        escaped,
+    )
 
 
 def page_data(results: answer.Results | None = None) -> dict:
@@ -210,22 +317,53 @@ def page_data(results: answer.Results | None = None) -> dict:
         source, notebook = copies.get(row.key, ("", ""))
         grid = {}
         for layout in LAYOUTS:
-            grid[layout] = [[list(_pack(cell(row, a, b, layout, results), s)) for b in LATER] for a in OPERATIONS]
-        rows.append({
-            "key": row.key, "engine": _engine_of(row), "versions": row.versions, "span": _span(row.versions),
-            "store": row.store, "setting": row.setting, "name": row.name,
-            "configure": _markdown_links(answer_settings.configure(setting) if setting else row.setting),
-            "copy": source, "copyFrom": f"../notebooks/{notebook}" if notebook else "",
-            "findings": [_markdown_links(f) for f in setting.findings] if setting else [],
-            "remedy": row.remedy_how, "grid": grid,
-        })
-    return {"rows": rows, "operations": OPERATIONS, "later": LATER, "words": WORDS, "layouts": LAYOUTS, "engines": ENGINES,
-            "releases": _releases(), "verdicts": list(answer.VERDICTS), "colours": COLOURS, "short": SHORT, "todo": TODO,
-            "strings": list(strings)}
+            grid[layout] = [
+                [list(_pack(cell(row, a, b, layout, results), s)) for b in LATER]
+                for a in OPERATIONS
+            ]
+        rows.append(
+            {
+                "key": row.key,
+                "engine": _engine_of(row),
+                "versions": row.versions,
+                "span": _span(row.versions),
+                "store": row.store,
+                "setting": row.setting,
+                "name": row.name,
+                "configure": _markdown_links(
+                    answer_settings.configure(setting) if setting else row.setting
+                ),
+                "copy": source,
+                "copyFrom": f"../notebooks/{notebook}" if notebook else "",
+                "findings": [_markdown_links(f) for f in setting.findings] if setting else [],
+                "remedy": row.remedy_how,
+                "grid": grid,
+            }
+        )
+    return {
+        "rows": rows,
+        "operations": OPERATIONS,
+        "later": LATER,
+        "words": WORDS,
+        "layouts": LAYOUTS,
+        "engines": ENGINES,
+        "releases": _releases(),
+        "verdicts": list(answer.VERDICTS),
+        "colours": COLOURS,
+        "short": SHORT,
+        "todo": TODO,
+        "strings": list(strings),
+    }
 
 
 def _pack(shown: Shown, s) -> tuple[int, ...]:
-    return (answer.VERDICTS.index(shown.verdict), s(shown.sentence), s(shown.evidence), s(shown.label), s(shown.measured))
+    return (
+        answer.VERDICTS.index(shown.verdict),
+        s(shown.sentence),
+        s(shown.evidence),
+        s(shown.label),
+        s(shown.measured),
+    )
 
 
 TEMPLATE = config.ROOT / "helpers" / "answer_html_template.html"
@@ -233,12 +371,16 @@ TEMPLATE = config.ROOT / "helpers" / "answer_html_template.html"
 
 def render(results: answer.Results | None = None) -> str:
     """The page: the template with the data inlined (``</`` escaped so no string closes the script)."""
-    data = json.dumps(page_data(results), ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    data = json.dumps(page_data(results), ensure_ascii=False, separators=(",", ":")).replace(
+        "</", "<\\/"
+    )
     return TEMPLATE.read_text(encoding="utf-8").replace("/*DATA*/null", data)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return answer_page.page_command(argv, module="helpers.answer_html", page=PAGE, render_page=render)
+    return answer_page.page_command(
+        argv, module="helpers.answer_html", page=PAGE, render_page=render
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ from helpers import config
 MATRIX_CSV = config.DATA_DIR / "conflict_matrix.csv"
 
 SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED = (
-    "safe", "refused (retry)", "loses data", "duplicates data", "wrong result", "fails though committed", "not measured")
+    "safe",
+    "refused (retry)",
+    "loses data",
+    "duplicates data",
+    "wrong result",
+    "fails though committed",
+    "not measured",
+)
 VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED)
 LOSING_KINDS = ("lost update", "broken log")
 """Kinds that lose data (a committed write's rows, values or columns gone; the table unreadable).
@@ -36,7 +43,10 @@ CONFIRMATION = "@s3"
 """The suffix of an engine that confirms another's cells on the S3 emulator."""
 CONDITIONS = (
     ("partitions", "when each job keeps to a partition of its own"),
-    ("file-stats", "when file statistics keep the two jobs' rows in different files (no partitions)"),
+    (
+        "file-stats",
+        "when file statistics keep the two jobs' rows in different files (no partitions)",
+    ),
     ("b-files-first", "when the later job wrote its data files before the other committed"),
     ("b-files-after", "when the later job writes its data files only after the other committed"),
 )
@@ -45,25 +55,42 @@ condition each stands for. A cell's own verdict is the engine's: jobs that touch
 later one writing its data files when the engine does by itself (delta-rs after the other's commit,
 Delta Spark before it)."""
 
-UNNAMED_MERGE = ("when a MERGE's condition does not name the partition, only the source's rows do",
-                 ("merge_on_id", "merge_on_id_apart"))
+UNNAMED_MERGE = (
+    "when a MERGE's condition does not name the partition, only the source's rows do",
+    ("merge_on_id", "merge_on_id_apart"),
+)
 """For the same operation from two jobs on partitions of their own: the MERGE whose condition names only
 the key, its words and its matrix pair (the documentation warns that it can conflict)."""
 
 
-OP_WORDS = {"append": "append", "overwrite": "overwrite", "replace_where": "replaceWhere", "delete": "DELETE",
-            "delete_all": "DELETE of every row", "update": "UPDATE", "merge": "MERGE", "optimize": "OPTIMIZE",
-            "zorder": "Z-order", "vacuum": "VACUUM", "merge_on_id": "MERGE"}
+OP_WORDS = {
+    "append": "append",
+    "overwrite": "overwrite",
+    "replace_where": "replaceWhere",
+    "delete": "DELETE",
+    "delete_all": "DELETE of every row",
+    "update": "UPDATE",
+    "merge": "MERGE",
+    "optimize": "OPTIMIZE",
+    "zorder": "Z-order",
+    "vacuum": "VACUUM",
+    "merge_on_id": "MERGE",
+}
 """The matrix's operations as a sentence names them."""
 
 
 def met(first: str, second: str, matched: str) -> str:
     """What two jobs that both commit leave, for the later job ``second`` working from a snapshot
     older than ``first``'s commit: the serial order the table equals, in a person's words."""
-    later = OP_WORDS.get(second.removesuffix("_apart"), second)  # a second job of the same operation
+    later = OP_WORDS.get(
+        second.removesuffix("_apart"), second
+    )  # a second job of the same operation
     if matched.strip() == "B→A":
-        kept = (f", and the {OP_WORDS.get(first, first)}ed rows survive the {later}"
-                if second in ("overwrite", "replace_where", "delete_all") and first == "append" else "")
+        kept = (
+            f", and the {OP_WORDS.get(first, first)}ed rows survive the {later}"
+            if second in ("overwrite", "replace_where", "delete_all") and first == "append"
+            else ""
+        )
         return f"both commit{kept}, as if the {later} had run first"
     return f"both commit, as if the {later} had run after it"
 
@@ -72,12 +99,26 @@ def verdict_of(rows: list[dict | None]) -> str:
     """The verdict of some matrix rows by :data:`RULE` (no rows, or a missing one: not measured)."""
     if not rows or any(r is None for r in rows):
         return NOT_MEASURED
-    outcomes = {r["outcome"] for r in rows} | {r["retry_after_reload"] for r in rows if r["retry_after_reload"]}
+    outcomes = {r["outcome"] for r in rows} | {
+        r["retry_after_reload"] for r in rows if r["retry_after_reload"]
+    }
     if outcomes & set(UNDECIDED):
         return NOT_MEASURED
-    kinds = {k for r in rows for text in (r["anomaly_kind"], r["retry_after_reload_kind"]) for k in text.split(" + ") if k}
+    kinds = {
+        k
+        for r in rows
+        for text in (r["anomaly_kind"], r["retry_after_reload_kind"])
+        for k in text.split(" + ")
+        if k
+    }
     if "anomaly" in outcomes:
-        return LOSES if kinds & set(LOSING_KINDS) else DUPLICATES if "duplicated rows" in kinds else WRONG
+        return (
+            LOSES
+            if kinds & set(LOSING_KINDS)
+            else DUPLICATES
+            if "duplicated rows" in kinds
+            else WRONG
+        )
     return REFUSED if "refused" in outcomes else SAFE
 
 
@@ -102,7 +143,11 @@ class Results:
         """The engines present, and for each of them and each pair of ``cells`` (a
         :class:`helpers.answer.MatrixCells`) its row (None where missing)."""
         present = self.engines(cells.engines)
-        found = [(e, self.by_pair.get((e, first, second))) for e in present for first, second in cells.pairs]
+        found = [
+            (e, self.by_pair.get((e, first, second)))
+            for e in present
+            for first, second in cells.pairs
+        ]
         # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
         return present, [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
 
@@ -112,17 +157,25 @@ class Results:
         found = []
         engines = [e for e in present if not e.endswith(CONFIRMATION)]
         for suffix, words in CONDITIONS:
-            keys = [(e, first, second) for e in engines for first, second in pairs
-                    if (f"{e}+{suffix}", first, second) in self.by_pair]
+            keys = [
+                (e, first, second)
+                for e in engines
+                for first, second in pairs
+                if (f"{e}+{suffix}", first, second) in self.by_pair
+            ]
             if not keys:
                 continue
             own = verdict_of([self.by_pair.get(key) for key in keys])
-            varied = verdict_of([self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys])
+            varied = verdict_of(
+                [self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys]
+            )
             if varied != own:
                 found.append((words, varied))
         return tuple(found)
 
-    def layout_conditions(self, present: list[str], pairs, layout: str, own: str) -> tuple[tuple[str, str], ...]:
+    def layout_conditions(
+        self, present: list[str], pairs, layout: str, own: str
+    ) -> tuple[tuple[str, str], ...]:
         """For a race answered by layout variants (``present``: ``<engine>+<layout>``): ``(condition,
         verdict)`` where the MERGE whose condition does not name the partition, or the other layouts,
         give another verdict than ``own``."""
@@ -148,30 +201,48 @@ class Results:
         by_first: dict[str, list[tuple[str, str]]] = {}
         for first, second in pairs:
             by_first.setdefault(first, []).append((first, second))
-        verdicts = {first: verdict_of([self.by_pair.get((e, a, b)) for e in engines for a, b in group])
-                    for first, group in by_first.items()}
+        verdicts = {
+            first: verdict_of([self.by_pair.get((e, a, b)) for e in engines for a, b in group])
+            for first, group in by_first.items()
+        }
         if len(set(verdicts.values())) < 2 or not engines:
             return ()
         seen: dict[str, list[str]] = {}
         for first, group in by_first.items():
             rows = [self.by_pair.get((e, a, b)) for e in engines for a, b in group]
             if verdicts[first] == SAFE and all(r is not None for r in rows):
-                words = "; ".join(dict.fromkeys(met(first, r["second"], r["matched"]) for r in rows))
+                words = "; ".join(
+                    dict.fromkeys(met(first, r["second"], r["matched"]) for r in rows)
+                )
                 seen.setdefault(words, []).append(OP_WORDS.get(first, first))
-        found = [(f"when the {', '.join(firsts[:-1]) + ' or ' if firsts[:-1] else ''}{firsts[-1]} commits first: {words}",
-                  SAFE) for words, firsts in seen.items()]
+        found = [
+            (
+                f"when the {', '.join(firsts[:-1]) + ' or ' if firsts[:-1] else ''}{firsts[-1]} commits first: {words}",
+                SAFE,
+            )
+            for words, firsts in seen.items()
+        ]
         return tuple(found)
 
     def versions(self, engines: list[str]) -> str:
         """The versions those engines ran (the CSV's ``engine_version``), ascending, comma-separated."""
         found = {short_version(r["engine_version"]) for r in self.rows if r["engine"] in engines}
-        return ", ".join(sorted(found, key=lambda x: [(0, int(p), "") if p.isdigit() else (1, 0, p)
-                                                      for p in re.split(r"[.+ /]+", x)]))
+        return ", ".join(
+            sorted(
+                found,
+                key=lambda x: [
+                    (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+ /]+", x)
+                ],
+            )
+        )
 
 
 def short_version(engine_version: str) -> str:
     """A version as the page names it: ``1.6.6``, ``Delta Spark 4.4.0`` for Spark's
     ``Apache-Spark/4.2.0 Delta-Lake/4.4.0``, and ``Delta Spark 4.4.0 + 1.6.6`` for a mixed pair."""
     parts = [part.strip() for part in engine_version.split(" / ")]
-    named = [f"Delta Spark {m.group(1)}" if (m := re.search(r"Delta-Lake/(\S+)", part)) else part for part in parts]
+    named = [
+        f"Delta Spark {m.group(1)}" if (m := re.search(r"Delta-Lake/(\S+)", part)) else part
+        for part in parts
+    ]
     return " + ".join(named)

@@ -23,8 +23,22 @@ from helpers import boundaries as b
 from helpers import config, full_runs
 from helpers.answer_matrix import UNNAMED_MERGE
 from helpers.answer import (
-    COLUMNS, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, RULE, SAFE, WRONG, Cell, Check, MatrixCells, Results,
-    grid_of, remedy,
+    COLUMNS,
+    DUPLICATES,
+    LOSES,
+    MISREPORTS,
+    NOT_MEASURED,
+    REFUSED,
+    ROWS,
+    RULE,
+    SAFE,
+    WRONG,
+    Cell,
+    Check,
+    MatrixCells,
+    Results,
+    grid_of,
+    remedy,
 )
 from helpers.answer_settings import SETTINGS, WHY, race_words, setting_paragraph, term
 
@@ -39,9 +53,13 @@ def load_meta(path: Path = MATRIX_META) -> dict:
 
 INTRO = (
     "Each row is an engine, its releases (from the version boundaries below), a store and a setting; each column is "
-    "a race between two jobs on one table, the later one working from an older " + term("snapshot", "snapshot") + ". "
+    "a race between two jobs on one table, the later one working from an older "
+    + term("snapshot", "snapshot")
+    + ". "
     "A cell gives the verdict, the releases measured and the notebook section that shows it. **safe**: both commit "
-    "and the table equals a " + term("serial order", "serial-order") + "; **refused (retry)**: the later job fails "
+    "and the table equals a "
+    + term("serial order", "serial-order")
+    + "; **refused (retry)**: the later job fails "
     "with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; **loses data**, "
     "**duplicates data**, **wrong result**: the jobs report success and the table is not what any serial order "
     "gives; **fails though committed**: a job is told its write failed although it is in the table, so rerunning "
@@ -51,39 +69,62 @@ INTRO = (
     "it); where a partition of each job's own, rows that file statistics keep apart, or the other moment for the data "
     "files gives another verdict, the cell adds it with that condition. A row whose commit protocol loses appends says so once, in its first cell, and "
     "loses data in every cell. A cell names its section (`13 §5`: notebook 13, section 5); the sections are linked "
-    "once, below the table, each in the learner's edition (`student/`) and in the edition with the solutions.")
+    "once, below the table, each in the learner's edition (`student/`) and in the edition with the solutions."
+)
 ADVICE = {
-    ("optimize", DUPLICATES): ("Run OPTIMIZE and Z-order from one job at a time",
-                               "two made from one snapshot both commit, and every compacted row is then in the table twice"),
-    ("optimize_rewrite", WRONG): ("Run OPTIMIZE and Z-order only while no job deletes every row or overwrites",
-                                  "a DELETE of every row or a full overwrite made from a snapshot older than the "
-                                  "compaction commits, reports the rows it removed, and the table still holds them all (a "
-                                  "DELETE with a predicate or a replaceWhere is refused instead: rerun it)"),
-    ("vacuum_rewrite", WRONG): ("Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
-                        "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits "
-                        "and brings removed rows back (a replaceWhere or a DELETE with a predicate is refused instead: "
-                        "rerun it)"),
-    ("vacuum", LOSES): ("Keep VACUUM's default retention (7 days) while any job may be writing",
-                        "a zero-retention VACUUM deletes the data file of an append still in flight, the append then "
-                        "commits, and the table can no longer be read"),
-    ("retry", DUPLICATES): ("Never rerun an append blindly", "if its commit landed but the job never heard so, a rerun "
-                            "adds the rows again; an app id alone does not stop it"),
-    ("append", MISREPORTS): ("Before rerunning a failed append, look for it in the table",
-                             "a job that loads the table while the append is being committed can finish that commit for "
-                             "it, and the writer is then told \"version N already exists\" for an append that is in the "
-                             "table"),
-    ("other", MISREPORTS): ("When Spark and deltalake share one lock table, look for a failed append in the table before "
-                            "rerunning it", "nothing is lost, but either writer can be told its append failed although "
-                            "it is in the log"),
-    ("other", LOSES): ("Never let writers that commit differently share a table", "one writer's commit file replaces "
-                       "the other's, and its rows are gone"),
-    ("other", DUPLICATES): ("Run OPTIMIZE from one engine at a time",
-                            "the other engine's OPTIMIZE from the same snapshot commits too, and compacted rows end up twice"),
+    ("optimize", DUPLICATES): (
+        "Run OPTIMIZE and Z-order from one job at a time",
+        "two made from one snapshot both commit, and every compacted row is then in the table twice",
+    ),
+    ("optimize_rewrite", WRONG): (
+        "Run OPTIMIZE and Z-order only while no job deletes every row or overwrites",
+        "a DELETE of every row or a full overwrite made from a snapshot older than the "
+        "compaction commits, reports the rows it removed, and the table still holds them all (a "
+        "DELETE with a predicate or a replaceWhere is refused instead: rerun it)",
+    ),
+    ("vacuum_rewrite", WRONG): (
+        "Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
+        "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits "
+        "and brings removed rows back (a replaceWhere or a DELETE with a predicate is refused instead: "
+        "rerun it)",
+    ),
+    ("vacuum", LOSES): (
+        "Keep VACUUM's default retention (7 days) while any job may be writing",
+        "a zero-retention VACUUM deletes the data file of an append still in flight, the append then "
+        "commits, and the table can no longer be read",
+    ),
+    ("retry", DUPLICATES): (
+        "Never rerun an append blindly",
+        "if its commit landed but the job never heard so, a rerun "
+        "adds the rows again; an app id alone does not stop it",
+    ),
+    ("append", MISREPORTS): (
+        "Before rerunning a failed append, look for it in the table",
+        "a job that loads the table while the append is being committed can finish that commit for "
+        'it, and the writer is then told "version N already exists" for an append that is in the '
+        "table",
+    ),
+    ("other", MISREPORTS): (
+        "When Spark and deltalake share one lock table, look for a failed append in the table before "
+        "rerunning it",
+        "nothing is lost, but either writer can be told its append failed although "
+        "it is in the log",
+    ),
+    ("other", LOSES): (
+        "Never let writers that commit differently share a table",
+        "one writer's commit file replaces the other's, and its rows are gone",
+    ),
+    ("other", DUPLICATES): (
+        "Run OPTIMIZE from one engine at a time",
+        "the other engine's OPTIMIZE from the same snapshot commits too, and compacted rows end up twice",
+    ),
 }
 """(what to do, why) for a bad verdict in a column, in a person's words; any other gets a plain sentence."""
-DISAGREEMENTS = {"needless failure": "refused where the docs say the two cannot conflict",
-                 "anomaly": "anomalies where the docs say the two conflict",
-                 "committed": "committed where the docs say the two conflict"}
+DISAGREEMENTS = {
+    "needless failure": "refused where the docs say the two cannot conflict",
+    "anomaly": "anomalies where the docs say the two conflict",
+    "committed": "committed where the docs say the two conflict",
+}
 
 
 def _note_mark(note: str, notes: list[str]) -> str:
@@ -103,7 +144,9 @@ def cell_text(cell: Cell, notes: list[str], *, repeat: bool = False) -> str:
     parts = [f"**{cell.verdict}**", cell.versions, cell.section.label if cell.section else ""]
     if isinstance(cell.evidence, MatrixCells):
         parts.append("m+S3" if any(e.endswith("@s3") for e in cell.engines) else "m")
-    varied = "".join(f"; **{verdict}** {condition}" for condition, verdict in cell.conditions + cell.orders)
+    varied = "".join(
+        f"; **{verdict}** {condition}" for condition, verdict in cell.conditions + cell.orders
+    )
     return " · ".join(p for p in parts if p) + varied + _note_mark(cell.note, notes)
 
 
@@ -111,15 +154,22 @@ def table(grid: dict, notes: list[str]) -> list[str]:
     head = ["engine", "versions", "store", "setting", *(c.title for c in COLUMNS)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in ROWS:
-        cells = [cell_text(grid[row.key, c.key], notes, repeat=bool(row.loses) and i > 0) for i, c in enumerate(COLUMNS)]
-        lines.append("| " + " | ".join([row.engine, row.versions, row.store, row.setting, *cells]) + " |")
+        cells = [
+            cell_text(grid[row.key, c.key], notes, repeat=bool(row.loses) and i > 0)
+            for i, c in enumerate(COLUMNS)
+        ]
+        lines.append(
+            "| " + " | ".join([row.engine, row.versions, row.store, row.setting, *cells]) + " |"
+        )
     return lines
 
 
 def sections_linked(grid: dict) -> str:
     """The sections the table's cells name, each linked once."""
-    found = sorted({c.section for c in grid.values() if c.section and c.verdict != NOT_MEASURED},
-                   key=lambda x: (x.notebook, x.number))
+    found = sorted(
+        {c.section for c in grid.values() if c.section and c.verdict != NOT_MEASURED},
+        key=lambda x: (x.notebook, x.number),
+    )
     return "The sections the cells name: " + "; ".join(x.link for x in found) + "."
 
 
@@ -131,30 +181,55 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
     """The advice, from the cells: each item names the settings whose cells call for it."""
     kept = [r for r in ROWS if not r.loses]
     losing = [f"{r.name} ({r.loses.section.link})" for r in ROWS if r.loses]
-    items = [f"Never let two jobs commit at once with {_listed(losing)}: these commit protocols lose appends, "
-             "whatever the jobs do."]
-    refused = [race_words(c.key) for c in COLUMNS if any(grid[r.key, c.key].verdict == REFUSED for r in kept)]
-    items.append(f"When one job of a race fails with a conflict ({'; '.join(refused)}), nothing is lost: it committed "
-                 "nothing, and you can rerun it; it starts from a fresh snapshot.")
+    items = [
+        f"Never let two jobs commit at once with {_listed(losing)}: these commit protocols lose appends, "
+        "whatever the jobs do."
+    ]
+    refused = [
+        race_words(c.key)
+        for c in COLUMNS
+        if any(grid[r.key, c.key].verdict == REFUSED for r in kept)
+    ]
+    items.append(
+        f"When one job of a race fails with a conflict ({'; '.join(refused)}), nothing is lost: it committed "
+        "nothing, and you can rerun it; it starts from a fresh snapshot."
+    )
     for column in COLUMNS:
         for verdict in (LOSES, DUPLICATES, WRONG, MISREPORTS):
             rows = [r for r in kept if grid[r.key, column.key].verdict == verdict]
             if rows:
-                do, why = ADVICE.get((column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict]))
+                do, why = ADVICE.get(
+                    (column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict])
+                )
                 links = ", ".join(dict.fromkeys(grid[r.key, column.key].section.link for r in rows))
                 items.append(f"{do} ({_listed([r.name for r in rows])}): {why} ({links}).")
-    for condition in dict.fromkeys(w for r in kept for c in COLUMNS for w, v in grid[r.key, c.key].conditions if v == SAFE):
-        pairs = [(r, c) for r in kept for c in COLUMNS if (condition, SAFE) in grid[r.key, c.key].conditions]
+    for condition in dict.fromkeys(
+        w for r in kept for c in COLUMNS for w, v in grid[r.key, c.key].conditions if v == SAFE
+    ):
+        pairs = [
+            (r, c)
+            for r in kept
+            for c in COLUMNS
+            if (condition, SAFE) in grid[r.key, c.key].conditions
+        ]
         races = _listed(list(dict.fromkeys(race_words(c.key) for _, c in pairs)))
         links = ", ".join(dict.fromkeys(grid[r.key, c.key].section.link for r, c in pairs))
-        items.append(f"To let jobs run at once, lay the table out so that they touch different files: both jobs of "
-                     f"{races} commit {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links}).")
+        items.append(
+            f"To let jobs run at once, lay the table out so that they touch different files: both jobs of "
+            f"{races} commit {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links})."
+        )
     items += backfills(grid, kept)
     fixes = [(r, *remedy(r, results)) for r in ROWS if r.remedy]
     for how in dict.fromkeys(r.remedy_how for r, _, _ in fixes):
-        safe = [f"{r.name} (measured {versions})" for r, verdict, versions in fixes if r.remedy_how == how and verdict == SAFE]
+        safe = [
+            f"{r.name} (measured {versions})"
+            for r, verdict, versions in fixes
+            if r.remedy_how == how and verdict == SAFE
+        ]
         if safe:
-            items.append(f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)}).")
+            items.append(
+                f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)})."
+            )
     return [f"- {item}" for item in items]
 
 
@@ -162,14 +237,20 @@ def backfills(grid: dict, kept: list) -> list[str]:
     """The advice for parallel backfills, from the cells of the same operation from two jobs on partitions
     of their own: the settings where both commit, and each condition that gives another verdict (the MERGE
     whose condition does not name the partition, the other interleaving, file statistics instead of partitions)."""
-    cells = [(r, grid[r.key, "backfill"]) for r in kept if grid[r.key, "backfill"].verdict != NOT_MEASURED]
+    cells = [
+        (r, grid[r.key, "backfill"])
+        for r in kept
+        if grid[r.key, "backfill"].verdict != NOT_MEASURED
+    ]
     if not cells:
         return []
     links = ", ".join(dict.fromkeys(c.section.link for _, c in cells if c.section))
     by_verdict: dict[str, list[str]] = {}
     for row, cell in cells:
         by_verdict.setdefault(cell.verdict, []).append(row.name)
-    said = "; ".join(f"{BACKFILL_WORDS.get(v, v)} ({_listed(names)})" for v, names in by_verdict.items())
+    said = "; ".join(
+        f"{BACKFILL_WORDS.get(v, v)} ({_listed(names)})" for v, names in by_verdict.items()
+    )
     conditions: dict[tuple[str, str], list[str]] = {}
     for row, cell in cells:
         for condition, verdict in cell.conditions:
@@ -177,46 +258,72 @@ def backfills(grid: dict, kept: list) -> list[str]:
     more = []
     for (condition, verdict), names in conditions.items():
         if condition == UNNAMED_MERGE[0]:
-            more.append(f"A MERGE whose condition does not name the partition, only the source's rows do, "
-                        f"{UNNAMED_VERBS.get(verdict, 'is ' + verdict)} although the partitions differ "
-                        f"({_listed(names)}): name the partition in its `ON` clause.")
+            more.append(
+                f"A MERGE whose condition does not name the partition, only the source's rows do, "
+                f"{UNNAMED_VERBS.get(verdict, 'is ' + verdict)} although the partitions differ "
+                f"({_listed(names)}): name the partition in its `ON` clause."
+            )
         else:
             more.append(f"The backfills are {verdict} {condition} ({_listed(names)}).")
-    return [f"To backfill in parallel, give each job a partition of its own and name that partition in the job's "
-            f"condition (the replaceWhere predicate, the DELETE's or UPDATE's predicate, the MERGE's `ON` clause): two "
-            f"replaceWheres, DELETEs, UPDATEs, MERGEs or appends on partitions of their own then {said}. "
-            + " ".join(more) + f" Shown in {links}."]
+    return [
+        f"To backfill in parallel, give each job a partition of its own and name that partition in the job's "
+        f"condition (the replaceWhere predicate, the DELETE's or UPDATE's predicate, the MERGE's `ON` clause): two "
+        f"replaceWheres, DELETEs, UPDATEs, MERGEs or appends on partitions of their own then {said}. "
+        + " ".join(more)
+        + f" Shown in {links}."
+    ]
 
 
-BACKFILL_WORDS = {SAFE: "both commit, and the table equals a serial order",
-                  REFUSED: "race: the later job fails loudly and commits nothing; rerun it"}
-UNNAMED_VERBS = {REFUSED: "is refused (retry): the later job fails loudly and commits nothing",
-                 SAFE: "commits too"}
+BACKFILL_WORDS = {
+    SAFE: "both commit, and the table equals a serial order",
+    REFUSED: "race: the later job fails loudly and commits nothing; rerun it",
+}
+UNNAMED_VERBS = {
+    REFUSED: "is refused (retry): the later job fails loudly and commits nothing",
+    SAFE: "commits too",
+}
 
 
 def boundaries_table() -> list[str]:
-    lines = ["| library | from | last before | what changed | how the workbook knows |", "| --- | --- | --- | --- | --- |"]
-    return lines + [f"| {x.library} | {x.version} | {x.last_before or '-'} | {x.change} | {x.known_from} |" for x in b.BOUNDARIES]
+    lines = [
+        "| library | from | last before | what changed | how the workbook knows |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    return lines + [
+        f"| {x.library} | {x.version} | {x.last_before or '-'} | {x.change} | {x.known_from} |"
+        for x in b.BOUNDARIES
+    ]
 
 
 def sources(grid: dict, results: Results, meta: dict) -> list[str]:
     engines = ", ".join(f"{name} ({results.versions([name])})" for name in results.engine_names)
     docs = "; ".join(f"{d['page']} (read on {d['read_on']})" for d in meta["documentation"])
-    lines = [f"- **The conflict matrix** (`make matrix`), run on {meta['run_on']}: {meta['pairs_per_engine']} pairs per "
-             f"engine, engines {engines}. Each pair is raced from a stale snapshot on local disk (engines named `…@s3`: "
-             "on S3) and classed against the two serial orders; the cells marked `m` are decided by its rows in "
-             "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race. "
-             "An engine named `…+<layout>` races the operations with a predicate of their own on another table "
-             + "; ".join(f"(`{name}`: {what})" for name, what in meta.get("layouts", {}).items() if name != "shared-files")
-             + ", and on it each such operation against a second job of the same operation on a part of its own "
-             "(another partition, or another range of ids; a MERGE also with a condition that names only the key)"
-             + "; one named `…+b-files-first` or `…+b-files-after` races the pairs whose later job writes data files "
-             "with the other moment for them (" + "; ".join(f"`{k}`: {v}" for k, v in meta.get("interleavings", {}).items())
-             + "), and one named `…+<layout>+b-files-…`, with that other moment, only the pairs of an operation against "
-             "a second job on a part of its own.",
-             f"- **Delta's documentation**, set against every pair: {docs}.",
-             "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):"]
-    checks = {(c.evidence.section, c.evidence.check): c.evidence for c in grid.values() if isinstance(c.evidence, Check)}
+    lines = [
+        f"- **The conflict matrix** (`make matrix`), run on {meta['run_on']}: {meta['pairs_per_engine']} pairs per "
+        f"engine, engines {engines}. Each pair is raced from a stale snapshot on local disk (engines named `…@s3`: "
+        "on S3) and classed against the two serial orders; the cells marked `m` are decided by its rows in "
+        "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race. "
+        "An engine named `…+<layout>` races the operations with a predicate of their own on another table "
+        + "; ".join(
+            f"(`{name}`: {what})"
+            for name, what in meta.get("layouts", {}).items()
+            if name != "shared-files"
+        )
+        + ", and on it each such operation against a second job of the same operation on a part of its own "
+        "(another partition, or another range of ids; a MERGE also with a condition that names only the key)"
+        + "; one named `…+b-files-first` or `…+b-files-after` races the pairs whose later job writes data files "
+        "with the other moment for them ("
+        + "; ".join(f"`{k}`: {v}" for k, v in meta.get("interleavings", {}).items())
+        + "), and one named `…+<layout>+b-files-…`, with that other moment, only the pairs of an operation against "
+        "a second job on a part of its own.",
+        f"- **Delta's documentation**, set against every pair: {docs}.",
+        "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):",
+    ]
+    checks = {
+        (c.evidence.section, c.evidence.check): c.evidence
+        for c in grid.values()
+        if isinstance(c.evidence, Check)
+    }
     for check in checks.values():
         when = "" if check.every_run else " (asserted when a `make torture` full run is present)"
         lines.append(f"  - {check.section.link} {check.section.title}: `{check.check}`{when}")
@@ -232,10 +339,13 @@ def disagreements(results: Results) -> list[str]:
         for r in off:
             kind = next((k for k in DISAGREEMENTS if r["disagreement"].startswith(k)), "other")
             groups.setdefault(DISAGREEMENTS.get(kind, kind), []).append(
-                f"{r['first']} → {r['second']} ({r['conflict'] or r['anomaly_kind'] or r['matched']})")
+                f"{r['first']} → {r['second']} ({r['conflict'] or r['anomaly_kind'] or r['matched']})"
+            )
         told = "; ".join(f"{kind}: {', '.join(pairs)}" for kind, pairs in groups.items()) or "none"
-        lines.append(f"- **{engine}** ({results.versions([engine])}): {len(off)} of "
-                     f"{sum(1 for r in mine if r['agrees_with_docs'])} documented pairs disagree. {told}.")
+        lines.append(
+            f"- **{engine}** ({results.versions([engine])}): {len(off)} of "
+            f"{sum(1 for r in mine if r['agrees_with_docs'])} documented pairs disagree. {told}."
+        )
     return lines
 
 
@@ -244,42 +354,81 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     results, meta = results or Results.load(), meta or load_meta()
     grid, notes = grid_of(results), []
     rows = table(grid, notes)
-    out = ["# Is it safe to write to this Delta table from two jobs at once? The answer, on one page", "",
-           "<!-- Written by `python -m helpers.answer_page` from data/: change helpers/answer.py, not this file. -->", "",
-           "To find your own setting, choose it in [answer.html](answer.html): the same answer as a page you query (open "
-           "it in a browser). Below, a paragraph per setting, then every cell with its evidence.", "",
-           "## Your setting", "", "Find yours; the table below has every cell, with the evidence.", "",
-           *[p for setting in SETTINGS for p in (setting_paragraph(setting, grid, results), "")],
-           "## Every setting, every race", "", INTRO, "", *rows, "", sections_linked(grid), ""]
-    out += [f"[{i}] {note}" + ("  " if i < len(notes) else "") for i, note in enumerate(notes, 1)] + [""]
+    out = [
+        "# Is it safe to write to this Delta table from two jobs at once? The answer, on one page",
+        "",
+        "<!-- Written by `python -m helpers.answer_page` from data/: change helpers/answer.py, not this file. -->",
+        "",
+        "To find your own setting, choose it in [answer.html](answer.html): the same answer as a page you query (open "
+        "it in a browser). Below, a paragraph per setting, then every cell with its evidence.",
+        "",
+        "## Your setting",
+        "",
+        "Find yours; the table below has every cell, with the evidence.",
+        "",
+        *[p for setting in SETTINGS for p in (setting_paragraph(setting, grid, results), "")],
+        "## Every setting, every race",
+        "",
+        INTRO,
+        "",
+        *rows,
+        "",
+        sections_linked(grid),
+        "",
+    ]
+    out += [
+        f"[{i}] {note}" + ("  " if i < len(notes) else "") for i, note in enumerate(notes, 1)
+    ] + [""]
     out += ["A matrix cell's verdict, from the classes of the pairs it cites:", ""]
     out += [f"{i}. {step}" for i, step in enumerate(RULE, 1)] + [""]
     out += ["## What to do", "", *what_to_do(grid, results), ""]
     from helpers.producers import answer as producers_answer
     from helpers.producers import results as producers_results
 
-    committed = producers_results.load(full_runs.PUBLISHED_DIR / producers_results.KIND)  # never a run of this machine's
+    committed = producers_results.load(
+        full_runs.PUBLISHED_DIR / producers_results.KIND
+    )  # never a run of this machine's
     out += [producers_answer.what_to_build(committed), ""]
-    out += ["## Version boundaries", "", "From `helpers/boundaries.py`, the one home of these releases:", "",
-            *boundaries_table(), ""]
+    out += [
+        "## Version boundaries",
+        "",
+        "From `helpers/boundaries.py`, the one home of these releases:",
+        "",
+        *boundaries_table(),
+        "",
+    ]
     out += ["## Where each figure comes from", "", *sources(grid, results, meta), ""]
-    out += ["## Where the engines disagree with Delta's documentation", "",
-            "Against the WriteSerializable answer of Delta's write-conflict table (`data/delta_write_conflicts.csv`), "
-            "from the conflict matrix:", "", *disagreements(results)]
+    out += [
+        "## Where the engines disagree with Delta's documentation",
+        "",
+        "Against the WriteSerializable answer of Delta's write-conflict table (`data/delta_write_conflicts.csv`), "
+        "from the conflict matrix:",
+        "",
+        *disagreements(results),
+    ]
     return "\n".join(out) + "\n"
 
 
 def page_command(argv: list[str] | None, *, module: str, page: Path, render_page) -> int:
     """The command of a generated page: write it, or with ``--check`` exit 1 if it differs from a fresh
     render (``module``: the command's name, ``render_page``: a function that returns the page's text)."""
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=f"Write {page.name} from the measurements.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page differs from a fresh render")
-    parser.add_argument("--page", type=Path, default=page, help=f"the page (default docs/{page.name})")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {module}", description=f"Write {page.name} from the measurements."
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the page differs from a fresh render"
+    )
+    parser.add_argument(
+        "--page", type=Path, default=page, help=f"the page (default docs/{page.name})"
+    )
     args = parser.parse_args(argv)
     fresh, shown = render_page(), config.shown(args.page)
     if args.check:
         if not args.page.exists() or args.page.read_text(encoding="utf-8") != fresh:
-            print(f"{shown} is not what `python -m {module}` writes now: run it and commit the page.", file=sys.stderr)
+            print(
+                f"{shown} is not what `python -m {module}` writes now: run it and commit the page.",
+                file=sys.stderr,
+            )
             return 1
         print(f"{shown} is current")
         return 0

@@ -13,11 +13,28 @@ from dataclasses import dataclass
 from helpers import boundaries as b
 from helpers import config
 from helpers.answer import (
-    COLUMNS, CURRENT, DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, ROWS, SAFE, WRONG, Cell, Results, Section, remedy,
+    COLUMNS,
+    CURRENT,
+    DUPLICATES,
+    LOSES,
+    MISREPORTS,
+    NOT_MEASURED,
+    REFUSED,
+    ROWS,
+    SAFE,
+    WRONG,
+    Cell,
+    Results,
+    Section,
+    remedy,
 )
 from helpers.answer_matrix import CONDITIONS
 from helpers.catalog import server as uc_server
-from helpers.sessions import DELTA_DYNAMODB_LOG_STORE, DYNAMODB_LOG_STORE_PREFIX, WORKBOOK_DYNAMODB_LOG_STORE
+from helpers.sessions import (
+    DELTA_DYNAMODB_LOG_STORE,
+    DYNAMODB_LOG_STORE_PREFIX,
+    WORKBOOK_DYNAMODB_LOG_STORE,
+)
 
 GLOSSARY = "glossary.md"
 
@@ -27,21 +44,30 @@ def term(words: str, anchor: str) -> str:
     return f"[{words}]({GLOSSARY}#{anchor})"
 
 
-
-RACE_WORDS = {"append": "two appends", "rewrite": "a DELETE with a predicate, UPDATE or MERGE beside an append",
-              "delete_all_append": "a DELETE of every row beside an append",
-              "overwrite": "an overwrite or a replaceWhere beside an append", "optimize": "two OPTIMIZEs or Z-orders",
-              "optimize_append": "an OPTIMIZE beside an append",
-              "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate or a replaceWhere",
-              "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or a full overwrite",
-              "vacuum": "a zero-retention VACUUM beside an append, a DELETE with a predicate, an UPDATE, a MERGE or a "
-                        "replaceWhere",
-              "vacuum_rewrite": "a zero-retention VACUUM beside a full overwrite or a DELETE of every row",
-              "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
-              "retry": "a rerun append", "other": "the other engine on the same table"}
+RACE_WORDS = {
+    "append": "two appends",
+    "rewrite": "a DELETE with a predicate, UPDATE or MERGE beside an append",
+    "delete_all_append": "a DELETE of every row beside an append",
+    "overwrite": "an overwrite or a replaceWhere beside an append",
+    "optimize": "two OPTIMIZEs or Z-orders",
+    "optimize_append": "an OPTIMIZE beside an append",
+    "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate or a replaceWhere",
+    "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or a full overwrite",
+    "vacuum": "a zero-retention VACUUM beside an append, a DELETE with a predicate, an UPDATE, a MERGE or a "
+    "replaceWhere",
+    "vacuum_rewrite": "a zero-retention VACUUM beside a full overwrite or a DELETE of every row",
+    "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
+    "retry": "a rerun append",
+    "other": "the other engine on the same table",
+}
 """Each column's race, as a sentence says it."""
-WHY = {LOSES: "rows are lost", DUPLICATES: "rows end up twice", WRONG: "the table holds rows no serial order gives",
-       MISREPORTS: "a job can be told it failed for a write that is in the table"}
+WHY = {
+    LOSES: "rows are lost",
+    DUPLICATES: "rows end up twice",
+    WRONG: "the table holds rows no serial order gives",
+    MISREPORTS: "a job can be told it failed for a write that is in the table",
+}
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -59,8 +85,10 @@ class Setting:
 
 
 DDB = DYNAMODB_LOG_STORE_PREFIX
-SPARK_LOCK_CONF = (f"`spark.delta.logStore.s3a.impl={DELTA_DYNAMODB_LOG_STORE}`, `{DDB}.ddb.tableName` and "
-                   f"`{DDB}.ddb.region`, with the `io.delta:delta-storage-s3-dynamodb` package and `s3a://` table URIs")
+SPARK_LOCK_CONF = (
+    f"`spark.delta.logStore.s3a.impl={DELTA_DYNAMODB_LOG_STORE}`, `{DDB}.ddb.tableName` and "
+    f"`{DDB}.ddb.region`, with the `io.delta:delta-storage-s3-dynamodb` package and `s3a://` table URIs"
+)
 RS_LOCK_OPTIONS = "`AWS_S3_LOCKING_PROVIDER=dynamodb` and `DELTA_DYNAMO_TABLE_NAME`"
 SPARK_LOG_STORE_MEASURED = (
     f"Delta Spark's side was measured with the workbook's own `{WORKBOOK_DYNAMODB_LOG_STORE}` against the emulators: "
@@ -70,67 +98,109 @@ SPARK_LOG_STORE_MEASURED = (
     "S3 refused, that its append failed although it is in the log, and keeps writers claiming one version without end "
     "against an item whose staged file is gone ([the report](../findings/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md)); "
     "the workbook's class retries the copy and fails the other case with an error naming the item. With Delta's class, "
-    "look for a failed append in the table before running it again")
+    "look for a failed append in the table before running it again"
+)
 FINDINGS = "../findings"
 LOST_ANSWER = (
     f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
     f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
     "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
     "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id, "
-    "and look in the table before rerunning a failed DELETE")
+    "and look in the table before rerunning a failed DELETE"
+)
 DOUBLE_OPTIMIZE = (
     f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
     f"from {b.DOUBLE_OPTIMIZE.version}, a second OPTIMIZE or Z-order, an overwrite or a DELETE of every row made from a "
     "snapshot older than a concurrent OPTIMIZE commits. Compact from one job at a time, never "
-    f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it")
+    f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it"
+)
 DYNAMODB_ADVISORY = (
     f"[the DynamoDB log store advisory]({FINDINGS}/deltalake-dynamodb-log-store-advisory/ADVISORY.md): in "
     f"{b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} a commit whose writer died at the wrong moment "
     "wedges the table until its staged file is deleted, and a job that loads the table can finish a writer's commit "
-    "before the writer does (the writer is then told it failed)")
+    "before the writer does (the writer is then told it failed)"
+)
 DELTA_LOG_STORE_REPORT = (
     f"[Delta's DynamoDB log store]({FINDINGS}/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md) "
     f"({b.DELTA_SPARK.version}): a writer whose claim won but whose copy to `N.json` S3 refused is told its append "
-    "failed although it is in the log; look in the table before rerunning a failed append")
+    "failed although it is in the log; look in the table before rerunning a failed append"
+)
 SETTINGS = (
-    Setting(f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3", "rs-put-today",
-            "no lock: `write_deltalake` commits by " + term("conditional put", "conditional-put") + " (`If-None-Match: "
-            "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
-            f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; "
-            "{retries:s3-conditional-put}", findings=(DOUBLE_OPTIMIZE, LOST_ANSWER)),
-    Setting(f"deltalake {CURRENT} on Azure Blob or ADLS Gen2", "rs-azure",
-            "nothing for concurrency: a commit is a blob created only if absent, a " + term("conditional put", "conditional-put")
-            + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
-            "`az login`); {retries:azure}", findings=(DOUBLE_OPTIMIZE, LOST_ANSWER)),
-    Setting(f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
-            "rs-lock-interop",
-            f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB " + term("log store", "log-store")
-            + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
-            f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides", findings=(DYNAMODB_ADVISORY,)),
-    Setting(f"Delta Spark {b.DELTA_SPARK.version} from one driver", "spark-one",
-            "nothing beyond the `spark.hadoop.fs.s3a.*` keys of your store: the default S3 log store "
-            "(no `spark.delta.logStore.s3a.impl`) orders the commits of one driver's jobs under a lock of its JVM, so "
-            "every job that writes the table must run in that one driver", avoid=("spark-several",)),
-    Setting(f"Delta Spark {b.DELTA_SPARK.version} from several clusters", "spark-dynamodb",
-            f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB " + term("log store", "log-store")
-            + "; without it, the default S3 log store cannot see the other drivers' commits", avoid=("spark-several",),
-            measured_with=SPARK_LOG_STORE_MEASURED, findings=(DELTA_LOG_STORE_REPORT,)),
-    Setting(f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table", "spark-catalog",
-            f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
-            "it, on local disk); the "
-            "table created through it with `delta.feature.catalogManaged=supported` (" + term("catalog-managed table",
-            "catalog-managed-table") + ", Delta " + b.CATALOG_MANAGED.version + " and later); every writer through that "
-            "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
-            "session catalog, as notebook 15 does); no log store setting and no lock table. A writer that goes around "
-            "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake " + CURRENT
-            + " neither reads nor writes such a table"),
-    Setting(f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"
-            f"{b.DYNAMODB_LOG_STORE_REMOVED.last_before} on one table", "mixed-lock",
-            f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
-            f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "
-            f"deltalake {b.DYNAMODB_LOG_STORE_REMOVED.version} and later cannot take part in Spark's lock, so on S3 they "
-            "must not write a table Spark writes", avoid=("mixed-put",), measured_with=SPARK_LOG_STORE_MEASURED,
-            findings=(DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)),
+    Setting(
+        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
+        "rs-put-today",
+        "no lock: `write_deltalake` commits by "
+        + term("conditional put", "conditional-put")
+        + " (`If-None-Match: "
+        "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
+        f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; "
+        "{retries:s3-conditional-put}",
+        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
+    ),
+    Setting(
+        f"deltalake {CURRENT} on Azure Blob or ADLS Gen2",
+        "rs-azure",
+        "nothing for concurrency: a commit is a blob created only if absent, a "
+        + term("conditional put", "conditional-put")
+        + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
+        "`az login`); {retries:azure}",
+        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
+    ),
+    Setting(
+        f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
+        "rs-lock-interop",
+        f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB "
+        + term("log store", "log-store")
+        + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
+        f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides",
+        findings=(DYNAMODB_ADVISORY,),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} from one driver",
+        "spark-one",
+        "nothing beyond the `spark.hadoop.fs.s3a.*` keys of your store: the default S3 log store "
+        "(no `spark.delta.logStore.s3a.impl`) orders the commits of one driver's jobs under a lock of its JVM, so "
+        "every job that writes the table must run in that one driver",
+        avoid=("spark-several",),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} from several clusters",
+        "spark-dynamodb",
+        f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB "
+        + term("log store", "log-store")
+        + "; without it, the default S3 log store cannot see the other drivers' commits",
+        avoid=("spark-several",),
+        measured_with=SPARK_LOG_STORE_MEASURED,
+        findings=(DELTA_LOG_STORE_REPORT,),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table",
+        "spark-catalog",
+        f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
+        "it, on local disk); the "
+        "table created through it with `delta.feature.catalogManaged=supported` ("
+        + term("catalog-managed table", "catalog-managed-table")
+        + ", Delta "
+        + b.CATALOG_MANAGED.version
+        + " and later); every writer through that "
+        "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
+        "session catalog, as notebook 15 does); no log store setting and no lock table. A writer that goes around "
+        "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
+        + CURRENT
+        + " neither reads nor writes such a table",
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"
+        f"{b.DYNAMODB_LOG_STORE_REMOVED.last_before} on one table",
+        "mixed-lock",
+        f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
+        f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "
+        f"deltalake {b.DYNAMODB_LOG_STORE_REMOVED.version} and later cannot take part in Spark's lock, so on S3 they "
+        "must not write a table Spark writes",
+        avoid=("mixed-put",),
+        measured_with=SPARK_LOG_STORE_MEASURED,
+        findings=(DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT),
+    ),
 )
 """The settings the page opens with, each rendered from its row's cells."""
 
@@ -147,14 +217,19 @@ def retries(protocol: str) -> str:
     runs: dict[int, list[dict]] = {}
     for r in rows:
         runs.setdefault(int(r["writers"]), []).append(r)
-    failing = [(n, sum(r["outcome"] != "committed" for r in rs), len(rs)) for n, rs in sorted(runs.items())
-               if any(r["outcome"] != "committed" for r in rs)]
+    failing = [
+        (n, sum(r["outcome"] != "committed" for r in rs), len(rs))
+        for n, rs in sorted(runs.items())
+        if any(r["outcome"] != "committed" for r in rs)
+    ]
     if not failing:
         return "keep the library's default retries"
     writers, failed, appends = failing[0]
-    return (f"keep retries on, and raise `CommitProperties(max_commit_retries=...)` above the library's default (15) "
-            f"when {writers} or more jobs commit at once: with the default, {failed} of {appends} appends by {writers} "
-            f"writers at once gave up (`CommitFailedError`: loudly, nothing committed, rerun them; {S11_3.link})")
+    return (
+        f"keep retries on, and raise `CommitProperties(max_commit_retries=...)` above the library's default (15) "
+        f"when {writers} or more jobs commit at once: with the default, {failed} of {appends} appends by {writers} "
+        f"writers at once gave up (`CommitFailedError`: loudly, nothing committed, rerun them; {S11_3.link})"
+    )
 
 
 def configure(setting: Setting) -> str:
@@ -167,15 +242,21 @@ def race_words(column_key: str, row=None, cell: Cell | None = None) -> str:
     its cell, the releases measured)."""
     if column_key == "other" and row is not None and row.engine in ("deltalake", "Delta Spark"):
         other = "Delta Spark" if row.engine == "deltalake" else "deltalake"
-        versions = (cell.versions.split(" + ")[-1].removeprefix("deltalake ")
-                    if cell is not None and cell.verdict != NOT_MEASURED else "")
+        versions = (
+            cell.versions.split(" + ")[-1].removeprefix("deltalake ")
+            if cell is not None and cell.verdict != NOT_MEASURED
+            else ""
+        )
         return f"{other}{' ' + versions if versions and other == 'deltalake' else ''} writing the same table"
     return RACE_WORDS[column_key]
 
 
 def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] = ()) -> list[str]:
-    return [race_words(c.key, row, grid[row.key, c.key]) for c in COLUMNS
-            if c.key not in skip and grid[row.key, c.key].verdict in verdicts]
+    return [
+        race_words(c.key, row, grid[row.key, c.key])
+        for c in COLUMNS
+        if c.key not in skip and grid[row.key, c.key].verdict in verdicts
+    ]
 
 
 SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, REFUSED, SAFE)
@@ -194,10 +275,19 @@ def heading_verdict(cell: Cell) -> str:
 def _with_conditions(cell: Cell, words: str) -> str:
     """A race with what else its cell says: why it is bad, and its verdict under each condition and order."""
     worst = heading_verdict(cell)
-    first = [f"{worst} {w}" for w, v in cell.conditions if w in INTERLEAVINGS and v == worst and worst != cell.verdict]
-    more = first + ([f"{cell.verdict} otherwise"] if first else [WHY[worst]] if worst in WHY else [])
-    more += [f"{verdict} {condition}" for condition, verdict in cell.conditions + cell.orders
-             if not (condition in INTERLEAVINGS and verdict == worst and worst != cell.verdict)]
+    first = [
+        f"{worst} {w}"
+        for w, v in cell.conditions
+        if w in INTERLEAVINGS and v == worst and worst != cell.verdict
+    ]
+    more = first + (
+        [f"{cell.verdict} otherwise"] if first else [WHY[worst]] if worst in WHY else []
+    )
+    more += [
+        f"{verdict} {condition}"
+        for condition, verdict in cell.conditions + cell.orders
+        if not (condition in INTERLEAVINGS and verdict == worst and worst != cell.verdict)
+    ]
     if cell.note and words.endswith("writing the same table"):
         more.append(cell.note)
     return f"{words} ({'; '.join(more)})" if more else words
@@ -210,31 +300,49 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     conditions beside it."""
     row = next(r for r in ROWS if r.key == setting.row)
     cells = [grid[row.key, c.key] for c in COLUMNS]
-    links = ", ".join(dict.fromkeys(c.section.link for c in cells if c.section and c.verdict != NOT_MEASURED))
+    links = ", ".join(
+        dict.fromkeys(c.section.link for c in cells if c.section and c.verdict != NOT_MEASURED)
+    )
     parts = [f"**{setting.title}** ({row.store}). **Configure:** {configure(setting)}."]
 
     def under(verdicts: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[str]:
-        return [_with_conditions(grid[row.key, c.key], race_words(c.key, row, grid[row.key, c.key]))
-                for c in COLUMNS if c.key not in skip and heading_verdict(grid[row.key, c.key]) in verdicts]
+        return [
+            _with_conditions(grid[row.key, c.key], race_words(c.key, row, grid[row.key, c.key]))
+            for c in COLUMNS
+            if c.key not in skip and heading_verdict(grid[row.key, c.key]) in verdicts
+        ]
 
     if safe := under((SAFE,)):
         parts.append(f"**May run at once:** {'; '.join(safe)}.")
     if refused := under((REFUSED,)):
-        parts.append(f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}.")
+        parts.append(
+            f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}."
+        )
     if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
     if told := _races(grid, row, (MISREPORTS,)):
-        parts.append(f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}.")
+        parts.append(
+            f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}."
+        )
     if grid[row.key, "retry"].verdict in WHY:
         verdict, versions = remedy(row, results)
-        how = (f"only with {row.remedy_how} (measured {versions})" if verdict == SAFE else
-               f"only with {row.remedy_how} (measured {versions}: a rerun from an older snapshot fails loudly, one "
-               "from a fresh snapshot is skipped)" if verdict == REFUSED else "only after looking for it in the table")
-        parts.append(f"**Rerun an append whose job died {how}:** it may have committed, and a blind rerun adds "
-                     "its rows twice.")
+        how = (
+            f"only with {row.remedy_how} (measured {versions})"
+            if verdict == SAFE
+            else f"only with {row.remedy_how} (measured {versions}: a rerun from an older snapshot fails loudly, one "
+            "from a fresh snapshot is skipped)"
+            if verdict == REFUSED
+            else "only after looking for it in the table"
+        )
+        parts.append(
+            f"**Rerun an append whose job died {how}:** it may have committed, and a blind rerun adds "
+            "its rows twice."
+        )
     for key in setting.avoid:
         avoided = next(r for r in ROWS if r.key == key)
-        parts.append(f"**Never** {avoided.name}: those commits lose appends ({avoided.loses.section.link}).")
+        parts.append(
+            f"**Never** {avoided.name}: those commits lose appends ({avoided.loses.section.link})."
+        )
     if unmeasured := _races(grid, row, (NOT_MEASURED,)):
         parts.append(f"Not measured here: {'; '.join(unmeasured)}.")
     for finding in setting.findings:

@@ -89,11 +89,15 @@ def parse_commit(version: int, body: bytes) -> Commit:
     )
 
 
-def rows_by_batch(table_uri: str, storage_options: dict[str, str], version: int | None) -> tuple[int, dict[int, int]]:
+def rows_by_batch(
+    table_uri: str, storage_options: dict[str, str], version: int | None
+) -> tuple[int, dict[int, int]]:
     """Total rows and rows per batch at a version (latest if None), read with the kernel's deltalake."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(table_uri, storage_options=tables.kernel_storage_options(storage_options), version=version)
+    table = DeltaTable(
+        table_uri, storage_options=tables.kernel_storage_options(storage_options), version=version
+    )
     ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     return len(ids), landing.rows_per_batch(ids)
 
@@ -187,13 +191,19 @@ class Audit:
         for version, group in self.object_versions.groupby("commit_version", sort=True):
             if len(group) > 1:
                 chain = " -> ".join(str(w) for w in group["writer_id"])
-                kind = "last one kept" if group["content"].nunique() > 1 else "same commit written again, nothing lost"
+                kind = (
+                    "last one kept"
+                    if group["content"].nunique() > 1
+                    else "same commit written again, nothing lost"
+                )
                 lines.append(f"commit {version:05d}.json: {chain} ({kind})")
         return lines
 
     def summary(self) -> str:
         """A few lines of plain text: rows, verdicts, commits, orphans, object versions."""
-        lines = [f"Audit of {config.without_machine_paths(self.table_uri)} ({self.store}): v{self.version_before} -> v{self.version_after}."]
+        lines = [
+            f"Audit of {config.without_machine_paths(self.table_uri)} ({self.store}): v{self.version_before} -> v{self.version_after}."
+        ]
         if self.rows_expected is not None:
             lines.append(
                 f"Rows: {self.rows_before} before + writers' reported rows = {self.rows_expected} expected; "
@@ -203,22 +213,31 @@ class Audit:
                 f"Writers: {len(self.silent_losses)} reported success but their rows are absent"
                 + (f" ({', '.join(self.silent_losses)})" if self.silent_losses else "")
                 + f"; {len(self.phantoms)} reported failure but their rows are present"
-                + (f" ({', '.join(self.phantoms)})" if self.phantoms else "") + "."
+                + (f" ({', '.join(self.phantoms)})" if self.phantoms else "")
+                + "."
             )
         else:
-            lines.append(f"Rows: {self.rows_actual} in the table ({self.rows_before} at v{self.version_before}).")
+            lines.append(
+                f"Rows: {self.rows_actual} in the table ({self.rows_before} at v{self.version_before})."
+            )
         lines.append(
             f"Commits: {len(self.commit_versions)} files (versions {_ranges(self.commit_versions)}), "
             f"{self.commits_in_run} in this run, {'consecutive' if self.versions_consecutive else 'WITH GAPS'}."
         )
-        lines.append(f"Data files: {len(self.data_files)}, of which {self.orphans} referenced by no commit (orphans).")
+        lines.append(
+            f"Data files: {len(self.data_files)}, of which {self.orphans} referenced by no commit (orphans)."
+        )
         if self.versions_per_commit is None:
             lines.append("Object versions: not kept by this store.")
         else:
             lines.append(
                 f"Object versions: at most {self.max_versions_per_commit} per commit file, holding at most "
                 f"{self.max_commits_per_file} distinct commit(s)"
-                + (f"; overwritten by another writer: {', '.join(f'{v} ({k} commits)' for v, k in self.overwritten_commits.items())}" if self.overwritten_commits else "")
+                + (
+                    f"; overwritten by another writer: {', '.join(f'{v} ({k} commits)' for v, k in self.overwritten_commits.items())}"
+                    if self.overwritten_commits
+                    else ""
+                )
                 + "."
             )
             lines += ["  " + line for line in self.overwrites]
@@ -230,26 +249,56 @@ class Audit:
             parts.append("<b>Writers: reported vs stored</b>" + self.writers.to_html(index=False))
         parts.append("<b>Commits in _delta_log</b>" + self.commits.to_html(index=False))
         if self.object_versions is not None:
-            parts.append("<b>Object versions of the commit files</b>" + self.object_versions.to_html(index=False))
+            parts.append(
+                "<b>Object versions of the commit files</b>"
+                + self.object_versions.to_html(index=False)
+            )
         return "".join(parts)
 
 
 def _ranges(values: list[int]) -> str:
     if not values:
         return "none"
-    return f"{values[0]}-{values[-1]}" if values == list(range(values[0], values[-1] + 1)) else ", ".join(map(str, values))
+    return (
+        f"{values[0]}-{values[-1]}"
+        if values == list(range(values[0], values[-1] + 1))
+        else ", ".join(map(str, values))
+    )
 
 
 def _commits_frame(commits: list[Commit]):
     import pandas as pd
 
     rows = [
-        {"version": c.version, "operation": c.operation, "engine": c.engine, "writer_id": c.writer_id, "batch": c.batch,
-         "rows_added": c.rows_added, "files_added": len(c.added), "num_retries": c.num_retries,
-         "committed_at": pd.to_datetime(c.timestamp_ms, unit="ms", utc=True) if c.timestamp_ms else None}
+        {
+            "version": c.version,
+            "operation": c.operation,
+            "engine": c.engine,
+            "writer_id": c.writer_id,
+            "batch": c.batch,
+            "rows_added": c.rows_added,
+            "files_added": len(c.added),
+            "num_retries": c.num_retries,
+            "committed_at": pd.to_datetime(c.timestamp_ms, unit="ms", utc=True)
+            if c.timestamp_ms
+            else None,
+        }
         for c in commits
     ]
-    frame = pd.DataFrame(rows, columns=["version", "operation", "engine", "writer_id", "batch", "rows_added", "files_added", "num_retries", "committed_at"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "version",
+            "operation",
+            "engine",
+            "writer_id",
+            "batch",
+            "rows_added",
+            "files_added",
+            "num_retries",
+            "committed_at",
+        ],
+    )
     for column in ("batch", "rows_added", "num_retries"):
         frame[column] = frame[column].astype("Int64")
     return frame
@@ -266,12 +315,33 @@ def _object_versions_frame(versions: list[storage.ObjectVersion] | None):
         if version is None:
             continue
         commit = parse_commit(version, item.body)
-        rows.append({"commit_version": commit.version, "version_id": item.version_id, "last_modified": item.last_modified,
-                     "is_latest": item.is_latest, "writer_id": commit.writer_id, "batch": commit.batch,
-                     "operation": commit.operation, "engine": commit.engine,
-                     "content": hashlib.sha256(item.body).hexdigest()[:12]})
-    frame = pd.DataFrame(rows, columns=["commit_version", "version_id", "last_modified", "is_latest", "writer_id", "batch",
-                                        "operation", "engine", "content"])
+        rows.append(
+            {
+                "commit_version": commit.version,
+                "version_id": item.version_id,
+                "last_modified": item.last_modified,
+                "is_latest": item.is_latest,
+                "writer_id": commit.writer_id,
+                "batch": commit.batch,
+                "operation": commit.operation,
+                "engine": commit.engine,
+                "content": hashlib.sha256(item.body).hexdigest()[:12],
+            }
+        )
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "commit_version",
+            "version_id",
+            "last_modified",
+            "is_latest",
+            "writer_id",
+            "batch",
+            "operation",
+            "engine",
+            "content",
+        ],
+    )
     frame["batch"] = frame["batch"].astype("Int64")
     # stable sort keeps the order written within each commit file; the current version goes last
     frame = frame.sort_values(["commit_version", "is_latest"], kind="stable").reset_index(drop=True)
@@ -292,7 +362,10 @@ def _attempts(commit: Commit | None, snapshot_version: int | None) -> tuple[int 
     if commit.num_retries is not None:
         return int(commit.num_retries) + 1, "commitInfo operationMetrics.num_retries + 1"
     if snapshot_version is not None and (commit.engine or "").startswith("delta-rs.0."):
-        return commit.version - snapshot_version, "commit version - snapshot version (0.x: one version per attempt)"
+        return (
+            commit.version - snapshot_version,
+            "commit version - snapshot version (0.x: one version per attempt)",
+        )
     return None, None
 
 
@@ -304,7 +377,13 @@ def _verdict(reported: str, rows_reported, rows_present: int) -> str:
     return PHANTOM if rows_present else OK_FAILED
 
 
-def _writers_frame(results, before: dict[int, int], after: dict[int, int], commits: list[Commit], version_before: int | None):
+def _writers_frame(
+    results,
+    before: dict[int, int],
+    after: dict[int, int],
+    commits: list[Commit],
+    version_before: int | None,
+):
     """One row per writer: what it reported, what the table holds of its batch, and the verdict."""
     import pandas as pd
 
@@ -319,25 +398,58 @@ def _writers_frame(results, before: dict[int, int], after: dict[int, int], commi
         reported_version = r.get("reported_version")
         snapshot = None if pd.isna(r.get("snapshot_version")) else int(r["snapshot_version"])
         attempts, attempts_source = _attempts(commit, snapshot)
-        rows.append({
-            "writer_id": r["writer_id"], "batch": batch, "reported": r["outcome"],
-            "reported_version": None if pd.isna(reported_version) else int(reported_version),
-            "rows_reported": rows_reported, "rows_present": present,
-            "snapshot_version": snapshot,
-            "commit_in_log": commit.version if commit else None,
-            "attempts": attempts, "attempts_source": attempts_source,
-            "verdict": _verdict(r["outcome"], rows_reported, present),
-            "error_class": r.get("error_class"),
-        })
-    frame = pd.DataFrame(rows, columns=["writer_id", "batch", "reported", "reported_version", "rows_reported", "rows_present",
-                                        "snapshot_version", "commit_in_log", "attempts", "verdict", "error_class", "attempts_source"])
-    for column in ("batch", "reported_version", "rows_reported", "snapshot_version", "commit_in_log", "attempts"):
+        rows.append(
+            {
+                "writer_id": r["writer_id"],
+                "batch": batch,
+                "reported": r["outcome"],
+                "reported_version": None if pd.isna(reported_version) else int(reported_version),
+                "rows_reported": rows_reported,
+                "rows_present": present,
+                "snapshot_version": snapshot,
+                "commit_in_log": commit.version if commit else None,
+                "attempts": attempts,
+                "attempts_source": attempts_source,
+                "verdict": _verdict(r["outcome"], rows_reported, present),
+                "error_class": r.get("error_class"),
+            }
+        )
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "writer_id",
+            "batch",
+            "reported",
+            "reported_version",
+            "rows_reported",
+            "rows_present",
+            "snapshot_version",
+            "commit_in_log",
+            "attempts",
+            "verdict",
+            "error_class",
+            "attempts_source",
+        ],
+    )
+    for column in (
+        "batch",
+        "reported_version",
+        "rows_reported",
+        "snapshot_version",
+        "commit_in_log",
+        "attempts",
+    ):
         frame[column] = frame[column].astype("Int64")
     return frame
 
 
-def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None, *,
-                results=None, version_before: int | None = None) -> Audit:
+def audit_table(
+    table_uri: str | os.PathLike,
+    storage_options: dict[str, str] | None = None,
+    *,
+    results=None,
+    version_before: int | None = None,
+) -> Audit:
     """Audit a table, optionally against writers' reported ``results`` (a DataFrame with
     ``writer_id``, ``batch``, ``outcome``, ``rows``, as :class:`helpers.runner.RunResult` has).
 
@@ -355,34 +467,63 @@ def audit_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     files = store.list()
     check = integrity.check_files(table_uri, store, files)
     if not check.commit_versions:
-        raise AuditError(f"No commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?")
+        raise AuditError(
+            f"No commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?"
+        )
     if check.blocking:
-        raise AuditError(f"The table at {table_uri} is damaged, so its rows cannot be read:\n"
-                         + "\n".join(f"- {problem}" for problem in check.blocking))
+        raise AuditError(
+            f"The table at {table_uri} is damaged, so its rows cannot be read:\n"
+            + "\n".join(f"- {problem}" for problem in check.blocking)
+        )
     commits = [parse_commit(version, body) for version, body in sorted(check.commit_bodies.items())]
     rows_actual, after = rows_by_batch(table_uri, storage_options, None)
-    rows_before, before = rows_by_batch(table_uri, storage_options, version_before) if version_before is not None else (0, {})
+    rows_before, before = (
+        rows_by_batch(table_uri, storage_options, version_before)
+        if version_before is not None
+        else (0, {})
+    )
     referenced = {path for c in commits for path in c.added}
     data_files = [f for f in files if delta_log.is_data_file(f)]
-    object_versions, per_commit, distinct = _object_versions_frame(store.versions(delta_log.LOG_DIR))
+    object_versions, per_commit, distinct = _object_versions_frame(
+        store.versions(delta_log.LOG_DIR)
+    )
 
     per_writer = None
     rows_expected = rows_lost = rows_unexpected = rows_phantom = None
     if results is not None:
         per_writer = _writers_frame(results, before, after, commits, version_before)
-        reported_rows = int(per_writer.loc[per_writer["reported"] == writers.COMMITTED, "rows_reported"].fillna(0).sum())
+        reported_rows = int(
+            per_writer.loc[per_writer["reported"] == writers.COMMITTED, "rows_reported"]
+            .fillna(0)
+            .sum()
+        )
         rows_expected = rows_before + reported_rows
         rows_lost, rows_phantom = _gross_rows(per_writer)
         rows_unexpected = max(rows_actual - rows_expected, 0)
 
     return Audit(
-        table_uri=table_uri, store=store.kind, version_before=version_before, version_after=commits[-1].version,
-        rows_before=rows_before, rows_expected=rows_expected, rows_actual=rows_actual, rows_lost=rows_lost,
-        rows_unexpected=rows_unexpected, writers=per_writer, commits=_commits_frame(commits),
-        orphan_files=sorted(f for f in data_files if f not in referenced), data_files=data_files,
-        object_versions=object_versions, versions_per_commit=per_commit, commits_per_file=distinct,
-        silent_losses=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == SILENT_LOSS, "writer_id"]),
-        phantoms=[] if per_writer is None else list(per_writer.loc[per_writer["verdict"] == PHANTOM, "writer_id"]),
+        table_uri=table_uri,
+        store=store.kind,
+        version_before=version_before,
+        version_after=commits[-1].version,
+        rows_before=rows_before,
+        rows_expected=rows_expected,
+        rows_actual=rows_actual,
+        rows_lost=rows_lost,
+        rows_unexpected=rows_unexpected,
+        writers=per_writer,
+        commits=_commits_frame(commits),
+        orphan_files=sorted(f for f in data_files if f not in referenced),
+        data_files=data_files,
+        object_versions=object_versions,
+        versions_per_commit=per_commit,
+        commits_per_file=distinct,
+        silent_losses=[]
+        if per_writer is None
+        else list(per_writer.loc[per_writer["verdict"] == SILENT_LOSS, "writer_id"]),
+        phantoms=[]
+        if per_writer is None
+        else list(per_writer.loc[per_writer["verdict"] == PHANTOM, "writer_id"]),
         rows_phantom=rows_phantom,
     )
 
@@ -392,7 +533,9 @@ def _gross_rows(per_writer) -> tuple[int, int]:
     that reported success, and the rows present of every writer that reported failure."""
     committed = per_writer["reported"] == writers.COMMITTED
     missing = (per_writer["rows_reported"].fillna(0) - per_writer["rows_present"]).clip(lower=0)
-    return int(missing[committed].sum()), int(per_writer.loc[~committed, "rows_present"].clip(lower=0).sum())
+    return int(missing[committed].sum()), int(
+        per_writer.loc[~committed, "rows_present"].clip(lower=0).sum()
+    )
 
 
 def lock_items(table_uri: str):
@@ -411,7 +554,9 @@ def lock_items(table_uri: str):
 
 def audit(run) -> Audit:
     """Audit the table of a :class:`helpers.runner.RunResult` against what its writers reported."""
-    return audit_table(run.table_uri, run.storage_options, results=run.results, version_before=run.version_before)
+    return audit_table(
+        run.table_uri, run.storage_options, results=run.results, version_before=run.version_before
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +564,9 @@ def audit(run) -> Audit:
 # ---------------------------------------------------------------------------------------------
 
 
-def claim_problems(commit: Commit | None, writer_id: str, version: int, files: list[str]) -> list[str]:
+def claim_problems(
+    commit: Commit | None, writer_id: str, version: int, files: list[str]
+) -> list[str]:
     """What is wrong with a writer's claim "my commit is ``version`` and it adds ``files``", given
     the commit the log holds at that version (None: no such commit file). [] when the claim holds:
     the commit carries the writer's ``workbook.writer`` tag and adds exactly those data files
@@ -428,17 +575,23 @@ def claim_problems(commit: Commit | None, writer_id: str, version: int, files: l
         return [f"{writer_id}: no commit file at version {version}"]
     problems = []
     if commit.writer_id != writer_id:
-        problems.append(f"{writer_id}: the commit at version {version} carries the tag of {commit.writer_id!r}")
+        problems.append(
+            f"{writer_id}: the commit at version {version} carries the tag of {commit.writer_id!r}"
+        )
     added = sorted(os.path.basename(path) for path in commit.added)
     claimed = sorted(os.path.basename(name) for name in files)
     if not claimed:
         problems.append(f"{writer_id}: claims no data file for version {version}")
     if added != claimed:
-        problems.append(f"{writer_id}: the commit at version {version} adds {added}, the writer was returned {claimed}")
+        problems.append(
+            f"{writer_id}: the commit at version {version} adds {added}, the writer was returned {claimed}"
+        )
     return problems
 
 
-def own_commit_problems(table_uri: str | os.PathLike, claims: dict[str, tuple[int, list[str]]]) -> list[str]:
+def own_commit_problems(
+    table_uri: str | os.PathLike, claims: dict[str, tuple[int, list[str]]]
+) -> list[str]:
     """Check each writer's claim ``{writer_id: (reported_version, files it was returned)}`` against
     the commit files read straight from the store (:func:`claim_problems`); [] when every claim
     holds. Raises AuditError for an unknown URI scheme."""
@@ -479,17 +632,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m helpers.audit",
         description="Check a Delta table from storage (every problem named by file and version), then read it with "
-                    "deltalake. Exit status: 0 sound, 1 damaged, 2 not readable at all.")
-    parser.add_argument("table_uri", help="a local path, file://, s3://, s3a://, az:// or abfs[s]:// URI")
+        "deltalake. Exit status: 0 sound, 1 damaged, 2 not readable at all.",
+    )
+    parser.add_argument(
+        "table_uri", help="a local path, file://, s3://, s3a://, az:// or abfs[s]:// URI"
+    )
     table_uri = parser.parse_args(argv).table_uri.rstrip("/")
     try:
         check = integrity.check_table(table_uri)
     except Exception as error:  # noqa: BLE001  (unknown scheme, missing bucket, store down: say which)
-        print(f"audit: cannot list {table_uri} ({type(error).__name__}: {error}). Check the URI; for the emulators, "
-              "start them with `make services`.", file=sys.stderr)
+        print(
+            f"audit: cannot list {table_uri} ({type(error).__name__}: {error}). Check the URI; for the emulators, "
+            "start them with `make services`.",
+            file=sys.stderr,
+        )
         return 2
     if not check.commit_versions:
-        print(f"audit: no commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?", file=sys.stderr)
+        print(
+            f"audit: no commit files under {table_uri}/_delta_log/: is there a Delta table at that URI?",
+            file=sys.stderr,
+        )
         return 2
     print(check.summary())
     if not check.ok:
@@ -501,7 +663,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(result.summary())
     if check.rows is not None and check.rows != result.rows_actual:
-        print(f"- row count: the log's statistics say {check.rows} rows, deltalake read {result.rows_actual}")
+        print(
+            f"- row count: the log's statistics say {check.rows} rows, deltalake read {result.rows_actual}"
+        )
         return 1
     return 0
 

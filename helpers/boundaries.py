@@ -35,21 +35,27 @@ class Boundary:
 
 
 DYNAMODB_LOG_STORE = Boundary(
-    "deltalake", "0.15.0", "0.14.0",
+    "deltalake",
+    "0.15.0",
+    "0.14.0",
     "the S3 lock moves from the dynamodb_lock crate's lease (one item keyed by `key`) to the DynamoDB log "
     "store Delta Spark's S3DynamoDBLogStore uses (`tablePath` + `fileName`, one item per commit)",
     "measured: notebook 06, appendices A and B (0.14.0 and 0.22.3, each refused at the other's lock table); traced: "
     "delta-rs commits f239a3a64 and f87afceb6, first in tag python-v0.15.0",
 )
 CONDITIONAL_PUT_OPT_IN = Boundary(
-    "deltalake", "0.19.2", "0.19.1",
+    "deltalake",
+    "0.19.2",
+    "0.19.1",
     "S3 commits may use conditional put when asked (`conditional_put=etag`); without that option S3 "
     "still commits by copy + delete, with a lock or the unsafe rename",
-    "traced: delta-rs commit 7f4dcc4b4 (\"feat: conditional put\"), first in tag python-v0.19.2; "
+    'traced: delta-rs commit 7f4dcc4b4 ("feat: conditional put"), first in tag python-v0.19.2; '
     "python-v0.22.3 still selects conditional put only when the option is set",
 )
 CONDITIONAL_PUT_DEFAULT = Boundary(
-    "deltalake", "0.23.0", "0.22.3",
+    "deltalake",
+    "0.23.0",
+    "0.22.3",
     "conditional put (`If-None-Match: *`) becomes the S3 default: no lock client needed, and "
     "AWS_S3_ALLOW_UNSAFE_RENAME no longer loses commits",
     "measured: notebook 08 §5 (0.22.3 cannot create a table without an option; 1.5.1 and 1.6.6 commit "
@@ -57,14 +63,18 @@ CONDITIONAL_PUT_DEFAULT = Boundary(
     "tag python-v0.23.0",
 )
 TABLE_PATH_SLASH = Boundary(
-    "deltalake", "1.3.0", "1.2.1",
+    "deltalake",
+    "1.3.0",
+    "1.2.1",
     "the DynamoDB log store normalizes `tablePath` (trailing slash) as Delta Spark writes it, so Spark and "
     "delta-rs writers of one `s3a://` table claim the same lock items",
     "traced: delta-rs commits 2dec25b41 and 27485854f, first in tag python-v1.3.0; measured from the "
     "other side: notebook 09 §5 (Spark with 1.5.1 through one lock table loses nothing)",
 )
 APPEND_READS_TABLE = Boundary(
-    "deltalake", "1.2.0", "1.1.4",
+    "deltalake",
+    "1.2.0",
+    "1.1.4",
     "a blind append made from a snapshot older than a concurrent DELETE, UPDATE, MERGE or overwrite is "
     "refused (`ConcurrentDeleteRead`: delta-rs counts an append as a read of the whole table), where Delta's "
     "documentation lets it commit under WriteSerializable; it fails loudly and a retry commits",
@@ -73,12 +83,14 @@ APPEND_READS_TABLE = Boundary(
     "1.4.2, 1.5.0 and 1.5.1 refuse); upstream: delta-io/delta-rs#2700, #3890",
 )
 STUCK_REPAIR = Boundary(
-    "deltalake", "1.5.1", "1.5.0",
+    "deltalake",
+    "1.5.1",
+    "1.5.0",
     "the DynamoDB log store's repair copies a staged commit onto `N.json` conditionally, so a commit whose "
     "writer died between that copy and its clean-up wedges the table: every open and write fails with "
-    "\"version N already exists\" until the staged file is deleted (1.6.0 too; nothing is lost); and a "
+    '"version N already exists" until the staged file is deleted (1.6.0 too; nothing is lost); and a '
     "reader that repairs a commit its writer is still making gets there first, so the writer's own copy is "
-    "refused and it reports \"version N already exists\" for an append that is in the log; when that copy is "
+    'refused and it reports "version N already exists" for an append that is in the log; when that copy is '
     "refused four times, the writer claims the next version with its staged file, already moved, and marks that "
     "item complete without a commit file (every later write through the log store fails), or, on a store that "
     "still copies a deleted object, commits the append twice",
@@ -91,14 +103,18 @@ STUCK_REPAIR = Boundary(
     "(73 of 96 operations failed so, 1 append committed twice)",
 )
 DYNAMODB_LOG_STORE_REMOVED = Boundary(
-    "deltalake", "1.6.1", "1.6.0",
+    "deltalake",
+    "1.6.1",
+    "1.6.0",
     "the DynamoDB log store is removed: `AWS_S3_LOCKING_PROVIDER=dynamodb` is ignored and S3 commits "
     "by conditional put only, so delta-rs no longer coordinates with Spark's S3DynamoDBLogStore",
-    "traced: delta-rs commit 3c51516ce (\"remove the S3DynamoDbLogStore from deltalake-aws\"), first in tag "
+    'traced: delta-rs commit 3c51516ce ("remove the S3DynamoDbLogStore from deltalake-aws"), first in tag '
     "python-v1.6.1, absent from python-v1.6.0; measured: notebook 08 §5 (1.6.6 writes no DynamoDB item)",
 )
 DOUBLE_OPTIMIZE = Boundary(
-    "deltalake", "1.6.4", "1.6.3",
+    "deltalake",
+    "1.6.4",
+    "1.6.3",
     "the second of two OPTIMIZEs made from one snapshot commits instead of being refused, and every "
     "compacted row is then in the table twice; an overwrite made beside an OPTIMIZE commits too and keeps "
     "the rows it replaced (1.6.4 and 1.6.5 are yanked; 1.6.6 still does both)",
@@ -108,7 +124,9 @@ DOUBLE_OPTIMIZE = Boundary(
     "1.6.0 and 1.6.1 the OPTIMIZE and the overwrite; 1.6.4, 1.6.5 and 1.6.6 commit all four)",
 )
 DAFT_SEEDS = Boundary(
-    "Daft", "0.7.10", "0.7.9",
+    "Daft",
+    "0.7.10",
+    "0.7.9",
     "Daft's `deltalake` extra moves from `deltalake<1.3.0` to `>=1.5.0,<1.6.0`: 0.7.9 is the last Daft "
     "over deltalake 0.22.3, whose `write_deltalake` without `dynamo_table_name` falls back to the unsafe "
     "rename when it creates a table",
@@ -116,20 +134,26 @@ DAFT_SEEDS = Boundary(
     "two releases' package metadata",
 )
 DAFT_TODAY = Boundary(
-    "Daft", "0.7.26", "",
+    "Daft",
+    "0.7.26",
+    "",
     "the Daft of today's era requires `deltalake>=1.6.0,<1.7.0` and commits by conditional put whatever its locking "
     "parameters (`dynamo_table_name`, `allow_unsafe_rename`)",
     "measured: notebook 08 §4 and appendix B (concurrent Daft writers lose nothing; every parameter commits)",
 )
 CATALOG_MANAGED = Boundary(
-    "Delta Spark", "4.0.1", "4.0.0",
+    "Delta Spark",
+    "4.0.1",
+    "4.0.0",
     "catalog-managed tables: the table feature `catalogManaged` (4.0.0's preview was `catalogOwned-preview`) lets a "
     "catalog such as Unity Catalog ratify each commit, so writers need neither put-if-absent nor a lock table",
     "measured: notebook 15 (Delta Spark 4.4.0 through a Unity Catalog server: several drivers, nothing lost); traced: "
     "Delta's 4.0.1 release notes (the feature's rename from `catalogOwned-preview`)",
 )
 DELTA_SPARK = Boundary(
-    "Delta Spark", "4.4.0", "",
+    "Delta Spark",
+    "4.4.0",
+    "",
     "still no S3 log store that commits by conditional put: the default S3SingleDriverLogStore checks, "
     "then PUTs, under a lock of one JVM, and several clusters need the DynamoDB log store",
     "measured: notebook 09 §2–§4 (one driver loses nothing, several drivers lose commits, the DynamoDB "
@@ -137,8 +161,18 @@ DELTA_SPARK = Boundary(
 )
 
 BOUNDARIES: tuple[Boundary, ...] = (
-    DYNAMODB_LOG_STORE, CONDITIONAL_PUT_OPT_IN, CONDITIONAL_PUT_DEFAULT, APPEND_READS_TABLE, TABLE_PATH_SLASH, STUCK_REPAIR,
-    DYNAMODB_LOG_STORE_REMOVED, DOUBLE_OPTIMIZE, DAFT_SEEDS, DAFT_TODAY, CATALOG_MANAGED, DELTA_SPARK,
+    DYNAMODB_LOG_STORE,
+    CONDITIONAL_PUT_OPT_IN,
+    CONDITIONAL_PUT_DEFAULT,
+    APPEND_READS_TABLE,
+    TABLE_PATH_SLASH,
+    STUCK_REPAIR,
+    DYNAMODB_LOG_STORE_REMOVED,
+    DOUBLE_OPTIMIZE,
+    DAFT_SEEDS,
+    DAFT_TODAY,
+    CATALOG_MANAGED,
+    DELTA_SPARK,
 )
 """Every boundary, libraries in turn, each library's in release order."""
 

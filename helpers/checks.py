@@ -75,7 +75,9 @@ class Checklist:
         """Every failed check, one per line (what the final ``assert`` shows)."""
         if not self.count:
             return "no check was made"
-        return f"{len(self.failures)} of {self.count} checks failed:\n- " + "\n- ".join(self.failures)
+        return f"{len(self.failures)} of {self.count} checks failed:\n- " + "\n- ".join(
+            self.failures
+        )
 
 
 def counted(number: int, noun: str, plural: str | None = None) -> str:

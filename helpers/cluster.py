@@ -79,22 +79,46 @@ def spark_class_command(role: str, *arguments: str) -> list[str]:
 
 
 def master_command(host: str, port: int, webui_port: int) -> list[str]:
-    return spark_class_command("master", "--host", host, "--port", str(port), "--webui-port", str(webui_port),
-                               "--properties-file", str(_properties_file()))
+    return spark_class_command(
+        "master",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--webui-port",
+        str(webui_port),
+        "--properties-file",
+        str(_properties_file()),
+    )
 
 
 def worker_command(host: str, master: str, webui_port: int, work_dir: Path) -> list[str]:
-    return spark_class_command("worker", "--host", host, "--cores", str(WORKER_CORES), "--memory", WORKER_MEMORY,
-                               "--webui-port", str(webui_port), "--work-dir", str(work_dir),
-                               "--properties-file", str(_properties_file()), master)
+    return spark_class_command(
+        "worker",
+        "--host",
+        host,
+        "--cores",
+        str(WORKER_CORES),
+        "--memory",
+        WORKER_MEMORY,
+        "--webui-port",
+        str(webui_port),
+        "--work-dir",
+        str(work_dir),
+        "--properties-file",
+        str(_properties_file()),
+        master,
+    )
 
 
 def _properties_file() -> Path:
     """The master's and workers' settings: one core per application unless it asks for more."""
     path = config.STATE_DIR / "cluster" / "spark-cluster.conf"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("spark.deploy.defaultCores 1\n# finished applications' folders on the workers are removed\n"
-                    "spark.worker.cleanup.enabled true\n")
+    path.write_text(
+        "spark.deploy.defaultCores 1\n# finished applications' folders on the workers are removed\n"
+        "spark.worker.cleanup.enabled true\n"
+    )
     return path
 
 
@@ -128,10 +152,19 @@ def _spawn(command: list[str], role: str) -> subprocess.Popen:
     log = log_file(role)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+        out.write(
+            f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode()
+        )
         out.flush()
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=config.ROOT,
-                                env=_environment(), start_new_session=True)
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=config.ROOT,
+            env=_environment(),
+            start_new_session=True,
+        )
 
 
 def _log_tails(roles: Sequence[str], lines: int = 15) -> str:
@@ -151,7 +184,9 @@ def up(workers: int = WORKERS, quiet: bool = False) -> dict:
     current = read_state()
     if current and master_state(current["webui"]) is not None:
         if not quiet:
-            print(f"cluster: already running, master {current['master']} (web UI {current['webui']})")
+            print(
+                f"cluster: already running, master {current['master']} (web UI {current['webui']})"
+            )
         return current
     problem = preflight.check_java()
     if problem:
@@ -174,26 +209,37 @@ def up(workers: int = WORKERS, quiet: bool = False) -> dict:
         for i in range(1, workers + 1):
             work_dir = config.STATE_DIR / "cluster" / f"worker-{i}"
             work_dir.mkdir(parents=True, exist_ok=True)
-            processes.append(_spawn(worker_command(host, master, local_processes.free_port(), work_dir), f"worker-{i}"))
+            processes.append(
+                _spawn(
+                    worker_command(host, master, local_processes.free_port(), work_dir),
+                    f"worker-{i}",
+                )
+            )
             state["pids"].append(processes[-1].pid)
             state_file().write_text(json.dumps(state, indent=1))
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             exited = [role for role, p in zip(roles, processes) if p.poll() is not None]
             if exited:
-                raise ClusterError(f"Spark's {', '.join(exited)} exited while starting.\n{_log_tails(exited)}")
+                raise ClusterError(
+                    f"Spark's {', '.join(exited)} exited while starting.\n{_log_tails(exited)}"
+                )
             seen = master_state(state["webui"])
             if seen and seen.get("aliveworkers", 0) >= workers:
                 break
             time.sleep(0.5)
         else:
-            raise ClusterError(f"The master did not report {workers} workers within {START_TIMEOUT_S:.0f} s.\n{_log_tails(roles)}")
+            raise ClusterError(
+                f"The master did not report {workers} workers within {START_TIMEOUT_S:.0f} s.\n{_log_tails(roles)}"
+            )
     except BaseException:
         down(quiet=True)
         raise
     if not quiet:
-        print(f"cluster: master {master} with {workers} workers of {WORKER_CORES} cores (web UI {state['webui']}; "
-              f"logs .state/logs/spark-*.log). Use it: export WORKBOOK_SPARK_MASTER={master}")
+        print(
+            f"cluster: master {master} with {workers} workers of {WORKER_CORES} cores (web UI {state['webui']}; "
+            f"logs .state/logs/spark-*.log). Use it: export WORKBOOK_SPARK_MASTER={master}"
+        )
     return state
 
 
@@ -216,7 +262,10 @@ def applications(state: dict | None = None) -> list[dict]:
     seen = master_state(state["webui"]) if state else None
     if seen is None:
         raise ClusterError("No workbook cluster answers: start one with `make cluster`.")
-    return sorted(seen.get("completedapps", []) + seen.get("activeapps", []), key=lambda app: app.get("starttime", 0))
+    return sorted(
+        seen.get("completedapps", []) + seen.get("activeapps", []),
+        key=lambda app: app.get("starttime", 0),
+    )
 
 
 def status() -> str:
@@ -225,16 +274,27 @@ def status() -> str:
     if seen is None:
         return "cluster: not running (`make cluster` starts one)"
     apps = applications(state)
-    return (f"cluster: master {state['master']}, {seen.get('aliveworkers', 0)} workers alive, "
-            f"{seen.get('coresused', 0)} of {seen.get('cores', 0)} cores in use, {len(apps)} applications so far (web UI {state['webui']})")
+    return (
+        f"cluster: master {state['master']}, {seen.get('aliveworkers', 0)} workers alive, "
+        f"{seen.get('coresused', 0)} of {seen.get('cores', 0)} cores in use, {len(apps)} applications so far (web UI {state['webui']})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.cluster", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["up", "down", "status", "master", "worker"],
-                        help="master / worker: run one in the foreground (docker compose's services)")
-    parser.add_argument("master_url", nargs="?", help="worker: the master to join (spark://HOST:PORT)")
-    parser.add_argument("--quiet", action="store_true", help="down: say nothing when there is no cluster")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.cluster", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "action",
+        choices=["up", "down", "status", "master", "worker"],
+        help="master / worker: run one in the foreground (docker compose's services)",
+    )
+    parser.add_argument(
+        "master_url", nargs="?", help="worker: the master to join (spark://HOST:PORT)"
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="down: say nothing when there is no cluster"
+    )
     args = parser.parse_args(argv)
     try:
         if args.action == "up":
@@ -246,8 +306,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(status())
         else:  # in a container (docker-compose.yml): in the foreground, named by its host name on the compose network
             host = os.environ.get("SPARK_HOST") or socket.gethostname()
-            command = (master_command(host, master_port(), 8080) if args.action == "master"
-                       else worker_command(host, args.master_url or master_url("spark-master"), 8081, config.STATE_DIR / "cluster" / "work"))
+            command = (
+                master_command(host, master_port(), 8080)
+                if args.action == "master"
+                else worker_command(
+                    host,
+                    args.master_url or master_url("spark-master"),
+                    8081,
+                    config.STATE_DIR / "cluster" / "work",
+                )
+            )
             os.execvpe(command[0], command, _environment(local_ip=None))
     except ClusterError as error:
         print(f"error: {error}", file=sys.stderr)

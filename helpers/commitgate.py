@@ -47,8 +47,18 @@ from urllib.parse import unquote, urlparse
 from helpers import config, delta_log
 
 ORDERS = ("arrival", "conditional-first", "unconditional-first")
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
-              "transfer-encoding", "upgrade", "expect", "content-length"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "content-length",
+}
 UPSTREAM_TIMEOUT_S = 60.0
 SHUTDOWN_POLL_S = 0.02
 """How often the serving thread checks for close() (the standard 0.5 s made every close wait that long)."""
@@ -120,10 +130,13 @@ def parse_lock_request(target: str, body: bytes | None, client: str) -> LockRequ
         return attribute.get("S") if isinstance(attribute, dict) else None
 
     return LockRequest(
-        operation=operation, lock_table=str(request.get("TableName", "")),
-        table_path=text(item["tablePath"]) or "", file_name=text(item["fileName"]) or "",
+        operation=operation,
+        lock_table=str(request.get("TableName", "")),
+        table_path=text(item["tablePath"]) or "",
+        file_name=text(item["fileName"]) or "",
         temp_path=text(item.get("tempPath")),
-        conditional=bool(request.get("ConditionExpression") or request.get("Expected")), client=client,
+        conditional=bool(request.get("ConditionExpression") or request.get("Expected")),
+        client=client,
     )
 
 
@@ -138,18 +151,22 @@ def staged_commit_writers(table_uri: str) -> dict[str, str]:
 
     found = storage.table_store(table_uri).versions(delta_log.LOG_DIR)
     if found is None:
-        raise GateError(f"{table_uri} keeps no object versions, so its deleted staged commits cannot be read: "
-                        "use a bucket with versioning on (storage.ensure_bucket() makes one).")
+        raise GateError(
+            f"{table_uri} keeps no object versions, so its deleted staged commits cannot be read: "
+            "use a bucket with versioning on (storage.ensure_bucket() makes one)."
+        )
     writers = {}
     for version in found:
-        if delta_log.commit_version(version.key) is not None or not version.key.startswith(delta_log.LOG_DIR):
+        if delta_log.commit_version(version.key) is not None or not version.key.startswith(
+            delta_log.LOG_DIR
+        ):
             continue
         try:
             writer = commit_tags(delta_log.read_commit(version.body)[0]).get(WRITER_TAG)
         except ValueError:  # a checkpoint, a checksum: not a staged commit
             continue
         if writer:
-            writers[version.key[len(delta_log.LOG_DIR):]] = writer
+            writers[version.key[len(delta_log.LOG_DIR) :]] = writer
     return writers
 
 
@@ -166,14 +183,23 @@ def claims_per_writer(lock_requests, writer_of_staged: dict[str, str]):
     import pandas as pd
 
     puts = lock_requests[lock_requests["operation"] == "PutItem"]
-    claims = puts.assign(writer_id=puts["temp_path"].map(writer_of_staged).astype(object), refused=puts["status"] != 200)
+    claims = puts.assign(
+        writer_id=puts["temp_path"].map(writer_of_staged).astype(object),
+        refused=puts["status"] != 200,
+    )
     claims["writer_id"] = claims["writer_id"].where(claims["writer_id"].notna(), "None")
     claims["accepted"] = claims["version"].where(~claims["refused"])
-    frame = claims.groupby("writer_id").agg(claims=("version", "size"), refused=("refused", "sum"),
-                                             first_claimed=("version", "min"), won=("accepted", "max"))
+    frame = claims.groupby("writer_id").agg(
+        claims=("version", "size"),
+        refused=("refused", "sum"),
+        first_claimed=("version", "min"),
+        won=("accepted", "max"),
+    )
     frame["refused"] = frame["refused"].astype(int)
     frame["won"] = frame["won"].astype("Int64")
-    return frame if len(frame) else pd.DataFrame(columns=["claims", "refused", "first_claimed", "won"])
+    return (
+        frame if len(frame) else pd.DataFrame(columns=["claims", "refused", "first_claimed", "won"])
+    )
 
 
 @dataclass
@@ -214,7 +240,9 @@ def _http_target(endpoint: str) -> tuple[str, int]:
 class CommitGate:
     """A proxy on ``127.0.0.1`` in front of the S3 emulator (see the module's text)."""
 
-    def __init__(self, upstream: str | None = None, *, port: int = 0, dynamodb_upstream: str | None = None) -> None:
+    def __init__(
+        self, upstream: str | None = None, *, port: int = 0, dynamodb_upstream: str | None = None
+    ) -> None:
         """``upstream``: the S3 emulator (default: the one ``WORKBOOK_S3_SERVER`` names);
         ``dynamodb_upstream``: where DynamoDB requests routed through the gate go (default: moto,
         which is ``upstream`` itself unless another server plays S3)."""
@@ -223,9 +251,15 @@ class CommitGate:
                 "The commit gate sits in front of the local S3 emulator (plain http). With WORKBOOK_PROFILE=cloud "
                 "there is no emulator to put it in front of; run the notebook's races on the local profile."
             )
-        self.upstream_host, self.upstream_port = _http_target(upstream or config.s3_emulator_endpoint())
+        self.upstream_host, self.upstream_port = _http_target(
+            upstream or config.s3_emulator_endpoint()
+        )
         if dynamodb_upstream is None:  # moto plays DynamoDB, and S3 too unless another server does
-            dynamodb_upstream = (upstream or config.moto_endpoint()) if config.s3_server() == "moto" else config.moto_endpoint()
+            dynamodb_upstream = (
+                (upstream or config.moto_endpoint())
+                if config.s3_server() == "moto"
+                else config.moto_endpoint()
+            )
         self.dynamodb_host, self.dynamodb_port = _http_target(dynamodb_upstream)
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
@@ -239,10 +273,16 @@ class CommitGate:
         try:
             self._server = ThreadingHTTPServer((config.LOCALHOST, port), self._handler_class())
         except OSError as error:
-            raise GateError(f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one).") from None
+            raise GateError(
+                f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one)."
+            ) from None
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
-                                        name="commit-gate", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_S},
+            name="commit-gate",
+            daemon=True,
+        )
         self._thread.start()
 
     # -- the public side ---------------------------------------------------------------------------
@@ -256,23 +296,36 @@ class CommitGate:
         DynamoDB keeps its own endpoint, unless ``dynamodb=True``: then its requests go through the
         gate as well, which logs the lock-item writes (:meth:`lock_requests`) and holds nothing."""
         if "AWS_ENDPOINT_URL" not in storage_options:
-            raise GateError("These storage options name no AWS_ENDPOINT_URL; build them with helpers.tables.s3_storage_options().")
+            raise GateError(
+                "These storage options name no AWS_ENDPOINT_URL; build them with helpers.tables.s3_storage_options()."
+            )
         routed = {**storage_options, "AWS_ENDPOINT_URL": self.endpoint}
         if dynamodb:
             if "AWS_ENDPOINT_URL_DYNAMODB" not in storage_options:
-                raise GateError("These storage options name no AWS_ENDPOINT_URL_DYNAMODB: build them with "
-                                "helpers.tables.s3_storage_options(locking_provider='dynamodb') to route the lock through the gate.")
+                raise GateError(
+                    "These storage options name no AWS_ENDPOINT_URL_DYNAMODB: build them with "
+                    "helpers.tables.s3_storage_options(locking_provider='dynamodb') to route the lock through the gate."
+                )
             routed["AWS_ENDPOINT_URL_DYNAMODB"] = self.endpoint
         return routed
 
     def route_azure(self, storage_options: dict[str, str]) -> dict[str, str]:
         """Azure options with the blob endpoint pointed at the gate (Azurite's account path kept)."""
         if "azure_storage_endpoint" not in storage_options:
-            raise GateError("These Azure options name no azure_storage_endpoint; build them with helpers.tables.azure_storage_options().")
+            raise GateError(
+                "These Azure options name no azure_storage_endpoint; build them with helpers.tables.azure_storage_options()."
+            )
         account = urlparse(storage_options["azure_storage_endpoint"]).path
         return {**storage_options, "azure_storage_endpoint": self.endpoint + account}
 
-    def hold(self, together: int, *, max_wait_s: float = 2.0, order: str = "arrival", version: int | None = None) -> None:
+    def hold(
+        self,
+        together: int,
+        *,
+        max_wait_s: float = 2.0,
+        order: str = "arrival",
+        version: int | None = None,
+    ) -> None:
         """Arm the gate: hold each commit-file PUT until ``together`` PUTs of its key wait, or
         ``max_wait_s`` passed since the first; then send them on one by one in ``order``
         (``arrival``, ``conditional-first`` or ``unconditional-first``). ``version``: hold only
@@ -283,10 +336,19 @@ class CommitGate:
             raise GateError(f"Unknown order {order!r}; choose from {', '.join(ORDERS)}.")
         if not max_wait_s > 0:
             raise GateError(f"max_wait_s must be positive, not {max_wait_s!r}.")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-            raise GateError(f"version must be a commit version >= 0 or None (all), not {version!r}.")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 0
+        ):
+            raise GateError(
+                f"version must be a commit version >= 0 or None (all), not {version!r}."
+            )
         with self._lock:
-            self._together, self._max_wait_s, self._order, self._version = together, float(max_wait_s), order, version
+            self._together, self._max_wait_s, self._order, self._version = (
+                together,
+                float(max_wait_s),
+                order,
+                version,
+            )
 
     def open(self) -> None:
         """Disarm the gate: commit PUTs pass straight through again (those waiting are released)."""
@@ -316,10 +378,31 @@ class CommitGate:
             return urlparse(path).netloc + "/" + urlparse(path).path.strip("/")
 
         with self._lock:
-            chosen = [r for r in self._lock_requests if table_uri is None or key(r.table_path) == key(table_uri)]
-        rows = [{"operation": r.operation, "version": r.version, **{k: v for k, v in asdict(r).items() if k != "operation"}}
-                for r in chosen]
-        columns = ["operation", "version", "file_name", "temp_path", "conditional", "status", "error", "client", "lock_table", "table_path"]
+            chosen = [
+                r
+                for r in self._lock_requests
+                if table_uri is None or key(r.table_path) == key(table_uri)
+            ]
+        rows = [
+            {
+                "operation": r.operation,
+                "version": r.version,
+                **{k: v for k, v in asdict(r).items() if k != "operation"},
+            }
+            for r in chosen
+        ]
+        columns = [
+            "operation",
+            "version",
+            "file_name",
+            "temp_path",
+            "conditional",
+            "status",
+            "error",
+            "client",
+            "lock_table",
+            "table_path",
+        ]
         frame = pd.DataFrame(rows, columns=columns)
         for column in ("version", "status"):
             frame[column] = frame[column].astype("Int64")
@@ -356,7 +439,11 @@ class CommitGate:
 
     def __repr__(self) -> str:
         which = "commit PUTs" if self._version is None else f"PUTs of commit {self._version}"
-        state = f"holding {which}, {self._together} together ({self._order}, max {self._max_wait_s:g} s)" if self._together else "open"
+        state = (
+            f"holding {which}, {self._together} together ({self._order}, max {self._max_wait_s:g} s)"
+            if self._together
+            else "open"
+        )
         return f"CommitGate({state})"
 
     # -- holding -------------------------------------------------------------------------------------
@@ -365,7 +452,11 @@ class CommitGate:
         """Register a commit PUT; return its waiting slot, or None if the gate is open."""
         with self._lock:
             self._requests.append(request)
-            if not self._together or request.method != "PUT" or self._version not in (None, request.version):
+            if (
+                not self._together
+                or request.method != "PUT"
+                or self._version not in (None, request.version)
+            ):
                 return None
             group = self._groups.get(request.key)
             new = group is None or group.released
@@ -392,7 +483,9 @@ class CommitGate:
         for slot in slots:
             slot.request.released_by = reason
         if order == "conditional-first":
-            slots.sort(key=lambda s: not s.request.conditional)  # stable: arrival order within each kind
+            slots.sort(
+                key=lambda s: not s.request.conditional
+            )  # stable: arrival order within each kind
         elif order == "unconditional-first":
             slots.sort(key=lambda s: s.request.conditional)
         threading.Thread(target=self._send_in_turn, args=(slots,), daemon=True).start()
@@ -410,15 +503,24 @@ class CommitGate:
         """Send one request to the emulator on this thread's connection; return (status, reason, headers, body).
         Every request passes here, after the commit-file hold: a subclass that holds by another
         rule wraps this method (``helpers.driver_jobs.DataFirstGate``)."""
-        dynamodb = any(name.lower() == "x-amz-target" and value.startswith("DynamoDB") for name, value in headers)
-        target = (self.dynamodb_host, self.dynamodb_port) if dynamodb else (self.upstream_host, self.upstream_port)
+        dynamodb = any(
+            name.lower() == "x-amz-target" and value.startswith("DynamoDB")
+            for name, value in headers
+        )
+        target = (
+            (self.dynamodb_host, self.dynamodb_port)
+            if dynamodb
+            else (self.upstream_host, self.upstream_port)
+        )
         connections = getattr(self._local, "connections", None)
         if connections is None:
             connections = self._local.connections = {}  # this thread's, one per upstream
         for attempt in (1, 2):
             connection = connections.get(target)
             if connection is None:
-                connection = connections[target] = http.client.HTTPConnection(*target, timeout=UPSTREAM_TIMEOUT_S)
+                connection = connections[target] = http.client.HTTPConnection(
+                    *target, timeout=UPSTREAM_TIMEOUT_S
+                )
             try:
                 connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
                 for name, value in headers:
@@ -441,7 +543,9 @@ class CommitGate:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body leave in two writes: without this, each
+            disable_nagle_algorithm = (
+                True  # headers and body leave in two writes: without this, each
+            )
             # answer with a body waited ~40 ms for the client's delayed ACK
 
             def log_message(self, format, *args):  # noqa: A002  (quiet: the gate keeps its own log)
@@ -469,22 +573,38 @@ class CommitGate:
                 path_only = unquote(urlparse(self.path).path)
                 version = delta_log.commit_version(path_only)
                 request = slot = None
-                lock_request = parse_lock_request(self.headers.get("X-Amz-Target", ""), body,
-                                                  _client_of(self.headers.get("User-Agent", "")))
-                if version is not None and self.command in ("PUT", "HEAD"):  # the check and the write; reads are not logged
+                lock_request = parse_lock_request(
+                    self.headers.get("X-Amz-Target", ""),
+                    body,
+                    _client_of(self.headers.get("User-Agent", "")),
+                )
+                if version is not None and self.command in (
+                    "PUT",
+                    "HEAD",
+                ):  # the check and the write; reads are not logged
                     request = CommitRequest(
-                        t_arrived=time.time(), method=self.command, key=path_only.lstrip("/"),
-                        version=version, client=_client_of(self.headers.get("User-Agent", "")),
-                        conditional="If-None-Match" in self.headers, copy="x-amz-copy-source" in self.headers,
+                        t_arrived=time.time(),
+                        method=self.command,
+                        key=path_only.lstrip("/"),
+                        version=version,
+                        client=_client_of(self.headers.get("User-Agent", "")),
+                        conditional="If-None-Match" in self.headers,
+                        copy="x-amz-copy-source" in self.headers,
                     )
                     slot = gate._admit(request)
                     if slot is not None:
                         slot.turn.wait()
                         request.held_s = round(time.time() - request.t_arrived, 3)
                 try:
-                    status, reason, response_headers, data = gate.forward(self.command, self.path, headers, body)
+                    status, reason, response_headers, data = gate.forward(
+                        self.command, self.path, headers, body
+                    )
                 except Exception as error:  # the emulator is down or hung: say so to the client
-                    status, reason, response_headers = 502, "Bad Gateway", [("Content-Type", "text/plain")]
+                    status, reason, response_headers = (
+                        502,
+                        "Bad Gateway",
+                        [("Content-Type", "text/plain")],
+                    )
                     data = f"commit gate: the emulator at {gate.upstream_host}:{gate.upstream_port} did not answer: {error}".encode()
                 finally:
                     if slot is not None:
@@ -495,7 +615,9 @@ class CommitGate:
                     lock_request.status = status
                     if status >= 400:
                         try:
-                            lock_request.error = str(json.loads(data).get("__type", "")).rsplit("#", 1)[-1] or None
+                            lock_request.error = (
+                                str(json.loads(data).get("__type", "")).rsplit("#", 1)[-1] or None
+                            )
                         except ValueError:
                             lock_request.error = None
                     with gate._lock:
@@ -507,7 +629,10 @@ class CommitGate:
                         length = value
                     elif name.lower() not in HOP_BY_HOP:
                         self.send_header(name, value)
-                self.send_header("Content-Length", length if self.command == "HEAD" and length is not None else str(len(data)))
+                self.send_header(
+                    "Content-Length",
+                    length if self.command == "HEAD" and length is not None else str(len(data)),
+                )
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)

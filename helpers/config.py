@@ -67,7 +67,9 @@ def shown(path: Path | str) -> str:
 
 
 MASKED = "<masked>"
-_SECRET_KEY = re.compile(r"secret|token|password|(^|[._])(access[._])?key([._]|$)|_key$|key_id$", re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"secret|token|password|(^|[._])(access[._])?key([._]|$)|_key$|key_id$", re.IGNORECASE
+)
 
 
 def is_secret(key: str) -> bool:
@@ -93,7 +95,9 @@ def _env_int(name: str, default: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a port number; use a whole number such as {default}.") from None
+        raise ConfigError(
+            f"{name}={raw!r} is not a port number; use a whole number such as {default}."
+        ) from None
     if not 1 <= value <= 65535:
         raise ConfigError(f"{name}={value} is outside 1-65535; use a free port such as {default}.")
     return value
@@ -150,8 +154,10 @@ def s3_server() -> str:
     """``moto`` or ``versitygw`` (``WORKBOOK_S3_SERVER``); a misspelling is an error that lists both."""
     value = os.environ.get("WORKBOOK_S3_SERVER", "moto").strip().lower() or "moto"
     if value not in S3_SERVERS:
-        raise ConfigError(f"WORKBOOK_S3_SERVER={value!r} is not one of {', '.join(S3_SERVERS)}: unset it for moto, "
-                          "or set versitygw (`make versitygw` builds it).")
+        raise ConfigError(
+            f"WORKBOOK_S3_SERVER={value!r} is not one of {', '.join(S3_SERVERS)}: unset it for moto, "
+            "or set versitygw (`make versitygw` builds it)."
+        )
     return value
 
 
@@ -218,8 +224,10 @@ def azurite_blob_endpoint() -> str:
 CLOUD_AWS_SETTINGS = "AWS_ENDPOINT_URL (unset for AWS itself), AWS_REGION, HTTPS_PROXY"
 """What to check when AWS does not answer in the cloud profile (boto3 and delta-rs read them)."""
 CLOUD_AWS_CREDENTIALS = "the AWS credential chain (`aws sts get-caller-identity`: AWS_PROFILE, AWS_ACCESS_KEY_ID, SSO, an instance role)"
-CLOUD_AZURE_SETTINGS = "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ENDPOINT (unset for Azure itself), HTTPS_PROXY"
-CLOUD_AZURE_CREDENTIALS = "AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or `az login`, and the role in docs/running.md (\"Real cloud\")"
+CLOUD_AZURE_SETTINGS = (
+    "AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ENDPOINT (unset for Azure itself), HTTPS_PROXY"
+)
+CLOUD_AZURE_CREDENTIALS = 'AZURE_STORAGE_ACCOUNT_KEY, AZURE_CLIENT_* or `az login`, and the role in docs/running.md ("Real cloud")'
 
 
 def aws_endpoint(service: str = "s3") -> str:
@@ -228,7 +236,9 @@ def aws_endpoint(service: str = "s3") -> str:
     both), else AWS's regional endpoint."""
     if profile() == "local":
         return s3_emulator_endpoint() if service == "s3" else moto_endpoint()
-    override = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or os.environ.get("AWS_ENDPOINT_URL")
+    override = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper()}") or os.environ.get(
+        "AWS_ENDPOINT_URL"
+    )
     return override or f"https://{service}.{names().aws_region}.amazonaws.com"
 
 
@@ -237,7 +247,10 @@ def blob_endpoint() -> str:
     if set (delta-rs reads it too), else the account's own endpoint."""
     if profile() == "local":
         return azurite_blob_endpoint()
-    return os.environ.get("AZURE_STORAGE_ENDPOINT") or f"https://{azure_account_name()}.blob.core.windows.net"
+    return (
+        os.environ.get("AZURE_STORAGE_ENDPOINT")
+        or f"https://{azure_account_name()}.blob.core.windows.net"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,7 +273,9 @@ def names() -> Names:
         s3_bucket=os.environ.get("WORKBOOK_S3_BUCKET", "delta-root"),
         azure_container=os.environ.get("WORKBOOK_AZURE_CONTAINER", "delta"),
         dynamodb_lock_table=os.environ.get("WORKBOOK_DYNAMODB_TABLE", "delta_log"),
-        aws_region=os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", EMULATOR_AWS_REGION)),
+        aws_region=os.environ.get(
+            "AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", EMULATOR_AWS_REGION)
+        ),
     )
 
 

@@ -68,7 +68,9 @@ def commit_files(store, names=None) -> list[tuple[int, bytes]]:
     ``list()`` and ``read(relative_path)`` (a :class:`helpers.storage.TableStore`); ``names``: the
     table's files if already listed."""
     versions = {name: commit_version(name) for name in (store.list() if names is None else names)}
-    return sorted((version, store.read(name)) for name, version in versions.items() if version is not None)
+    return sorted(
+        (version, store.read(name)) for name, version in versions.items() if version is not None
+    )
 
 
 def is_data_file(path: str) -> bool:

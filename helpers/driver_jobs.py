@@ -93,15 +93,23 @@ class DataFirstGate(commitgate.CommitGate):
         its data file): a commit PUT released by it is logged ``released_by="max_wait_s"``, which
         a notebook's checks refuse. Clears :meth:`data_first_log`. Raises GateError for a bad argument."""
         if isinstance(data_files, bool) or not isinstance(data_files, int) or data_files < 1:
-            raise commitgate.GateError(f"data_files must be a whole number >= 1, not {data_files!r}.")
+            raise commitgate.GateError(
+                f"data_files must be a whole number >= 1, not {data_files!r}."
+            )
         if not max_wait_s > 0:
             raise commitgate.GateError(f"max_wait_s must be positive, not {max_wait_s!r}.")
         parsed = urlparse(table_uri)
         if parsed.scheme not in ("s3", "s3a") or not parsed.netloc:
-            raise commitgate.GateError(f"The gate holds S3 tables (s3:// or s3a://), not {table_uri!r}.")
+            raise commitgate.GateError(
+                f"The gate holds S3 tables (s3:// or s3a://), not {table_uri!r}."
+            )
         with self._data_lock:
             self._data_prefix = f"{parsed.netloc}/{parsed.path.strip('/')}/"
-            self._data_needed, self._data_written, self._data_max_wait_s = data_files, 0, float(max_wait_s)
+            self._data_needed, self._data_written, self._data_max_wait_s = (
+                data_files,
+                0,
+                float(max_wait_s),
+            )
             self._data_in = threading.Event()
             self._data_reason = None
             self._events = []
@@ -146,7 +154,7 @@ class DataFirstGate(commitgate.CommitGate):
         key = unquote(urlparse(path).path).lstrip("/")
         if not key.startswith(self._data_prefix):
             return None
-        relative = key[len(self._data_prefix):]
+        relative = key[len(self._data_prefix) :]
         if delta_log.commit_version(relative) is not None:
             return "commit"
         if delta_log.is_data_file(relative):
@@ -159,7 +167,12 @@ class DataFirstGate(commitgate.CommitGate):
             if kind is None:
                 event = None
             else:
-                event = GateEvent(order=0, kind=kind, file=unquote(urlparse(path).path).rsplit("/", 1)[-1], status=None)
+                event = GateEvent(
+                    order=0,
+                    kind=kind,
+                    file=unquote(urlparse(path).path).rsplit("/", 1)[-1],
+                    status=None,
+                )
                 event.held = kind == "commit" and not self._data_in.is_set()
                 self._events.append(event)
             arrived = time.monotonic()
@@ -198,7 +211,9 @@ def job_tags(job_id: str, batch: int) -> str:
     return json.dumps({WRITER_TAG: job_id, BATCH_TAG: str(batch)}, sort_keys=True)
 
 
-def append_jobs(spark, table_uri: str, batches: Sequence[int], *, on_error: Callable[[], None] | None = None):
+def append_jobs(
+    spark, table_uri: str, batches: Sequence[int], *, on_error: Callable[[], None] | None = None
+):
     """Append each landing batch to ``table_uri`` from its own thread of ``spark``'s driver (job
     ``j1`` appends ``batches[0]``, ...), all released together by a barrier once every job has
     built its DataFrame. Each batch is written as one Parquet file. Returns a pandas DataFrame,
@@ -219,8 +234,12 @@ def append_jobs(spark, table_uri: str, batches: Sequence[int], *, on_error: Call
         try:
             frame = spark.createDataFrame(landing.batch(batch)).coalesce(1)
             barrier.wait()
-            (frame.write.format("delta").mode("append").option("userMetadata", job_tags(job_id, batch))
-             .save(table_uri))
+            (
+                frame.write.format("delta")
+                .mode("append")
+                .option("userMetadata", job_tags(job_id, batch))
+                .save(table_uri)
+            )
             row["outcome"] = COMMITTED
         except BaseException as error:  # noqa: BLE001  (recorded, and the others are let go)
             barrier.abort()
@@ -228,12 +247,17 @@ def append_jobs(spark, table_uri: str, batches: Sequence[int], *, on_error: Call
             if on_error is not None:
                 on_error()
 
-    threads = [threading.Thread(target=job, args=(i, b), name=f"delta-job-{i + 1}") for i, b in enumerate(batches)]
+    threads = [
+        threading.Thread(target=job, args=(i, b), name=f"delta-job-{i + 1}")
+        for i, b in enumerate(batches)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return pd.DataFrame(results, columns=["job_id", "batch", "outcome", "error_class", "error_message"])
+    return pd.DataFrame(
+        results, columns=["job_id", "batch", "outcome", "error_class", "error_message"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,13 +277,28 @@ def commit_infos(table_uri: str):
     for version, body in delta_log.commit_files(store):
         info, _, _ = delta_log.read_commit(body)
         tags = commit_tags(info)
-        rows.append({
-            "version": version, "operation": info.get("operation"), "readVersion": info.get("readVersion"),
-            "isBlindAppend": info.get("isBlindAppend"), "isolationLevel": info.get("isolationLevel"),
-            "engine": info.get("engineInfo") or info.get("clientVersion"),
-            "writer_id": tags.get(WRITER_TAG), "batch": tags.get(BATCH_TAG),
-        })
-    columns = ["version", "operation", "readVersion", "isBlindAppend", "isolationLevel", "engine", "writer_id", "batch"]
+        rows.append(
+            {
+                "version": version,
+                "operation": info.get("operation"),
+                "readVersion": info.get("readVersion"),
+                "isBlindAppend": info.get("isBlindAppend"),
+                "isolationLevel": info.get("isolationLevel"),
+                "engine": info.get("engineInfo") or info.get("clientVersion"),
+                "writer_id": tags.get(WRITER_TAG),
+                "batch": tags.get(BATCH_TAG),
+            }
+        )
+    columns = [
+        "version",
+        "operation",
+        "readVersion",
+        "isBlindAppend",
+        "isolationLevel",
+        "engine",
+        "writer_id",
+        "batch",
+    ]
     frame = pd.DataFrame(rows, columns=columns).sort_values("version").reset_index(drop=True)
     for column in ("readVersion", "batch"):
         frame[column] = pd.to_numeric(frame[column]).astype("Int64")

@@ -67,7 +67,14 @@ def package_report(packages=KERNEL_PACKAGES) -> list[dict[str, object]]:
     rows = []
     for package in packages:
         pinned, installed = pinned_version(package), installed_version(package)
-        rows.append({"package": package, "pinned": pinned, "installed": installed, "ok": pinned == installed})
+        rows.append(
+            {
+                "package": package,
+                "pinned": pinned,
+                "installed": installed,
+                "ok": pinned == installed,
+            }
+        )
     return rows
 
 
@@ -76,7 +83,11 @@ def _first_line(command: list[str]) -> str:
         done = subprocess.run(command, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as error:
         return f"not found ({error.__class__.__name__})"
-    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else ""
+    return (
+        (done.stdout + done.stderr).strip().splitlines()[0]
+        if (done.stdout + done.stderr).strip()
+        else ""
+    )
 
 
 def tool_report() -> list[dict[str, object]]:
@@ -88,9 +99,24 @@ def tool_report() -> list[dict[str, object]]:
 
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     return [
-        {"tool": "Python", "required": "3.11", "found": python, "problem": preflight.check_python()},
-        {"tool": "Java", "required": f"{preflight.JAVA_MIN}-{preflight.JAVA_MAX}", "found": java, "problem": preflight.check_java()},
-        {"tool": "Node.js", "required": f">={preflight.NODE_MIN}", "found": node, "problem": preflight.check_node()},
+        {
+            "tool": "Python",
+            "required": "3.11",
+            "found": python,
+            "problem": preflight.check_python(),
+        },
+        {
+            "tool": "Java",
+            "required": f"{preflight.JAVA_MIN}-{preflight.JAVA_MAX}",
+            "found": java,
+            "problem": preflight.check_java(),
+        },
+        {
+            "tool": "Node.js",
+            "required": f">={preflight.NODE_MIN}",
+            "found": node,
+            "problem": preflight.check_node(),
+        },
     ]
 
 
@@ -106,8 +132,15 @@ def workbook_imports() -> list[str]:
     sources = [path.read_text() for path in sorted((config.ROOT / "helpers").rglob("*.py"))]
     for notebook in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")):
         cells = json.loads(notebook.read_text())["cells"]
-        sources += ["\n".join(line for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!")))
-                    for c in cells if c["cell_type"] == "code"]
+        sources += [
+            "\n".join(
+                line
+                for line in "".join(c["source"]).splitlines()
+                if not line.lstrip().startswith(("%", "!"))
+            )
+            for c in cells
+            if c["cell_type"] == "code"
+        ]
     found = set()
     for source in sources:
         for node in ast.walk(ast.parse(source)):
@@ -115,7 +148,11 @@ def workbook_imports() -> list[str]:
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.add(node.module)
-    return sorted(m for m in found if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "helpers")
+    return sorted(
+        m
+        for m in found
+        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "helpers"
+    )
 
 
 def import_report(modules: list[str] | None = None) -> list[dict[str, object]]:
@@ -128,7 +165,9 @@ def import_report(modules: list[str] | None = None) -> list[dict[str, object]]:
         try:
             importlib.import_module(module)
             error = None
-        except Exception as failure:  # the report is the record; notebook 00 turns it into a problem
+        except (
+            Exception
+        ) as failure:  # the report is the record; notebook 00 turns it into a problem
             error = f"{type(failure).__name__}: {failure}".splitlines()[0]
         rows.append({"module": module, "error": error})
     return rows

@@ -100,7 +100,9 @@ LOCK_SHAPE_ERAS: dict[str, Era] = {OLD_LOCK: ALL_ERAS[OLD_LOCK]}
 """The era installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
 apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
 
-CONFLICT_MATRIX_ERAS: dict[str, Era] = {LAST_REFUSING_DOUBLE_OPTIMIZE: ALL_ERAS[LAST_REFUSING_DOUBLE_OPTIMIZE]}
+CONFLICT_MATRIX_ERAS: dict[str, Era] = {
+    LAST_REFUSING_DOUBLE_OPTIMIZE: ALL_ERAS[LAST_REFUSING_DOUBLE_OPTIMIZE]
+}
 """Eras installed for the conflict matrix only (:mod:`helpers.matrix`), beside the timeline's:
 deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot."""
 
@@ -121,11 +123,15 @@ def python_for(name: str) -> Path:
     """The Python executable of an era's environment (raises EraError if it is not installed)."""
     chosen = era(name)
     if not chosen.python.exists():
-        raise EraError(f"The environment of {name} is not installed ({chosen.python} is missing). Run `make install`.")
+        raise EraError(
+            f"The environment of {name} is not installed ({chosen.python} is missing). Run `make install`."
+        )
     return chosen.python
 
 
-def run_in_era(name: str, args: list[str], *, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+def run_in_era(
+    name: str, args: list[str], *, timeout: float = 300, **kwargs
+) -> subprocess.CompletedProcess:
     """Run ``python <args>`` in an era's environment, from the workbook's folder (so ``-m helpers...``
     works), with telemetry off (``config.NO_TELEMETRY`` added to ``env``), and wait; output is
     captured as text."""
@@ -148,7 +154,9 @@ def installed_deltalake_version(name: str) -> str:
     """The deltalake version an era's environment really imports."""
     done = run_in_era(name, ["-c", "import deltalake; print(deltalake.__version__)"], timeout=120)
     if done.returncode != 0:
-        raise EraError(f"deltalake does not import in {name}: {done.stderr.strip()[-400:]} Run `make install`.")
+        raise EraError(
+            f"deltalake does not import in {name}: {done.stderr.strip()[-400:]} Run `make install`."
+        )
     return done.stdout.strip()
 
 

@@ -61,10 +61,16 @@ def _child(request: dict, closing: list[int], set_up: int) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         # the module search path `python -m` would have: the folder, PYTHONPATH, then the era's own
-        sys.path[:] = [request["cwd"], *filter(None, request["env"].get("PYTHONPATH", "").split(os.pathsep)), *_ERA_PATH]
-        streams = [os.open(os.devnull, os.O_RDONLY),
-                   os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-                   os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+        sys.path[:] = [
+            request["cwd"],
+            *filter(None, request["env"].get("PYTHONPATH", "").split(os.pathsep)),
+            *_ERA_PATH,
+        ]
+        streams = [
+            os.open(os.devnull, os.O_RDONLY),
+            os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+            os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+        ]
         for target, fd in enumerate(streams):
             os.dup2(fd, target)
             os.close(fd)
@@ -100,7 +106,9 @@ _ERA_PATH: list[str] = []
 def serve() -> None:
     given = set(filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     _ERA_PATH[:] = [entry for entry in sys.path[1:] if entry not in given]
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS need start no threads in the server
+    os.environ.setdefault(
+        "OPENBLAS_NUM_THREADS", "1"
+    )  # numpy's BLAS need start no threads in the server
     for name in PRELOAD:
         try:
             __import__(name)
@@ -137,7 +145,9 @@ def serve() -> None:
         if requests.fileno() not in readable:
             continue
         chunk = os.read(requests.fileno(), 65536)
-        if not chunk:  # the client is gone: its children live on, as processes started by Popen would
+        if (
+            not chunk
+        ):  # the client is gone: its children live on, as processes started by Popen would
             return
         pending += chunk
         while b"\n" in pending:
@@ -185,8 +195,9 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         with self._server.changed:
-            if not self._server.changed.wait_for(lambda: self.pid in self._server.exit_codes or self._server.lost,
-                                                 timeout=timeout):
+            if not self._server.changed.wait_for(
+                lambda: self.pid in self._server.exit_codes or self._server.lost, timeout=timeout
+            ):
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
         if self.pid not in self._server.exit_codes:
             raise ForkServerError(f"the fork server stopped before pid {self.pid} exited")
@@ -210,8 +221,14 @@ class _Server:
     """One era's fork server, as its client sees it."""
 
     def __init__(self, python: Path, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen([str(python), "-m", "helpers.forkserver"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=WORKBOOK)
+        self.process = subprocess.Popen(
+            [str(python), "-m", "helpers.forkserver"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=WORKBOOK,
+        )
         self.exit_codes: dict[int, int] = {}
         self.started: list[dict] = []
         self.changed = threading.Condition()
@@ -221,7 +238,9 @@ class _Server:
         if not first.startswith(b'{"ready"'):
             self.process.kill()
             why = self.process.stderr.read().decode(errors="replace")[-1500:]
-            raise ForkServerError(f"the fork server of {python} did not start: {why or first[:300]!r}")
+            raise ForkServerError(
+                f"the fork server of {python} did not start: {why or first[:300]!r}"
+            )
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -271,8 +290,17 @@ def enabled() -> bool:
     return os.environ.get("WORKBOOK_FORKSERVER", "1") != "0"
 
 
-def start(python: Path, module: str, args: list[str], *, env: dict[str, str], cwd: Path, stdout: Path, stderr: Path,
-          new_session: bool = False) -> ForkedProcess:
+def start(
+    python: Path,
+    module: str,
+    args: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    stdout: Path,
+    stderr: Path,
+    new_session: bool = False,
+) -> ForkedProcess:
     """Start ``python -m module args`` as a child of ``python``'s fork server (started on first use,
     with this environment, and kept for this process's later runs), with this environment, folder
     and output files."""
@@ -280,9 +308,20 @@ def start(python: Path, module: str, args: list[str], *, env: dict[str, str], cw
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None or server.lost or server.process.poll() is not None:
-            server = _SERVERS[key] = _Server(python, {k: v for k, v in env.items() if k != "PYTHONPATH"})
-    return server.start({"module": module, "args": args, "env": env, "cwd": str(cwd), "stdout": str(stdout),
-                         "stderr": str(stderr), "new_session": new_session})
+            server = _SERVERS[key] = _Server(
+                python, {k: v for k, v in env.items() if k != "PYTHONPATH"}
+            )
+    return server.start(
+        {
+            "module": module,
+            "args": args,
+            "env": env,
+            "cwd": str(cwd),
+            "stdout": str(stdout),
+            "stderr": str(stderr),
+            "new_session": new_session,
+        }
+    )
 
 
 @atexit.register

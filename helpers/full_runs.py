@@ -25,8 +25,11 @@ from typing import Sequence
 from helpers import config
 
 PUBLISHED_DIR = config.DATA_DIR / "full_runs"
-TABLES = {"bench": ("runs", "commits", "probe"), "torture": ("protocols", "operations", "kills", "restarts"),
-          "producers": ("runs", "racing")}
+TABLES = {
+    "bench": ("runs", "commits", "probe"),
+    "torture": ("protocols", "operations", "kills", "restarts"),
+    "producers": ("runs", "racing"),
+}
 """The tables of each kind of run, as its ``load`` reads them (``<table>.csv`` or ``<table>.csv.gz``)."""
 MAKE = {"bench": "make bench", "torture": "make torture", "producers": "make producers"}
 
@@ -54,14 +57,19 @@ def location(kind: str, name: str = "full") -> Path:
         return made_here
     if finished(PUBLISHED_DIR / kind):
         return PUBLISHED_DIR / kind
-    raise FullRunError(f"No finished {kind} run in {config.shown(made_here)} and none committed in "
-                       f"{config.shown(PUBLISHED_DIR / kind)}: `{MAKE[kind]}` makes one.")
+    raise FullRunError(
+        f"No finished {kind} run in {config.shown(made_here)} and none committed in "
+        f"{config.shown(PUBLISHED_DIR / kind)}: `{MAKE[kind]}` makes one."
+    )
 
 
 def describe(folder: Path) -> str:
     """Which copy a notebook is showing, in words."""
-    return ("this machine's run, in " if folder.is_relative_to(config.BUILD_DIR) else "the committed copy, in ") \
-        + config.shown(folder)
+    return (
+        "this machine's run, in "
+        if folder.is_relative_to(config.BUILD_DIR)
+        else "the committed copy, in "
+    ) + config.shown(folder)
 
 
 def read_table(folder: Path, table: str):
@@ -85,24 +93,34 @@ def publish(kind: str, folder: Path) -> Path:
     _check_kind(kind)
     folder = Path(folder)
     if not finished(folder):
-        raise FullRunError(f"{config.shown(folder)} holds no finished {kind} run (no meta.json): `{MAKE[kind]}` makes one.")
+        raise FullRunError(
+            f"{config.shown(folder)} holds no finished {kind} run (no meta.json): `{MAKE[kind]}` makes one."
+        )
     target = PUBLISHED_DIR / kind
     staging = target.with_name(f".{kind}.publishing")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for table in TABLES[kind]:  # mtime 0: publishing the same run twice writes the same bytes
-        (staging / f"{table}.csv.gz").write_bytes(gzip.compress((folder / f"{table}.csv").read_bytes(), mtime=0))
+        (staging / f"{table}.csv.gz").write_bytes(
+            gzip.compress((folder / f"{table}.csv").read_bytes(), mtime=0)
+        )
     meta = json.loads((folder / "meta.json").read_text())
-    (staging / "meta.json").write_text(json.dumps({**meta, "published_from": config.shown(folder)}, indent=1) + "\n")
+    (staging / "meta.json").write_text(
+        json.dumps({**meta, "published_from": config.shown(folder)}, indent=1) + "\n"
+    )
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)  # readers never see half a copy
     return target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.full_runs", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.full_runs", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="action", required=True)
-    publishing = sub.add_parser("publish", help="copy a finished run's tables into data/full_runs/<kind>/")
+    publishing = sub.add_parser(
+        "publish", help="copy a finished run's tables into data/full_runs/<kind>/"
+    )
     publishing.add_argument("kind", choices=sorted(TABLES))
     publishing.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
@@ -112,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(p.stat().st_size for p in target.iterdir())
-    print(f"published {args.kind} run {config.shown(args.folder)} to {config.shown(target)}/ ({size / 1024:.0f} KB)")
+    print(
+        f"published {args.kind} run {config.shown(args.folder)} to {config.shown(target)}/ ({size / 1024:.0f} KB)"
+    )
     return 0
 
 

@@ -51,15 +51,29 @@ KNOWN_LOG_FILES = {
     "log compaction": re.compile(rf"^({V})\.({V})\.compacted\.json$"),
     "last checkpoint": re.compile(r"^_last_checkpoint$"),
     "last vacuum": re.compile(r"^_last_vacuum_info$"),  # Delta Spark records its last VACUUM here
-    "file-system checksum": re.compile(r"^\..+\.crc$"),  # Hadoop's local file system writes .<name>.crc
+    "file-system checksum": re.compile(
+        r"^\..+\.crc$"
+    ),  # Hadoop's local file system writes .<name>.crc
     "listing hint": re.compile(r"^\.s3-optimization-\d+$"),  # Delta Spark on S3
-    "staged file": re.compile(r"^(?:\.tmp/.+|_commit_[0-9a-f-]{36}\.json\.tmp|\..+\.tmp)$"),  # written, then renamed
+    "staged file": re.compile(
+        r"^(?:\.tmp/.+|_commit_[0-9a-f-]{36}\.json\.tmp|\..+\.tmp)$"
+    ),  # written, then renamed
     "protocol folder": re.compile(r"^(?:_commits|_sidecars|_staged_commits)/.+$"),
 }
 READABLE_PROBLEMS = ("stray file", "removed twice")
 """Problem kinds a reader reads past: reported, yet they do not stop the auditor's read."""
-ACTIONS = {"add", "remove", "metaData", "protocol", "commitInfo", "txn", "cdc", "domainMetadata",
-           "checkpointMetadata", "sidecar"}
+ACTIONS = {
+    "add",
+    "remove",
+    "metaData",
+    "protocol",
+    "commitInfo",
+    "txn",
+    "cdc",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+}
 
 
 @dataclass(frozen=True)
@@ -106,18 +120,24 @@ class Check:
         return None if None in counts else sum(counts)
 
     def summary(self) -> str:
-        versions = (f"versions {self.commit_versions[0]}-{self.commit_versions[-1]}" if self.commit_versions else "no commits")
-        lines = [f"{self.table_uri}: {len(self.commit_versions)} commit files ({versions}), "
-                 f"{len(self.checkpoint_versions)} checkpoint(s), {len(self.live_files)} live data files, "
-                 f"{'unknown' if self.rows is None else self.rows} rows by the log's statistics, "
-                 f"{len(self.staged_leftovers)} staged file(s) left behind."]
+        versions = (
+            f"versions {self.commit_versions[0]}-{self.commit_versions[-1]}"
+            if self.commit_versions
+            else "no commits"
+        )
+        lines = [
+            f"{self.table_uri}: {len(self.commit_versions)} commit files ({versions}), "
+            f"{len(self.checkpoint_versions)} checkpoint(s), {len(self.live_files)} live data files, "
+            f"{'unknown' if self.rows is None else self.rows} rows by the log's statistics, "
+            f"{len(self.staged_leftovers)} staged file(s) left behind."
+        ]
         lines.append("No problems." if self.ok else f"{len(self.problems)} problem(s):")
         lines += [f"- {problem}" for problem in self.problems]
         return "\n".join(lines)
 
 
 def _log_name(path: str) -> str | None:
-    return path[len(delta_log.LOG_DIR):] if path.startswith(delta_log.LOG_DIR) else None
+    return path[len(delta_log.LOG_DIR) :] if path.startswith(delta_log.LOG_DIR) else None
 
 
 def _actions(name: str, version: int, body: bytes, problems: list[Problem]) -> list[dict]:
@@ -127,7 +147,9 @@ def _actions(name: str, version: int, body: bytes, problems: list[Problem]) -> l
     except UnicodeDecodeError as error:
         problems.append(Problem("malformed commit", name, version, f"not UTF-8 text ({error})"))
         return []
-    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [
+        (number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()
+    ]
     if not lines:
         problems.append(Problem("malformed commit", name, version, "the file is empty"))
     actions = []
@@ -135,31 +157,56 @@ def _actions(name: str, version: int, body: bytes, problems: list[Problem]) -> l
         try:
             action = json.loads(line)
         except ValueError as error:
-            problems.append(Problem("malformed commit", name, version, f"line {number} is not JSON ({error})"))
+            problems.append(
+                Problem("malformed commit", name, version, f"line {number} is not JSON ({error})")
+            )
             continue
         if not isinstance(action, dict) or len(action) != 1 or next(iter(action)) not in ACTIONS:
             shown = line if len(line) <= 80 else line[:77] + "..."
-            problems.append(Problem("malformed commit", name, version, f"line {number} is not one Delta action: {shown}"))
+            problems.append(
+                Problem(
+                    "malformed commit",
+                    name,
+                    version,
+                    f"line {number} is not one Delta action: {shown}",
+                )
+            )
             continue
         kind, value = next(iter(action.items()))
-        if kind in ("add", "remove") and not (isinstance(value, dict) and isinstance(value.get("path"), str)):
-            problems.append(Problem("malformed commit", name, version, f"line {number}: a {kind} action without a path"))
+        if kind in ("add", "remove") and not (
+            isinstance(value, dict) and isinstance(value.get("path"), str)
+        ):
+            problems.append(
+                Problem(
+                    "malformed commit",
+                    name,
+                    version,
+                    f"line {number}: a {kind} action without a path",
+                )
+            )
             continue
         actions.append(action)
     return actions
 
 
-def _checkpoint_state(store: storage.TableStore, parts: list[str], version: int,
-                      problems: list[Problem]) -> dict[str, int | None] | None:
+def _checkpoint_state(
+    store: storage.TableStore, parts: list[str], version: int, problems: list[Problem]
+) -> dict[str, int | None] | None:
     """The live files a checkpoint holds, or None (and a problem) if a part cannot be read."""
     import pyarrow.parquet as pq
 
     live: dict[str, int | None] = {}
     for part in parts:
         try:
-            rows = pq.read_table(io.BytesIO(store.read(part)), columns=["add"]).column("add").to_pylist()
+            rows = (
+                pq.read_table(io.BytesIO(store.read(part)), columns=["add"])
+                .column("add")
+                .to_pylist()
+            )
         except Exception as error:  # noqa: BLE001  (any reader error is the problem to report)
-            problems.append(Problem("unreadable checkpoint", part, version, f"{type(error).__name__}: {error}"))
+            problems.append(
+                Problem("unreadable checkpoint", part, version, f"{type(error).__name__}: {error}")
+            )
             return None
         for add in filter(None, rows):
             live[unquote(add["path"])] = delta_log.add_stats(add).get("numRecords")
@@ -195,19 +242,34 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
         elif kind == "staged file":
             leftovers.append(path)
         elif kind is None:
-            hint = (" (named like a commit, but a commit's version has exactly 20 digits)"
-                    if re.match(r"^\d+\.json$", name) else "")
-            problems.append(Problem("stray file", path, None,
-                                    f"not a commit, checkpoint, checksum or any other file of the Delta log{hint}"))
+            hint = (
+                " (named like a commit, but a commit's version has exactly 20 digits)"
+                if re.match(r"^\d+\.json$", name)
+                else ""
+            )
+            problems.append(
+                Problem(
+                    "stray file",
+                    path,
+                    None,
+                    f"not a commit, checkpoint, checksum or any other file of the Delta log{hint}",
+                )
+            )
 
     versions = sorted(commits)
     if versions:
         missing = sorted(set(range(versions[0], versions[-1] + 1)) - set(versions))
         for low, high in _runs(missing):
             span = f"versions {low}-{high} are" if high > low else f"version {low} is"
-            problems.append(Problem("version gap", delta_log.commit_file(low), low,
-                                    f"{span} missing: the log goes from {delta_log.commit_file_name(low - 1)} to "
-                                    f"{delta_log.commit_file_name(high + 1)}"))
+            problems.append(
+                Problem(
+                    "version gap",
+                    delta_log.commit_file(low),
+                    low,
+                    f"{span} missing: the log goes from {delta_log.commit_file_name(low - 1)} to "
+                    f"{delta_log.commit_file_name(high + 1)}",
+                )
+            )
     _check_last_checkpoint(store, present, checkpoints, problems)
 
     # the state: from version 0, or from the latest checkpoint the commits after it continue
@@ -215,9 +277,15 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
     if versions and versions[0] > 0:
         usable = [v for v in checkpoints if versions[0] - 1 <= v <= versions[-1]]
         if not usable:
-            problems.append(Problem("no starting point", commits[versions[0]], versions[0],
-                                    f"the log starts at version {versions[0]} and no checkpoint at version "
-                                    f"{versions[0] - 1} or later holds the state before it"))
+            problems.append(
+                Problem(
+                    "no starting point",
+                    commits[versions[0]],
+                    versions[0],
+                    f"the log starts at version {versions[0]} and no checkpoint at version "
+                    f"{versions[0] - 1} or later holds the state before it",
+                )
+            )
         else:
             start = max(usable)
     for version, parts in sorted(checkpoints.items()):
@@ -229,10 +297,16 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
         actions = _actions(commits[version], version, bodies[version], problems)
         kinds = {next(iter(a)) for a in actions}
         if version == 0 and actions and not {"protocol", "metaData"} <= kinds:
-            problems.append(Problem("missing table definition", commits[version], version,
-                                    f"version 0 has no {' or '.join(sorted({'protocol', 'metaData'} - kinds))} action"))
+            problems.append(
+                Problem(
+                    "missing table definition",
+                    commits[version],
+                    version,
+                    f"version 0 has no {' or '.join(sorted({'protocol', 'metaData'} - kinds))} action",
+                )
+            )
         for action in actions:
-            (kind, value), = action.items()
+            ((kind, value),) = action.items()
             if kind == "add":
                 live[unquote(value["path"])] = delta_log.add_stats(value).get("numRecords")
                 adders[unquote(value["path"])] = version
@@ -240,38 +314,80 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
             elif kind == "remove":
                 path = unquote(value["path"])
                 if path not in live and path in removers and removers[path] != version:
-                    problems.append(Problem("removed twice", path, version,
-                                            f"version {removers[path]} already removed it: this commit was built on an older "
-                                            f"snapshot, so what it rewrote from the file is in the table twice"))
+                    problems.append(
+                        Problem(
+                            "removed twice",
+                            path,
+                            version,
+                            f"version {removers[path]} already removed it: this commit was built on an older "
+                            f"snapshot, so what it rewrote from the file is in the table twice",
+                        )
+                    )
                 live.pop(path, None)
                 removers.setdefault(path, version)
-    for version in (v for v in versions if v <= start):  # older commits: still read, so a broken one is named
+    for version in (
+        v for v in versions if v <= start
+    ):  # older commits: still read, so a broken one is named
         _actions(commits[version], version, bodies[version], problems)
 
     for path in sorted(live):
         if "://" in path:
             continue  # an absolute path (a shallow clone's file) lives in another table's folder
         if path not in present:
-            origin = f"added at version {adders[path]}" if path in adders else f"held by the checkpoint at version {start}"
-            problems.append(Problem("missing data file", path, adders.get(path),
-                                    f"the current state references it ({origin}) and storage does not have it"))
-    return Check(table_uri=str(table_uri), commit_versions=versions, checkpoint_versions=sorted(checkpoints),
-                 start=start if versions else None, live_files=live, staged_leftovers=leftovers, commit_bodies=bodies,
-                 problems=sorted(problems, key=lambda p: (p.version is None, p.version or 0, p.kind, p.file)))
+            origin = (
+                f"added at version {adders[path]}"
+                if path in adders
+                else f"held by the checkpoint at version {start}"
+            )
+            problems.append(
+                Problem(
+                    "missing data file",
+                    path,
+                    adders.get(path),
+                    f"the current state references it ({origin}) and storage does not have it",
+                )
+            )
+    return Check(
+        table_uri=str(table_uri),
+        commit_versions=versions,
+        checkpoint_versions=sorted(checkpoints),
+        start=start if versions else None,
+        live_files=live,
+        staged_leftovers=leftovers,
+        commit_bodies=bodies,
+        problems=sorted(
+            problems, key=lambda p: (p.version is None, p.version or 0, p.kind, p.file)
+        ),
+    )
 
 
-def _check_last_checkpoint(store: storage.TableStore, present: set[str], checkpoints: dict[int, list[str]],
-                           problems: list[Problem]) -> None:
+def _check_last_checkpoint(
+    store: storage.TableStore,
+    present: set[str],
+    checkpoints: dict[int, list[str]],
+    problems: list[Problem],
+) -> None:
     name = delta_log.LOG_DIR + "_last_checkpoint"
     if name not in present:
         return
     try:
         version = int(json.loads(store.read(name))["version"])
     except (ValueError, KeyError, TypeError) as error:
-        problems.append(Problem("unreadable checkpoint", name, None, f"not a JSON object with a version ({error})"))
+        problems.append(
+            Problem(
+                "unreadable checkpoint", name, None, f"not a JSON object with a version ({error})"
+            )
+        )
         return
     if version not in checkpoints:
-        problems.append(Problem("unreadable checkpoint", name, version, f"it points at version {version}, which has no checkpoint file"))
+        problems.append(
+            Problem(
+                "unreadable checkpoint",
+                name,
+                version,
+                f"it points at version {version}, which has no checkpoint file",
+            )
+        )
 
 
 def _runs(values: list[int]) -> list[tuple[int, int]]:

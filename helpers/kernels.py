@@ -92,10 +92,15 @@ def short_parent() -> Path | None:
 
 def fallback_reason() -> str:
     """Why kernels talk over TCP: every folder tried, with the length its sockets would have."""
-    tried = ", ".join(f"{p} ({socket_path_length(_made_in(p))} bytes)" for p in candidate_parents()) or "none writable"
-    return (f"kernels talk over TCP on 127.0.0.1: no temporary folder is short enough for their Unix sockets "
-            f"(at most {SOCKET_PATH_MAX} bytes; tried {tried}). Set TMPDIR to a short folder, such as /tmp, "
-            "to use Unix sockets.")
+    tried = (
+        ", ".join(f"{p} ({socket_path_length(_made_in(p))} bytes)" for p in candidate_parents())
+        or "none writable"
+    )
+    return (
+        f"kernels talk over TCP on 127.0.0.1: no temporary folder is short enough for their Unix sockets "
+        f"(at most {SOCKET_PATH_MAX} bytes; tried {tried}). Set TMPDIR to a short folder, such as /tmp, "
+        "to use Unix sockets."
+    )
 
 
 def say_once(message: str) -> None:
@@ -125,7 +130,9 @@ def _short_sockets(base: type) -> type:
     from traitlets import Unicode, default
 
     class ShortSockets(base):
-        socket_folder = Unicode("", config=True, help="The folder for the kernel's Unix sockets (empty: TCP).")
+        socket_folder = Unicode(
+            "", config=True, help="The folder for the kernel's Unix sockets (empty: TCP)."
+        )
 
         @default("transport")
         def _transport_default(self) -> str:
@@ -134,7 +141,9 @@ def _short_sockets(base: type) -> type:
         @default("ip")
         def _ip_default(self) -> str:
             if self.transport == "ipc" and self.socket_folder:
-                return os.path.join(self.socket_folder, "k" + uuid.uuid4().hex[:SOCKET_STEM_LENGTH - 1])
+                return os.path.join(
+                    self.socket_folder, "k" + uuid.uuid4().hex[: SOCKET_STEM_LENGTH - 1]
+                )
             return super()._ip_default()
 
     return ShortSockets
@@ -175,8 +184,11 @@ def lab_arguments(folder: Path | None) -> list[str]:
     """JupyterLab's command-line settings for its kernels: sockets in ``folder``, or TCP."""
     if folder is None:
         return ["--KernelManager.transport=tcp"]
-    return [f"--MappingKernelManager.kernel_manager_class={MODULE}.LabKernelManager",
-            f"--LabKernelManager.socket_folder={folder}", "--KernelManager.transport=ipc"]
+    return [
+        f"--MappingKernelManager.kernel_manager_class={MODULE}.LabKernelManager",
+        f"--LabKernelManager.socket_folder={folder}",
+        "--KernelManager.transport=ipc",
+    ]
 
 
 def preflight_note(root: Path) -> str | None:
@@ -186,13 +198,17 @@ def preflight_note(root: Path) -> str | None:
     deep = not fits(where, JUPYTER_SOCKET_NAME)
     parent = short_parent()
     if parent is None:
-        return (f"this clone's path is {len(os.fsencode(str(root)))} bytes long. " if deep else "") + fallback_reason()
+        return (
+            f"this clone's path is {len(os.fsencode(str(root)))} bytes long. " if deep else ""
+        ) + fallback_reason()
     if not deep:
         return None
-    return (f"this clone's path is {len(os.fsencode(str(root)))} bytes long: a kernel's Unix socket in a folder of it "
-            f"would take {socket_path_length(where, JUPYTER_SOCKET_NAME)} bytes, more than the {SOCKET_PATH_MAX} allowed. "
-            f"The workbook names kernel sockets in {_made_in(parent).parent}/{FOLDER_PREFIX}XXXXXXXX/ instead "
-            f"({socket_path_length(_made_in(parent))} bytes), so nothing needs doing.")
+    return (
+        f"this clone's path is {len(os.fsencode(str(root)))} bytes long: a kernel's Unix socket in a folder of it "
+        f"would take {socket_path_length(where, JUPYTER_SOCKET_NAME)} bytes, more than the {SOCKET_PATH_MAX} allowed. "
+        f"The workbook names kernel sockets in {_made_in(parent).parent}/{FOLDER_PREFIX}XXXXXXXX/ instead "
+        f"({socket_path_length(_made_in(parent))} bytes), so nothing needs doing."
+    )
 
 
 def lab(root: str, extra: Sequence[str] = ()) -> int:
@@ -201,7 +217,11 @@ def lab(root: str, extra: Sequence[str] = ()) -> int:
     from jupyterlab.labapp import LabApp
 
     with socket_folder() as folder:
-        listen = [] if any(a.startswith(("--ip=", "--ServerApp.ip=")) for a in extra) else ["--ip=127.0.0.1"]
+        listen = (
+            []
+            if any(a.startswith(("--ip=", "--ServerApp.ip=")) for a in extra)
+            else ["--ip=127.0.0.1"]
+        )
         argv = [*listen, f"--ServerApp.root_dir={root}", *lab_arguments(folder), *extra]
         if os.geteuid() == 0:
             argv.append("--allow-root")
@@ -212,19 +232,29 @@ def lab(root: str, extra: Sequence[str] = ()) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.kernels", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.kernels", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    start = commands.add_parser("lab", help="JupyterLab on 127.0.0.1, its kernels' sockets in a private folder")
+    start = commands.add_parser(
+        "lab", help="JupyterLab on 127.0.0.1, its kernels' sockets in a private folder"
+    )
     start.add_argument("root", help="the folder it serves (notebooks or student)")
     commands.add_parser("where", help="where kernels' sockets go on this machine")
     args, extra = parser.parse_known_args(argv)
     if args.command == "where":
         parent = short_parent()
-        print(f"{parent}/{FOLDER_PREFIX}XXXXXXXX/ ({socket_path_length(_made_in(parent))} of {SOCKET_PATH_MAX} bytes)"
-              if parent else fallback_reason())
+        print(
+            f"{parent}/{FOLDER_PREFIX}XXXXXXXX/ ({socket_path_length(_made_in(parent))} of {SOCKET_PATH_MAX} bytes)"
+            if parent
+            else fallback_reason()
+        )
         return 0
     if not Path(args.root).is_dir():
-        print(f"error: {args.root} is not a folder: use notebooks (the default) or student", file=sys.stderr)
+        print(
+            f"error: {args.root} is not a folder: use notebooks (the default) or student",
+            file=sys.stderr,
+        )
         return 2
     return lab(args.root, extra)
 

@@ -49,9 +49,17 @@ KERNEL_START_TIMEOUT_S = 50.0
 """A kernel not connected and idle this long after the notebook opened never will be (it takes a
 few seconds; Jupyter Server itself gives up waiting for its first answer after 60 s). A kernel that dies, or that the server cannot start, fails the check sooner: as
 soon as the server's log or the kernel's state says so."""
-CHROMIUM_FLAGS = ("--headless=new", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--window-size=1400,1000")
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1000",
+)
 """Headless, and nothing that reaches the network by itself (updates, sync, QUIC probes)."""
 
 
@@ -70,12 +78,16 @@ class LabCheckError(lab_server.LabServerError):
 def browser_binaries() -> tuple[str, str]:
     """(chromium, chromedriver): from WORKBOOK_CHROMIUM / WORKBOOK_CHROMEDRIVER or PATH."""
     found = {}
-    for name, variable, commands in (("chromium", "WORKBOOK_CHROMIUM", ("chromium", "chromium-browser")),
-                                     ("chromedriver", "WORKBOOK_CHROMEDRIVER", ("chromedriver",))):
+    for name, variable, commands in (
+        ("chromium", "WORKBOOK_CHROMIUM", ("chromium", "chromium-browser")),
+        ("chromedriver", "WORKBOOK_CHROMEDRIVER", ("chromedriver",)),
+    ):
         given = os.environ.get(variable)
         if given:
             if not (os.path.isfile(given) and os.access(given, os.X_OK)):
-                raise LabCheckError(f"{variable}={given} is not an executable file: point it at {name}, or unset it to use the one on PATH.")
+                raise LabCheckError(
+                    f"{variable}={given} is not an executable file: point it at {name}, or unset it to use the one on PATH."
+                )
             found[name] = given
         else:
             found[name] = next((path for path in map(shutil.which, commands) if path), None)
@@ -95,9 +107,15 @@ def _menu_command(browser, wait, menu: str, command: str) -> None:
 
     bar = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
     next(item for item in bar if item.text.strip() == menu).click()
-    item = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, f".lm-Menu-item[data-command='{command}']")))
-    if "lm-mod-disabled" in (item.get_attribute("class") or ""):  # a click would do nothing, and the check would wait forever
-        raise LabCheckError(f"{menu} > {item.text.strip()} is disabled in JupyterLab; see {config.shown(WORK_DIR / 'jupyterlab.log')}.")
+    item = wait.until(
+        seen.element_to_be_clickable((By.CSS_SELECTOR, f".lm-Menu-item[data-command='{command}']"))
+    )
+    if "lm-mod-disabled" in (
+        item.get_attribute("class") or ""
+    ):  # a click would do nothing, and the check would wait forever
+        raise LabCheckError(
+            f"{menu} > {item.text.strip()} is disabled in JupyterLab; see {config.shown(WORK_DIR / 'jupyterlab.log')}."
+        )
     item.click()
 
 
@@ -112,7 +130,11 @@ class KernelTrouble(Exception):
 def _status_bar(browser) -> str:
     from selenium.webdriver.common.by import By
 
-    return " / ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem") if e.text.strip())
+    return " / ".join(
+        e.text
+        for e in browser.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")
+        if e.text.strip()
+    )
 
 
 def headless_browser(chromium: str, driver_path: str, profile: Path):
@@ -124,10 +146,14 @@ def headless_browser(chromium: str, driver_path: str, profile: Path):
     options.binary_location = chromium
     for flag in (*chromium_flags(), f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    return webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+    return webdriver.Chrome(
+        options=options, service=webdriver.ChromeService(executable_path=driver_path)
+    )
 
 
-def _drive(lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot: Path, saved: Path) -> dict:
+def _drive(
+    lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot: Path, saved: Path
+) -> dict:
     """Open the notebook, run all cells from the Run menu, save from the File menu, take a
     screenshot; return what the page showed. Every wait also watches the kernel (:meth:`Lab.kernel_trouble`)."""
     from selenium.common.exceptions import TimeoutException
@@ -143,44 +169,80 @@ def _drive(lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot:
             if trouble:
                 raise KernelTrouble(trouble)
             return condition(b)
+
         return check
 
     try:
         browser.get(lab.url(f"lab/tree/{notebook}"))
         wait = WebDriverWait(browser, RUN_TIMEOUT_S, poll_frequency=1)
-        wait.until(watching(seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))))
+        wait.until(
+            watching(
+                seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
+            )
+        )
         # the kernel connected and idle, as the status bar says it ("<kernel> | Idle"); before that
         # the Run menu's commands are disabled
         try:
-            WebDriverWait(browser, KERNEL_START_TIMEOUT_S, poll_frequency=1).until(watching(
-                lambda b: any(e.text.strip().endswith("| Idle") for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem"))))
+            WebDriverWait(browser, KERNEL_START_TIMEOUT_S, poll_frequency=1).until(
+                watching(
+                    lambda b: any(
+                        e.text.strip().endswith("| Idle")
+                        for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")
+                    )
+                )
+            )
         except TimeoutException:
-            raise KernelTrouble(kernel_failure(
-                lab.log.read_text(encoding="utf-8", errors="replace"),
-                f"the notebook's kernel has not connected {KERNEL_START_TIMEOUT_S:.0f} s after the notebook opened "
-                f"(status bar: {_status_bar(browser) or 'empty'}; kernels: {', '.join(lab.kernel_states()) or 'none'})")
-                + f"\nThe server's whole log: {config.shown(lab.log)}.") from None
-        kernel_shown = browser.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']").text
+            raise KernelTrouble(
+                kernel_failure(
+                    lab.log.read_text(encoding="utf-8", errors="replace"),
+                    f"the notebook's kernel has not connected {KERNEL_START_TIMEOUT_S:.0f} s after the notebook opened "
+                    f"(status bar: {_status_bar(browser) or 'empty'}; kernels: {', '.join(lab.kernel_states()) or 'none'})",
+                )
+                + f"\nThe server's whole log: {config.shown(lab.log)}."
+            ) from None
+        kernel_shown = browser.find_element(
+            By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']"
+        ).text
         code_cells = len(browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
         _menu_command(browser, wait, "Run", "runmenu:run-all")
 
         def prompts(b) -> list[str]:
-            return [p.text.strip() for p in b.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt")]
+            return [
+                p.text.strip()
+                for p in b.find_elements(
+                    By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
+                )
+            ]
 
         def finished(b) -> bool:
-            idle = b.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']")
-            return bool(idle) and len(shown := prompts(b)) == code_cells and all(PROMPT.match(p) for p in shown)
+            idle = b.find_elements(
+                By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+            )
+            return (
+                bool(idle)
+                and len(shown := prompts(b)) == code_cells
+                and all(PROMPT.match(p) for p in shown)
+            )
 
         wait.until(watching(finished))
         counts = [int(PROMPT.match(p).group(1)) for p in prompts(browser)]
         # a traceback is rendered as stderr with ANSI colours (a warning has none)
-        errors_shown = len(browser.find_elements(
-            By.CSS_SELECTOR, ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .ansi-red-fg"))
+        errors_shown = len(
+            browser.find_elements(
+                By.CSS_SELECTOR,
+                ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .ansi-red-fg",
+            )
+        )
         before = saved.stat().st_mtime_ns
         _menu_command(browser, wait, "File", "docmanager:save")
         wait.until(lambda b: saved.stat().st_mtime_ns != before)
         browser.save_screenshot(str(screenshot))
-        return {"kernel_shown": kernel_shown, "code_cells": code_cells, "counts": counts, "errors_shown": errors_shown}
+        return {
+            "kernel_shown": kernel_shown,
+            "code_cells": code_cells,
+            "counts": counts,
+            "errors_shown": errors_shown,
+        }
     except KernelTrouble as trouble:
         failed = screenshot.with_name("kernel-failed.png")
         browser.save_screenshot(str(failed))
@@ -188,8 +250,10 @@ def _drive(lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot:
     except TimeoutException:
         failed = screenshot.with_name("timed-out.png")
         browser.save_screenshot(str(failed))
-        raise LabCheckError(f"JupyterLab did not get there within {RUN_TIMEOUT_S:.0f} s (status bar: {_status_bar(browser) or 'empty'}); "
-                            f"the page is in {config.shown(failed)}, the server's log in {config.shown(lab.log)}.") from None
+        raise LabCheckError(
+            f"JupyterLab did not get there within {RUN_TIMEOUT_S:.0f} s (status bar: {_status_bar(browser) or 'empty'}); "
+            f"the page is in {config.shown(failed)}, the server's log in {config.shown(lab.log)}."
+        ) from None
     finally:
         browser.quit()
 
@@ -223,27 +287,42 @@ def check(notebook: str = NOTEBOOK) -> list[str]:
         shown = _drive(lab, notebook, chromium, driver_path, WORK_DIR / "notebook-01.png", copy)
     saved = json.loads(copy.read_text())
     code = [c for c in saved["cells"] if c["cell_type"] == "code"]
-    errors = [o.get("ename", "?") for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o.get("ename", "?")
+        for c in code
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
     failures = []
     if len(code) != shown["code_cells"]:
-        failures.append(f"code cells on the page: {shown['code_cells']}, in the notebook: {len(code)}")
+        failures.append(
+            f"code cells on the page: {shown['code_cells']}, in the notebook: {len(code)}"
+        )
     saved_counts = [c.get("execution_count") for c in code]
     if shown["counts"] != list(range(1, len(code) + 1)):
-        failures.append(f"prompts on the page after Run All: {shown['counts']}, not 1..{len(code)} in order")
+        failures.append(
+            f"prompts on the page after Run All: {shown['counts']}, not 1..{len(code)} in order"
+        )
     if saved_counts != shown["counts"]:
-        failures.append(f"execution counts in the saved notebook {saved_counts} differ from the page's {shown['counts']}")
+        failures.append(
+            f"execution counts in the saved notebook {saved_counts} differ from the page's {shown['counts']}"
+        )
     if errors:
         failures.append(f"cells that raised: {errors}")
     if shown["errors_shown"]:
         failures.append(f"error outputs on the page: {shown['errors_shown']}")
     spec = saved["metadata"].get("kernelspec", {})
     if spec.get("name") != workbook.KERNEL_NAME:
-        failures.append(f"kernel in the saved notebook: {spec.get('name')!r}, not {workbook.KERNEL_NAME!r}")
+        failures.append(
+            f"kernel in the saved notebook: {spec.get('name')!r}, not {workbook.KERNEL_NAME!r}"
+        )
     display_name = workbook.KERNELSPEC["display_name"]
     if shown["kernel_shown"] != display_name:
         failures.append(f"kernel in the toolbar: {shown['kernel_shown']!r}, not {display_name!r}")
-    print(f"{notebook} in JupyterLab (headless Chromium): {len(code)} code cells run in {time.monotonic() - started:.0f} s, "
-          f"{len(errors)} errors, kernel {shown['kernel_shown']!r}; screenshot {config.shown(WORK_DIR / 'notebook-01.png')}")
+    print(
+        f"{notebook} in JupyterLab (headless Chromium): {len(code)} code cells run in {time.monotonic() - started:.0f} s, "
+        f"{len(errors)} errors, kernel {shown['kernel_shown']!r}; screenshot {config.shown(WORK_DIR / 'notebook-01.png')}"
+    )
     return failures
 
 

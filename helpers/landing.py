@@ -34,14 +34,64 @@ GENERATED_DIR = config.BUILD_DIR / "landing"
 """Every other batch, written the first time it is asked for."""
 
 _FIRST_NAMES = (
-    "Aroha", "Bilal", "Chiara", "Dmitri", "Esi", "Farah", "Gustavo", "Hana", "Ines", "Jomo",
-    "Kaito", "Leila", "Mateo", "Nadia", "Oskar", "Priya", "Quentin", "Rosa", "Sione", "Tamar",
-    "Umar", "Valentina", "Wiremu", "Ximena", "Yusuf", "Zofia", "Amara", "Bjorn", "Camille",
+    "Aroha",
+    "Bilal",
+    "Chiara",
+    "Dmitri",
+    "Esi",
+    "Farah",
+    "Gustavo",
+    "Hana",
+    "Ines",
+    "Jomo",
+    "Kaito",
+    "Leila",
+    "Mateo",
+    "Nadia",
+    "Oskar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sione",
+    "Tamar",
+    "Umar",
+    "Valentina",
+    "Wiremu",
+    "Ximena",
+    "Yusuf",
+    "Zofia",
+    "Amara",
+    "Bjorn",
+    "Camille",
 )
 _LAST_NAMES = (
-    "Ngata", "Haddad", "Rossi", "Volkov", "Mensah", "Rahimi", "Pereira", "Sato", "Moreau",
-    "Kamau", "Tanaka", "Karimi", "Garcia", "Novak", "Lindqvist", "Iyer", "Dubois", "Silva",
-    "Tupou", "Levi", "Farouk", "Costa", "Parata", "Ruiz", "Demir", "Kowalska", "Okafor",
+    "Ngata",
+    "Haddad",
+    "Rossi",
+    "Volkov",
+    "Mensah",
+    "Rahimi",
+    "Pereira",
+    "Sato",
+    "Moreau",
+    "Kamau",
+    "Tanaka",
+    "Karimi",
+    "Garcia",
+    "Novak",
+    "Lindqvist",
+    "Iyer",
+    "Dubois",
+    "Silva",
+    "Tupou",
+    "Levi",
+    "Farouk",
+    "Costa",
+    "Parata",
+    "Ruiz",
+    "Demir",
+    "Kowalska",
+    "Okafor",
 )
 
 
@@ -75,7 +125,10 @@ def rows_per_batch(ids) -> dict[int, int]:
 def landing_rows(batch: int) -> list[dict[str, Any]]:
     """The rows of a batch, always the same: ``{"id": 101, "name": "Aroha Ngata"}``, ..."""
     return [
-        {"id": i, "name": f"{_FIRST_NAMES[(i * 7) % len(_FIRST_NAMES)]} {_LAST_NAMES[(i * 11) % len(_LAST_NAMES)]}"}
+        {
+            "id": i,
+            "name": f"{_FIRST_NAMES[(i * 7) % len(_FIRST_NAMES)]} {_LAST_NAMES[(i * 11) % len(_LAST_NAMES)]}",
+        }
         for i in batch_ids(batch)
     ]
 
@@ -101,7 +154,9 @@ def write_landing_file(batch: int, folder: str | os.PathLike) -> Path:
         if landing_format(batch) == "jsonl":
             out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         else:
-            table = csv.DictWriter(out, fieldnames=[name for name, _ in LANDING_COLUMNS], lineterminator="\n")
+            table = csv.DictWriter(
+                out, fieldnames=[name for name, _ in LANDING_COLUMNS], lineterminator="\n"
+            )
             table.writeheader()
             table.writerows(rows)
     os.replace(tmp, path)
@@ -140,15 +195,29 @@ def read_landing_file(path: str | os.PathLike):
         if path.suffix in (".jsonl", ".json"):
             import pyarrow.json as pj
 
-            table = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+            table = pj.read_json(
+                path,
+                parse_options=pj.ParseOptions(
+                    explicit_schema=schema, unexpected_field_behavior="error"
+                ),
+            )
         elif path.suffix == ".csv":
             import pyarrow.csv as pc
 
-            table = pc.read_csv(path, convert_options=pc.ConvertOptions(column_types=schema, include_columns=schema.names))
+            table = pc.read_csv(
+                path,
+                convert_options=pc.ConvertOptions(
+                    column_types=schema, include_columns=schema.names
+                ),
+            )
         else:
-            raise LandingError(f"Landing file {path} is neither .jsonl nor .csv; the writer reads only those.")
+            raise LandingError(
+                f"Landing file {path} is neither .jsonl nor .csv; the writer reads only those."
+            )
     except pa.ArrowInvalid as error:
-        raise LandingError(f"Landing file {path} does not fit the schema id:int32, name:string ({error}).") from None
+        raise LandingError(
+            f"Landing file {path} does not fit the schema id:int32, name:string ({error})."
+        ) from None
     return table.select(schema.names).cast(schema)
 
 

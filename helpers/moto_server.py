@@ -75,8 +75,12 @@ class AtomicWrites:
 
     def __call__(self, environ, start_response):
         if environ.get("REQUEST_METHOD", "GET").upper() in READS:
-            return self.app(environ, lambda status, headers, exc_info=None: start_response(
-                status, [*headers, (MARK_HEADER, MARK_VALUE)], exc_info))
+            return self.app(
+                environ,
+                lambda status, headers, exc_info=None: start_response(
+                    status, [*headers, (MARK_HEADER, MARK_VALUE)], exc_info
+                ),
+            )
         body = _read_body(environ)  # off the lock: a slow client must not hold up everyone's writes
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
@@ -100,11 +104,24 @@ def _read_body(environ) -> bytes:
         return b""
 
 
-HOP_BY_HOP = {f"HTTP_{name}" for name in (
-    "CONNECTION", "KEEP_ALIVE", "TRANSFER_ENCODING", "TE", "TRAILER", "UPGRADE", "EXPECT", "PROXY_CONNECTION")}
+HOP_BY_HOP = {
+    f"HTTP_{name}"
+    for name in (
+        "CONNECTION",
+        "KEEP_ALIVE",
+        "TRANSFER_ENCODING",
+        "TE",
+        "TRAILER",
+        "UPGRADE",
+        "EXPECT",
+        "PROXY_CONNECTION",
+    )
+}
 """Headers about the connection that carried a request, not the request: the journal leaves them out."""
 DYNAMODB_READ = re.compile(r"DynamoDB_\d+\.(Get|BatchGet|TransactGet|Describe|List|Query|Scan)")
-PRESERVED_NAMES = "moto.preserved_header_names"  # moto's MotoRequestHandler: S3 metadata names with "_"
+PRESERVED_NAMES = (
+    "moto.preserved_header_names"  # moto's MotoRequestHandler: S3 metadata names with "_"
+)
 RESET_PATH = "/moto-api/reset"
 IDS = re.compile(r"(?<=uploadId=)[^&\s]+|(?<=versionId=)[^&\s]+|(?<=<VersionId>)[^<\s]+")
 """Where a request names an id moto chose: in the query, in x-amz-copy-source, in a multi-delete body."""
@@ -126,11 +143,20 @@ class Journal:
         if DYNAMODB_READ.match(environ.get("HTTP_X_AMZ_TARGET", "")):
             return None
         query = environ.get("QUERY_STRING", "")
-        path = environ.get("RAW_URI") or environ.get("PATH_INFO", "/") + (f"?{query}" if query else "")
-        headers = {k: v for k, v in environ.items()
-                   if (k.startswith("HTTP_") and k not in HOP_BY_HOP) or k == "CONTENT_TYPE"}
-        request = {"method": environ["REQUEST_METHOD"], "path": path, "headers": headers,
-                   "body": base64.b64encode(body).decode("ascii")}
+        path = environ.get("RAW_URI") or environ.get("PATH_INFO", "/") + (
+            f"?{query}" if query else ""
+        )
+        headers = {
+            k: v
+            for k, v in environ.items()
+            if (k.startswith("HTTP_") and k not in HOP_BY_HOP) or k == "CONTENT_TYPE"
+        }
+        request = {
+            "method": environ["REQUEST_METHOD"],
+            "path": path,
+            "headers": headers,
+            "body": base64.b64encode(body).decode("ascii"),
+        }
         if environ.get(PRESERVED_NAMES):
             request["names"] = environ[PRESERVED_NAMES]
         return request
@@ -160,7 +186,9 @@ class Journal:
                     count += 1
                     try:
                         failure = _replay(app, json.loads(line), ids)
-                    except Exception as error:  # one bad line must not keep the rest of the state away
+                    except (
+                        Exception
+                    ) as error:  # one bad line must not keep the rest of the state away
                         failure = f"line {count}: {type(error).__name__}: {error}"
                     if failure:
                         failures.append(failure)
@@ -206,7 +234,9 @@ def _chosen_ids(request: dict, headers, data: bytes) -> dict:
     version = next((v for k, v in headers if k.lower() == "x-amz-version-id"), None)
     if version and version != "null":
         found["version_id"] = version
-    if request["method"] == "POST" and "uploads" in parse_qs(urlsplit(request["path"]).query, keep_blank_values=True):
+    if request["method"] == "POST" and "uploads" in parse_qs(
+        urlsplit(request["path"]).query, keep_blank_values=True
+    ):
         upload = re.search(rb"<UploadId>([^<]+)</UploadId>", data)
         if upload:
             found["upload_id"] = upload[1].decode()
@@ -242,19 +272,35 @@ def application(journal: str | None = None):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helpers.moto_server", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-H", "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.moto_server", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "-H", "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("-p", "--port", type=int, default=5000, help="port to listen on")
-    parser.add_argument("--journal", metavar="FILE", help="keep state across restarts: replay FILE at start, "
-                        "append each accepted write to it (default: state in memory only)")
+    parser.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="keep state across restarts: replay FILE at start, "
+        "append each accepted write to it (default: state in memory only)",
+    )
     args = parser.parse_args(argv)
-    os.environ.setdefault("MOTO_PORT", str(args.port))  # as moto's command line: moto builds some URLs from it
+    os.environ.setdefault(
+        "MOTO_PORT", str(args.port)
+    )  # as moto's command line: moto builds some URLs from it
 
     from werkzeug.serving import run_simple
     from moto.moto_server.werkzeug_app import MotoRequestHandler
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    run_simple(args.host, args.port, application(args.journal), threaded=True, request_handler=MotoRequestHandler)
+    run_simple(
+        args.host,
+        args.port,
+        application(args.journal),
+        threaded=True,
+        request_handler=MotoRequestHandler,
+    )
 
 
 if __name__ == "__main__":

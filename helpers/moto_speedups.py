@@ -69,7 +69,11 @@ class _Narrowed:
     def __init__(self, bucket, prefix: str) -> None:
         keys = bucket.keys
         # the names only: a list of strings that exist already allocates no object per key
-        self._lists = [(name, dict.get(keys, name, ())) for name in list(dict.keys(keys)) if name.startswith(prefix)]
+        self._lists = [
+            (name, dict.get(keys, name, ()))
+            for name in list(dict.keys(keys))
+            if name.startswith(prefix)
+        ]
 
     @property
     def keys(self):
@@ -102,7 +106,9 @@ class _OnePartition:
         self._table, self._hash_key = table, hash_key
 
     def all_items(self) -> list:
-        found = self._table.items.get(self._hash_key)  # .get: the table's defaultdict must not grow a key
+        found = self._table.items.get(
+            self._hash_key
+        )  # .get: the table's defaultdict must not grow a key
         if found is None:
             return []
         return list(found.values()) if self._table.range_key_attr else [found]
@@ -135,19 +141,37 @@ def look_only_where_asked() -> list[str]:
     patched = []
     versions = S3Backend.list_object_versions
     if not getattr(versions, "narrowed", False):
-        def list_object_versions(self, bucket_name, delimiter=None, key_marker=None, max_keys=1000, prefix="",
-                                 version_id_marker=None):
+
+        def list_object_versions(
+            self,
+            bucket_name,
+            delimiter=None,
+            key_marker=None,
+            max_keys=1000,
+            prefix="",
+            version_id_marker=None,
+        ):
             bucket = self.get_bucket(bucket_name)
             if not prefix or key_marker is not None or type(bucket) is not FakeBucket:
-                return versions(self, bucket_name, delimiter, key_marker, max_keys, prefix, version_id_marker)
-            return versions(_OneBucket(self, _Narrowed(bucket, prefix)), bucket_name, delimiter, key_marker, max_keys,
-                            prefix, version_id_marker)
+                return versions(
+                    self, bucket_name, delimiter, key_marker, max_keys, prefix, version_id_marker
+                )
+            return versions(
+                _OneBucket(self, _Narrowed(bucket, prefix)),
+                bucket_name,
+                delimiter,
+                key_marker,
+                max_keys,
+                prefix,
+                version_id_marker,
+            )
 
         list_object_versions.narrowed, list_object_versions.original = True, versions
         S3Backend.list_object_versions = list_object_versions
     patched.append("S3Backend.list_object_versions")
     objects = S3Backend.list_objects
     if not getattr(objects, "narrowed", False):
+
         def list_objects(self, bucket, prefix, delimiter, marker, max_keys):
             if not prefix or type(bucket) is not FakeBucket:
                 return objects(self, bucket, prefix, delimiter, marker, max_keys)

@@ -45,9 +45,13 @@ def ensure_table(name: str = tables.OLD_LOCK_TABLE) -> str:
             KeySchema=[{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        client.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+        )
     except EndpointConnectionError as error:
-        raise storage.StorageError(f"DynamoDB does not answer at {config.aws_endpoint('dynamodb')}: {error}") from error
+        raise storage.StorageError(
+            f"DynamoDB does not answer at {config.aws_endpoint('dynamodb')}: {error}"
+        ) from error
     return name
 
 
@@ -89,4 +93,6 @@ def items_frame(name: str = tables.OLD_LOCK_TABLE):
     import pandas as pd
 
     frame = pd.DataFrame(items(name), columns=list(ITEM_ATTRIBUTES))
-    return frame.replace(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", regex=True)
+    return frame.replace(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", regex=True
+    )

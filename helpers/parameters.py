@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+
 class ParameterError(ValueError):
     """A parameter is unknown or its value cannot show the notebook's lesson; the message says which and what to use."""
 
@@ -32,18 +33,32 @@ class Rule:
 def whole(minimum: int = 0, maximum: int | None = None, *, why: str = "") -> Rule:
     """A whole number in ``minimum..maximum``; ``why`` says what a smaller or larger one would break."""
     bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-    return Rule(f"a whole number {bounds}",
-                lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= minimum and (maximum is None or v <= maximum), why)
+    return Rule(
+        f"a whole number {bounds}",
+        lambda v: (
+            isinstance(v, int)
+            and not isinstance(v, bool)
+            and v >= minimum
+            and (maximum is None or v <= maximum)
+        ),
+        why,
+    )
 
 
 def positive(*, why: str = "") -> Rule:
     """A number > 0."""
-    return Rule("a number > 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, why)
+    return Rule(
+        "a number > 0",
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+        why,
+    )
 
 
 def text() -> Rule:
     """A non-empty string without slashes (a table or folder name)."""
-    return Rule("a non-empty name without '/'", lambda v: isinstance(v, str) and bool(v) and "/" not in v)
+    return Rule(
+        "a non-empty name without '/'", lambda v: isinstance(v, str) and bool(v) and "/" not in v
+    )
 
 
 def flag() -> Rule:
@@ -59,8 +74,10 @@ def choice(options: Iterable[Any], *, why: str = "") -> Rule:
 def subset(options: Iterable[Any]) -> Rule:
     """A list whose items are all among ``options`` (empty allowed)."""
     allowed = list(options)
-    return Rule(f"a list drawn from {', '.join(map(repr, allowed))}",
-                lambda v: isinstance(v, (list, tuple)) and all(item in allowed for item in v))
+    return Rule(
+        f"a list drawn from {', '.join(map(repr, allowed))}",
+        lambda v: isinstance(v, (list, tuple)) and all(item in allowed for item in v),
+    )
 
 
 INJECTED_MARK = "# Parameters"
@@ -79,8 +96,13 @@ def injected_names(namespace: dict[str, Any]) -> list[str]:
                 tree = ast.parse(source)
             except SyntaxError:
                 continue
-            names = [target.id for node in tree.body if isinstance(node, ast.Assign)
-                     for target in node.targets if isinstance(target, ast.Name)]
+            names = [
+                target.id
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            ]
     return names
 
 
@@ -97,9 +119,13 @@ def check(namespace: dict[str, Any], **rules: Rule) -> None:
         )
     missing = [name for name in rules if name not in namespace]
     if missing:
-        raise ParameterError(f"The parameters cell must define {', '.join(missing)}; run it first (it accepts {accepted}).")
+        raise ParameterError(
+            f"The parameters cell must define {', '.join(missing)}; run it first (it accepts {accepted})."
+        )
     for name, rule in rules.items():
         value = namespace[name]
         if not rule.accepts(value):
             because = f": {rule.why}" if rule.why else ""
-            raise ParameterError(f"{name}={value!r} cannot be used; {name} must be {rule.describe}{because}.")
+            raise ParameterError(
+                f"{name}={value!r} cannot be used; {name} must be {rule.describe}{because}."
+            )

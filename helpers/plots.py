@@ -23,7 +23,12 @@ SETUP_COLOURS = {
     "load snapshot": "#4292c6",
     "wait at barrier": "#fdd0a2",
 }
-WRITE_COLOURS = {"committed": "#41ab5d", "failed": "#cb181d", "lost": "#fd8d3c", "phantom": "#6a51a3"}
+WRITE_COLOURS = {
+    "committed": "#41ab5d",
+    "failed": "#cb181d",
+    "lost": "#fd8d3c",
+    "phantom": "#6a51a3",
+}
 MARKERS = {"committed": "o", "failed": "X", "lost": "^", "phantom": "s"}
 LANE_HEIGHT = 0.6
 
@@ -46,9 +51,15 @@ def _label(row, fate: str, audited) -> str:
     version = row["reported_version"]
     if fate == "lost":
         return f"reported v{version}, rows lost"
-    if audited is not None and audited.get("commit_in_log") is not None and not _missing(audited["commit_in_log"]):
+    if (
+        audited is not None
+        and audited.get("commit_in_log") is not None
+        and not _missing(audited["commit_in_log"])
+    ):
         attempts = audited.get("attempts")
-        tries = "" if _missing(attempts) else f", {int(attempts)} attempt{'s' if attempts != 1 else ''}"
+        tries = (
+            "" if _missing(attempts) else f", {int(attempts)} attempt{'s' if attempts != 1 else ''}"
+        )
         stored = int(audited["commit_in_log"])
         said = "" if _missing(version) or int(version) == stored else f" (reported v{int(version)})"
         return f"committed v{stored}{tries}{said}"
@@ -56,7 +67,11 @@ def _label(row, fate: str, audited) -> str:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or str(value) in ("<NA>", "nan", "None")
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or str(value) in ("<NA>", "nan", "None")
+    )
 
 
 def _seconds(row, start: str, end: str, origin: float) -> tuple[float, float] | None:
@@ -88,23 +103,32 @@ def timeline(run, *, title: str | None = None, audit=None, ax=None):
     n = len(frame)
     if ax is None:
         fig, (left, right) = plt.subplots(
-            1, 2, sharey=True, figsize=(11, 1.2 + 0.42 * n), gridspec_kw={"width_ratios": [1, 2.6], "wspace": 0.04}
+            1,
+            2,
+            sharey=True,
+            figsize=(11, 1.2 + 0.42 * n),
+            gridspec_kw={"width_ratios": [1, 2.6], "wspace": 0.04},
         )
     else:
         left, right = ax
         fig = left.figure
 
-    setup_spans = (("t_launched", "t_start", "start Python"), ("t_start", "t_imported", "import deltalake, pyarrow"),
-                   ("t_imported", "t_landing_loaded", "read landing file"),
-                   ("t_landing_loaded", "t_snapshot_loaded", "load snapshot"),
-                   ("t_snapshot_loaded", "t_barrier_released", "wait at barrier"))
+    setup_spans = (
+        ("t_launched", "t_start", "start Python"),
+        ("t_start", "t_imported", "import deltalake, pyarrow"),
+        ("t_imported", "t_landing_loaded", "read landing file"),
+        ("t_landing_loaded", "t_snapshot_loaded", "load snapshot"),
+        ("t_snapshot_loaded", "t_barrier_released", "wait at barrier"),
+    )
     write_end = 0.0
     for lane, row in enumerate(frame.to_dict("records")):
         y = n - 1 - lane
         for start, end, name in setup_spans:
             span = _seconds(row, start, end, origin)
             if span:
-                left.broken_barh([span], (y - LANE_HEIGHT / 2, LANE_HEIGHT), color=SETUP_COLOURS[name])
+                left.broken_barh(
+                    [span], (y - LANE_HEIGHT / 2, LANE_HEIGHT), color=SETUP_COLOURS[name]
+                )
         fate = _fate(row, verdicts.get(row["writer_id"]))
         begin = row.get("t_barrier_released")
         finish = row.get("t_write_finished")
@@ -112,17 +136,52 @@ def timeline(run, *, title: str | None = None, audit=None, ax=None):
             finish = row.get("t_exited")
         if _missing(begin) or _missing(finish):
             # never reached the barrier: mark the failure where the setup ended
-            last = next((row[k] for k in ("t_snapshot_loaded", "t_landing_loaded", "t_start", "t_exited") if not _missing(row.get(k))), origin)
-            left.plot([last - origin], [y], marker=MARKERS[fate], color=WRITE_COLOURS[fate], markersize=9, linestyle="none")
-            left.annotate(_label(row, fate, audited_rows.get(row["writer_id"])), (last - origin, y), xytext=(6, -3),
-                          textcoords="offset points", fontsize=8)
+            last = next(
+                (
+                    row[k]
+                    for k in ("t_snapshot_loaded", "t_landing_loaded", "t_start", "t_exited")
+                    if not _missing(row.get(k))
+                ),
+                origin,
+            )
+            left.plot(
+                [last - origin],
+                [y],
+                marker=MARKERS[fate],
+                color=WRITE_COLOURS[fate],
+                markersize=9,
+                linestyle="none",
+            )
+            left.annotate(
+                _label(row, fate, audited_rows.get(row["writer_id"])),
+                (last - origin, y),
+                xytext=(6, -3),
+                textcoords="offset points",
+                fontsize=8,
+            )
             continue
         start_ms, end_ms = (begin - origin) * 1000, (finish - origin) * 1000
-        right.broken_barh([(start_ms, max(end_ms - start_ms, 0.5))], (y - LANE_HEIGHT / 2, LANE_HEIGHT),
-                          color=WRITE_COLOURS[fate], alpha=0.35)
-        right.plot([end_ms], [y], marker=MARKERS[fate], color=WRITE_COLOURS[fate], markersize=9, linestyle="none")
-        right.annotate(_label(row, fate, audited_rows.get(row["writer_id"])), (end_ms, y), xytext=(7, -3),
-                       textcoords="offset points", fontsize=8.5)
+        right.broken_barh(
+            [(start_ms, max(end_ms - start_ms, 0.5))],
+            (y - LANE_HEIGHT / 2, LANE_HEIGHT),
+            color=WRITE_COLOURS[fate],
+            alpha=0.35,
+        )
+        right.plot(
+            [end_ms],
+            [y],
+            marker=MARKERS[fate],
+            color=WRITE_COLOURS[fate],
+            markersize=9,
+            linestyle="none",
+        )
+        right.annotate(
+            _label(row, fate, audited_rows.get(row["writer_id"])),
+            (end_ms, y),
+            xytext=(7, -3),
+            textcoords="offset points",
+            fontsize=8.5,
+        )
         write_end = max(write_end, end_ms)
 
     left.set_yticks(range(n), list(frame["writer_id"])[::-1])
@@ -138,19 +197,45 @@ def timeline(run, *, title: str | None = None, audit=None, ax=None):
 
     fates_seen = {_fate(r, verdicts.get(r["writer_id"])) for r in frame.to_dict("records")}
     handles = [Patch(color=c, label=k) for k, c in SETUP_COLOURS.items()]
-    handles += [Line2D([], [], marker=MARKERS[f], color=WRITE_COLOURS[f], linestyle="none", markersize=8,
-                       label={"committed": "committed", "failed": "failed",
-                              "lost": "reported success, rows lost", "phantom": "reported failure, rows present"}[f])
-                for f in ("committed", "failed", "lost", "phantom") if f in fates_seen]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, -0.02))
+    handles += [
+        Line2D(
+            [],
+            [],
+            marker=MARKERS[f],
+            color=WRITE_COLOURS[f],
+            linestyle="none",
+            markersize=8,
+            label={
+                "committed": "committed",
+                "failed": "failed",
+                "lost": "reported success, rows lost",
+                "phantom": "reported failure, rows present",
+            }[f],
+        )
+        for f in ("committed", "failed", "lost", "phantom")
+        if f in fates_seen
+    ]
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=min(len(handles), 4),
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
+    )
     retries = "library default" if run.max_commit_retries is None else run.max_commit_retries
     fig.suptitle(title or f"{run.n} writers, {run.era}, max_commit_retries={retries}", fontsize=12)
     fig.subplots_adjust(bottom=0.1 + 0.9 / (n + 3), top=1 - 0.5 / (n + 2))
     return fig
 
 
-OPERATION_MARKERS = {"WRITE": ".", "OPTIMIZE": "D", "MERGE": "s", "VACUUM START": "v", "VACUUM END": "v"}
+OPERATION_MARKERS = {
+    "WRITE": ".",
+    "OPTIMIZE": "D",
+    "MERGE": "s",
+    "VACUUM START": "v",
+    "VACUUM END": "v",
+}
 
 
 def files_per_version(histories: dict, *, listed: dict | None = None, title: str | None = None):
@@ -166,24 +251,72 @@ def files_per_version(histories: dict, *, listed: dict | None = None, title: str
     """
     import matplotlib.pyplot as plt
 
-    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
+    fig, (top, bottom) = plt.subplots(
+        2, 1, sharex=True, figsize=(11, 6.5), gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08}
+    )
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for number, (label, frame) in enumerate(histories.items()):
         colour = colours[number % len(colours)]
-        versions, files, kib = list(frame["version"]), list(frame["live_files"]), [b / 1024 for b in frame["live_bytes"]]
-        width = max(3.5 - 1.5 * number, 1.2)  # the first table drawn widest, so twins with one history stay visible
-        top.step(versions, files, where="post", color=colour, linewidth=width, label=f"{label}: live files (log)")
-        bottom.step(versions, kib, where="post", color=colour, linewidth=width, label=f"{label}: live KiB (log)")
+        versions, files, kib = (
+            list(frame["version"]),
+            list(frame["live_files"]),
+            [b / 1024 for b in frame["live_bytes"]],
+        )
+        width = max(
+            3.5 - 1.5 * number, 1.2
+        )  # the first table drawn widest, so twins with one history stay visible
+        top.step(
+            versions,
+            files,
+            where="post",
+            color=colour,
+            linewidth=width,
+            label=f"{label}: live files (log)",
+        )
+        bottom.step(
+            versions,
+            kib,
+            where="post",
+            color=colour,
+            linewidth=width,
+            label=f"{label}: live KiB (log)",
+        )
         for version, operation, count in zip(versions, frame["operation"], files):
             if operation in ("WRITE", "CREATE TABLE", None):
                 continue
-            top.plot([version], [count], marker=OPERATION_MARKERS.get(operation, "o"), color=colour, markersize=8, linestyle="none")
-            top.annotate(operation, (version, count), xytext=(-4 + 8 * number, 8), textcoords="offset points", fontsize=8,
-                         color=colour, rotation=90, ha="center", va="bottom")
+            top.plot(
+                [version],
+                [count],
+                marker=OPERATION_MARKERS.get(operation, "o"),
+                color=colour,
+                markersize=8,
+                linestyle="none",
+            )
+            top.annotate(
+                operation,
+                (version, count),
+                xytext=(-4 + 8 * number, 8),
+                textcoords="offset points",
+                fontsize=8,
+                color=colour,
+                rotation=90,
+                ha="center",
+                va="bottom",
+            )
         if listed and label in listed and listed[label]:
-            points = list(listed[label])  # in the order listed: two listings of one version (VACUUM adds no commit in Spark) stay in order
-            top.plot([v for v, _ in points], [n for _, n in points], linestyle="--", marker="o", markersize=5, color=colour,
-                     alpha=0.6, label=f"{label}: Parquet files in the bucket (listed)")
+            points = list(
+                listed[label]
+            )  # in the order listed: two listings of one version (VACUUM adds no commit in Spark) stay in order
+            top.plot(
+                [v for v, _ in points],
+                [n for _, n in points],
+                linestyle="--",
+                marker="o",
+                markersize=5,
+                color=colour,
+                alpha=0.6,
+                label=f"{label}: Parquet files in the bucket (listed)",
+            )
     top.set_ylabel("data files")
     bottom.set_ylabel("KiB read by the version")
     bottom.set_xlabel("table version")

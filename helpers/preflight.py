@@ -88,9 +88,11 @@ def check_cc() -> str | None:
     """A C compiler: the conflict matrix builds a small library that holds a delta-rs commit on local
     disk (``helpers/matrix/commit_hold.c``) the first time it races B's data files written first."""
     if shutil.which("cc") is None and shutil.which("gcc") is None:
-        return ("No C compiler (cc) on PATH: the conflict matrix (notebook 13, `make matrix`) compiles a small "
-                "library with it. Install one (Debian/Ubuntu: `apt-get install gcc libc6-dev`; macOS: "
-                "`xcode-select --install`).")
+        return (
+            "No C compiler (cc) on PATH: the conflict matrix (notebook 13, `make matrix`) compiles a small "
+            "library with it. Install one (Debian/Ubuntu: `apt-get install gcc libc6-dev`; macOS: "
+            "`xcode-select --install`)."
+        )
     return None
 
 
@@ -137,16 +139,32 @@ def check_browser() -> str | None:
     the notebooks run without them."""
     import os
 
-    if (os.environ.get("WORKBOOK_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")) and \
-            (os.environ.get("WORKBOOK_CHROMEDRIVER") or shutil.which("chromedriver")):
+    if (
+        os.environ.get("WORKBOOK_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    ) and (os.environ.get("WORKBOOK_CHROMEDRIVER") or shutil.which("chromedriver")):
         return None
-    return ("Chromium or chromedriver is not on PATH: `make test` drives docs/answer.html in it, and `make lab-check` "
-            "JupyterLab (the notebooks run without it). Install them (Debian/Ubuntu: `apt-get install chromium "
-            "chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver.")
+    return (
+        "Chromium or chromedriver is not on PATH: `make test` drives docs/answer.html in it, and `make lab-check` "
+        "JupyterLab (the notebooks run without it). Install them (Debian/Ubuntu: `apt-get install chromium "
+        "chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver."
+    )
 
 
 def problems() -> list[str]:
-    return [p for p in (check_python(), check_java(), check_javac(), check_cc(), check_node(), check_disk()) if p]
+    return [
+        p
+        for p in (
+            check_python(),
+            check_java(),
+            check_javac(),
+            check_cc(),
+            check_node(),
+            check_disk(),
+        )
+        if p
+    ]
 
 
 def notes() -> list[str]:
@@ -155,8 +173,16 @@ def notes() -> list[str]:
     from helpers import kernels, versitygw
     from helpers.catalog import server
 
-    return [note for note in (versitygw.check_go(), server.check_cargo(), check_browser(), kernels.preflight_note(ROOT))
-            if note]
+    return [
+        note
+        for note in (
+            versitygw.check_go(),
+            server.check_cargo(),
+            check_browser(),
+            kernels.preflight_note(ROOT),
+        )
+        if note
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     found = problems()
     for problem in found:
         print(f"preflight: {problem}", file=sys.stderr)
-    for note in ([] if args else notes()):
+    for note in [] if args else notes():
         print(f"preflight (note): {note}", file=sys.stderr)
     return 1 if found else 0
 

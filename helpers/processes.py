@@ -54,14 +54,30 @@ def launch(procs: list[EraProcess], *, new_session: bool = False) -> None:
     env.pop("PYTHONPATH", None)  # an era's environment must not see the kernel's packages
     for p in procs:
         p.t_launched = time.time()
-        if forkserver.enabled():  # a child of the era's fork server: the same process, started for less CPU
-            p.process = forkserver.start(eras.python_for(p.era), p.module, [str(p.spec_path)], env=config.without_telemetry(env),
-                                         cwd=config.ROOT, stdout=p.stdout_path, stderr=p.stderr_path, new_session=new_session)
+        if (
+            forkserver.enabled()
+        ):  # a child of the era's fork server: the same process, started for less CPU
+            p.process = forkserver.start(
+                eras.python_for(p.era),
+                p.module,
+                [str(p.spec_path)],
+                env=config.without_telemetry(env),
+                cwd=config.ROOT,
+                stdout=p.stdout_path,
+                stderr=p.stderr_path,
+                new_session=new_session,
+            )
             continue
         with open(p.stdout_path, "wb") as out, open(p.stderr_path, "wb") as err:
-            p.process = eras.start_in_era(p.era, ["-m", p.module, str(p.spec_path)], stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=err, env=env,
-                                          start_new_session=new_session)
+            p.process = eras.start_in_era(
+                p.era,
+                ["-m", p.module, str(p.spec_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=new_session,
+            )
 
 
 def poll_exits(procs: list[EraProcess]) -> int:
@@ -75,11 +91,17 @@ def poll_exits(procs: list[EraProcess]) -> int:
 def absent(procs: list[EraProcess], barrier: Path) -> list[EraProcess]:
     """Processes that will never come to the barrier: gone (failed before it) or exited without arriving."""
     poll_exits(procs)
-    return [p for p in procs if not ready_file(barrier, p.name).exists()
-            and (gone_file(barrier, p.name).exists() or p.t_exited is not None)]
+    return [
+        p
+        for p in procs
+        if not ready_file(barrier, p.name).exists()
+        and (gone_file(barrier, p.name).exists() or p.t_exited is not None)
+    ]
 
 
-def wait_for_barrier(procs: list[EraProcess], barrier: Path, deadline: float, shown: progress_display.RunProgress) -> bool:
+def wait_for_barrier(
+    procs: list[EraProcess], barrier: Path, deadline: float, shown: progress_display.RunProgress
+) -> bool:
     """Wait until every process is ready, gone or exited; return True then, or False if the deadline came first."""
     while time.monotonic() < deadline:
         missing = absent(procs, barrier)
@@ -91,7 +113,9 @@ def wait_for_barrier(procs: list[EraProcess], barrier: Path, deadline: float, sh
     return False
 
 
-def wait_for_exits(procs: list[EraProcess], deadline: float, shown: progress_display.RunProgress, *, status=None) -> None:
+def wait_for_exits(
+    procs: list[EraProcess], deadline: float, shown: progress_display.RunProgress, *, status=None
+) -> None:
     """Wait until every process has exited or the deadline came. ``status``: a function giving
     the progress line while they run (default: how many are done)."""
     done = -1
@@ -111,7 +135,9 @@ def kill_stragglers(procs: list[EraProcess]) -> list[str]:
     killed = []
     for p in procs:
         if p.process is not None and p.process.poll() is None:
-            if os.getpgid(p.process.pid) == p.process.pid:  # launched with new_session: its children (a JVM) too
+            if (
+                os.getpgid(p.process.pid) == p.process.pid
+            ):  # launched with new_session: its children (a JVM) too
                 os.killpg(p.process.pid, signal.SIGKILL)
             else:
                 p.process.kill()
@@ -146,7 +172,9 @@ def run_at_barrier(spec: dict, result: dict, prepare, work) -> dict:
     try:
         state = prepare()
         ready = True
-        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
+        result["t_go"] = wait_at_barrier(
+            spec["barrier_dir"], spec["process"], None, spec["runner_pid"]
+        )
         work(state)
         result["t_end"] = time.time()
     except Exception as error:  # noqa: BLE001  (the runner reads it from the result)

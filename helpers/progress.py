@@ -50,8 +50,13 @@ class RunProgress:
             def __repr__(self) -> str:  # the text a saved notebook keeps: never a frozen bar
                 return LIVE_ONLY
 
-        bar = ipywidgets.IntProgress(value=0, min=0, max=self.total, description=self.label,
-                                     style={"description_width": "initial"})
+        bar = ipywidgets.IntProgress(
+            value=0,
+            min=0,
+            max=self.total,
+            description=self.label,
+            style={"description_width": "initial"},
+        )
         status = ipywidgets.Label(value="starting")
         box = Box([bar, status])
         display(box)

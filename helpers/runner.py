@@ -47,10 +47,33 @@ RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
 
 RESULT_COLUMNS = [
-    "writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class",
-    "error_message", "era", "deltalake_version", "stage", "exit_code", "id_min", "id_max",
-    "reported_version_source", "t_launched", "t_process_start", "t_start", "t_imported", "t_landing_loaded",
-    "t_snapshot_loaded", "t_barrier_released", "t_write_finished", "t_exited", "pid", "stderr_tail", "engine",
+    "writer_id",
+    "batch",
+    "outcome",
+    "snapshot_version",
+    "reported_version",
+    "rows",
+    "error_class",
+    "error_message",
+    "era",
+    "deltalake_version",
+    "stage",
+    "exit_code",
+    "id_min",
+    "id_max",
+    "reported_version_source",
+    "t_launched",
+    "t_process_start",
+    "t_start",
+    "t_imported",
+    "t_landing_loaded",
+    "t_snapshot_loaded",
+    "t_barrier_released",
+    "t_write_finished",
+    "t_exited",
+    "pid",
+    "stderr_tail",
+    "engine",
 ]
 
 
@@ -63,7 +86,9 @@ class RunnerError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 
 
-def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None) -> int:
+def create_table(
+    table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None
+) -> int:
     """Create an empty Delta table with the landing schema (``id`` int, ``name`` string) using the
     kernel's deltalake; return its version (0). Raises RunnerError if a table is already there."""
     from deltalake import DeltaTable
@@ -74,13 +99,25 @@ def create_table(table_uri: str | os.PathLike, storage_options: dict[str, str] |
     except Exception:
         pass
     else:
-        raise RunnerError(f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first.")
-    table = DeltaTable.create(uri, schema=landing.landing_schema(), mode="error", storage_options=tables.kernel_storage_options(storage_options))
+        raise RunnerError(
+            f"A Delta table already exists at {uri}; pick a new name (e.g. with a uuid) or delete it first."
+        )
+    table = DeltaTable.create(
+        uri,
+        schema=landing.landing_schema(),
+        mode="error",
+        storage_options=tables.kernel_storage_options(storage_options),
+    )
     return table.version()
 
 
-def create_table_in_era(table_uri: str, storage_options: dict[str, str] | None = None, *, era: str,
-                        first_batch: int | None = None) -> dict:
+def create_table_in_era(
+    table_uri: str,
+    storage_options: dict[str, str] | None = None,
+    *,
+    era: str,
+    first_batch: int | None = None,
+) -> dict:
     """Create the table with an era's own deltalake (in a process of that era), and append the
     landing file of ``first_batch`` if given. Returns the writer's report: ``{"deltalake",
     "created", "appended", "version", "error", "message"}`` (a refused creation is a result, not an
@@ -88,13 +125,21 @@ def create_table_in_era(table_uri: str, storage_options: dict[str, str] | None =
     StorageError, naming the endpoint and the settings to check, if the store does not answer or
     refuses the credentials (checked before the era's process starts)."""
     storage.check_store(table_uri, storage_options)
-    args = ["-m", writers.MODULE, "--create-table", str(table_uri), json.dumps(storage_options or {})]
+    args = [
+        "-m",
+        writers.MODULE,
+        "--create-table",
+        str(table_uri),
+        json.dumps(storage_options or {}),
+    ]
     if first_batch is not None:
         args.append(str(landing.landing_file(first_batch)))
     done = eras.run_in_era(era, args, timeout=180)
     reports = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not reports:
-        raise RunnerError(f"Creating {table_uri} in {era} gave no report (exit {done.returncode}): {done.stderr.strip()[-400:]}")
+        raise RunnerError(
+            f"Creating {table_uri} in {era} gave no report (exit {done.returncode}): {done.stderr.strip()[-400:]}"
+        )
     return json.loads(reports[-1])
 
 
@@ -113,17 +158,27 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        table = DeltaTable(table_uri, storage_options=tables.kernel_storage_options(storage_options))
+        table = DeltaTable(
+            table_uri, storage_options=tables.kernel_storage_options(storage_options)
+        )
         ids = table.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
     except TableNotFoundError:
         raise RunnerError(
             f"No Delta table at {table_uri}. Create it first: helpers.runner.create_table({table_uri!r}, storage_options)."
         ) from None
     except OSError as error:
-        storage.check_store(table_uri, storage_options)  # raises if the store does not answer or refuses the keys
-        raise RunnerError(f"Cannot read {table_uri}: {writers.one_line(str(error), 400)}. Are the storage_options right?") from None
+        storage.check_store(
+            table_uri, storage_options
+        )  # raises if the store does not answer or refuses the keys
+        raise RunnerError(
+            f"Cannot read {table_uri}: {writers.one_line(str(error), 400)}. Are the storage_options right?"
+        ) from None
     top = max((i for i in ids if i is not None), default=0)
-    return TableState(version=table.version(), rows=len(ids), next_batch=landing.batch_of_id(top) + 1 if top else 1)
+    return TableState(
+        version=table.version(),
+        rows=len(ids),
+        next_batch=landing.batch_of_id(top) + 1 if top else 1,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +212,10 @@ class RunResult:
     def outcomes(self) -> dict[str, int]:
         """``{"committed": k, "failed": m}`` as the writers reported it."""
         counts = Counter(self.results["outcome"])
-        return {writers.COMMITTED: counts.get(writers.COMMITTED, 0), writers.FAILED: counts.get(writers.FAILED, 0)}
+        return {
+            writers.COMMITTED: counts.get(writers.COMMITTED, 0),
+            writers.FAILED: counts.get(writers.FAILED, 0),
+        }
 
     @property
     def committed(self) -> int:
@@ -200,7 +258,9 @@ class RunResult:
             f"{self.committed} reported committed, {self.failed} failed (errors: {errors}). "
             f"Snapshot version(s) held at the barrier: {self.snapshot_versions}; reported versions: "
             f"{self.reported_versions}. Table was at v{self.version_before} with {self.rows_before} rows. "
-            f"Wall time {self.wall_time_s:.1f} s" + (f"; timed out: {', '.join(self.timed_out)}" if self.timed_out else "") + "."
+            f"Wall time {self.wall_time_s:.1f} s"
+            + (f"; timed out: {', '.join(self.timed_out)}" if self.timed_out else "")
+            + "."
         )
 
     def __repr__(self) -> str:
@@ -208,11 +268,22 @@ class RunResult:
 
     def table(self):
         """The columns worth showing, one row per writer (a pandas DataFrame)."""
-        shown = ["writer_id", "batch", "outcome", "snapshot_version", "reported_version", "rows", "error_class", "error_message"]
+        shown = [
+            "writer_id",
+            "batch",
+            "outcome",
+            "snapshot_version",
+            "reported_version",
+            "rows",
+            "error_class",
+            "error_message",
+        ]
         if self.results["engine"].nunique() > 1 or self.results["era"].nunique() > 1:
             shown[1:1] = ["engine", "era"]
         frame = self.results[shown].copy()
-        frame["ms_after_go"] = ((self.results["t_write_finished"] - (self.t_released or 0)) * 1000).round(0)
+        frame["ms_after_go"] = (
+            (self.results["t_write_finished"] - (self.t_released or 0)) * 1000
+        ).round(0)
         return frame.set_index("writer_id")
 
     def _repr_html_(self) -> str:
@@ -245,15 +316,27 @@ class _Writer(processes.EraProcess):
         return self.name
 
 
-def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence[int] | None, max_commit_retries, timeout_s: float) -> None:
+def _check_arguments(
+    n: int,
+    kinds: Sequence[tuple[str, str]],
+    batches: Sequence[int] | None,
+    max_commit_retries,
+    timeout_s: float,
+) -> None:
     for engine, era in kinds:
         eras.python_for(era)  # EraError for an unknown or missing era
         if engine not in writers.ENGINES:
-            raise RunnerError(f"Unknown engine {engine!r}; the writer has {', '.join(writers.ENGINES)}.")
+            raise RunnerError(
+                f"Unknown engine {engine!r}; the writer has {', '.join(writers.ENGINES)}."
+            )
     if batches is not None and len(batches) != n:
-        raise RunnerError(f"batches names {len(batches)} batch(es) for {n} writers; give one per writer.")
+        raise RunnerError(
+            f"batches names {len(batches)} batch(es) for {n} writers; give one per writer."
+        )
     if batches is not None and len(set(batches)) != len(batches):
-        raise RunnerError(f"batches {list(batches)} repeat a batch; each writer needs its own ids for the audit to tell them apart.")
+        raise RunnerError(
+            f"batches {list(batches)} repeat a batch; each writer needs its own ids for the audit to tell them apart."
+        )
     try:
         writers.check_max_commit_retries(max_commit_retries)
     except writers.SpecError as error:
@@ -263,7 +346,11 @@ def _check_arguments(n: int, kinds: Sequence[tuple[str, str]], batches: Sequence
 
 
 def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
-    path = Path(run_dir) if run_dir else RUNS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    path = (
+        Path(run_dir)
+        if run_dir
+        else RUNS_DIR / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    )
     for sub in ("specs", "results", "logs", "barrier"):
         (path / sub).mkdir(parents=True, exist_ok=True)
     if writers.go_file(path / "barrier").exists():
@@ -271,44 +358,107 @@ def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return path
 
 
-def _writer_spec(run_dir: Path, number: int, table_uri: str, storage_options: dict[str, str], engine: str, era: str,
-                 batch: int, max_commit_retries: int | None, hold_snapshot: bool | None) -> writers.WriterSpec:
+def _writer_spec(
+    run_dir: Path,
+    number: int,
+    table_uri: str,
+    storage_options: dict[str, str],
+    engine: str,
+    era: str,
+    batch: int,
+    max_commit_retries: int | None,
+    hold_snapshot: bool | None,
+) -> writers.WriterSpec:
     writer_id = f"w{number}"
-    holds = hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
+    holds = (
+        hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
+    )
     return writers.WriterSpec(
-        writer_id=writer_id, era=era, engine=engine, table_uri=table_uri, storage_options=dict(storage_options),
-        landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")), batch=batch,
-        result_path=str(run_dir / "results" / f"{writer_id}.json"), max_commit_retries=max_commit_retries,
-        barrier_dir=str(run_dir / "barrier"), hold_snapshot=holds, runner_pid=os.getpid(),
+        writer_id=writer_id,
+        era=era,
+        engine=engine,
+        table_uri=table_uri,
+        storage_options=dict(storage_options),
+        landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")),
+        batch=batch,
+        result_path=str(run_dir / "results" / f"{writer_id}.json"),
+        max_commit_retries=max_commit_retries,
+        barrier_dir=str(run_dir / "barrier"),
+        hold_snapshot=holds,
+        runner_pid=os.getpid(),
     )
 
 
-def writer_code(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None, *, era: str = eras.CURRENT,
-                engine: str = "deltalake", max_commit_retries: int | None = None, hold_snapshot: bool | None = None,
-                writer: int = 1, batch: int | None = None) -> str:
+def writer_code(
+    table_uri: str | os.PathLike,
+    storage_options: dict[str, str] | None = None,
+    *,
+    era: str = eras.CURRENT,
+    engine: str = "deltalake",
+    max_commit_retries: int | None = None,
+    hold_snapshot: bool | None = None,
+    writer: int = 1,
+    batch: int | None = None,
+) -> str:
     """What writer ``w<writer>`` of :func:`run_writers` with these arguments runs (the same spec the
     run builds, rendered by its engine: :func:`helpers.writers.code`), as Python to copy. ``batch``:
     its landing batch (default: the one the run would give it, read from the table)."""
     era_name = eras.era(era).name  # an unknown era is refused here, by name
     if batch is None:
         batch = table_state(str(table_uri), dict(storage_options or {})).next_batch + writer - 1
-    spec = _writer_spec(RUNS_DIR / "preview", writer, str(table_uri), dict(storage_options or {}), engine, era_name, batch,
-                        max_commit_retries, hold_snapshot)
+    spec = _writer_spec(
+        RUNS_DIR / "preview",
+        writer,
+        str(table_uri),
+        dict(storage_options or {}),
+        engine,
+        era_name,
+        batch,
+        max_commit_retries,
+        hold_snapshot,
+    )
     writers.engine_class(engine).check_spec(spec)
     return writers.code(spec)
 
 
-def _prepare_writers(run_dir: Path, table_uri: str, storage_options: dict[str, str], kinds: Sequence[tuple[str, str]],
-                     batches: Sequence[int], max_commit_retries: int | None, hold_snapshot: bool | None) -> list[_Writer]:
+def _prepare_writers(
+    run_dir: Path,
+    table_uri: str,
+    storage_options: dict[str, str],
+    kinds: Sequence[tuple[str, str]],
+    batches: Sequence[int],
+    max_commit_retries: int | None,
+    hold_snapshot: bool | None,
+) -> list[_Writer]:
     procs = []
     for number, (batch, (engine, era)) in enumerate(zip(batches, kinds), start=1):
-        spec = _writer_spec(run_dir, number, table_uri, storage_options, engine, era, batch, max_commit_retries, hold_snapshot)
+        spec = _writer_spec(
+            run_dir,
+            number,
+            table_uri,
+            storage_options,
+            engine,
+            era,
+            batch,
+            max_commit_retries,
+            hold_snapshot,
+        )
         writer_id = spec.writer_id
         spec_path = run_dir / "specs" / f"{writer_id}.json"
         spec_path.write_text(spec.to_json())
-        procs.append(_Writer(name=writer_id, era=era, module=writers.MODULE, spec_path=spec_path, batch=batch, engine=engine,
-                             result_path=Path(spec.result_path), stdout_path=run_dir / "logs" / f"{writer_id}.out",
-                             stderr_path=run_dir / "logs" / f"{writer_id}.err"))
+        procs.append(
+            _Writer(
+                name=writer_id,
+                era=era,
+                module=writers.MODULE,
+                spec_path=spec_path,
+                batch=batch,
+                engine=engine,
+                result_path=Path(spec.result_path),
+                stdout_path=run_dir / "logs" / f"{writer_id}.out",
+                stderr_path=run_dir / "logs" / f"{writer_id}.err",
+            )
+        )
     return procs
 
 
@@ -319,12 +469,32 @@ def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
     except (OSError, ValueError):
         code = w.process.returncode
         if w.killed:
-            error_class, message = "Timeout", f"still running after {timeout_s:.0f} s; killed by the runner"
+            error_class, message = (
+                "Timeout",
+                f"still running after {timeout_s:.0f} s; killed by the runner",
+            )
         else:
-            error_class, message = "NoResult", f"exited with code {code} without writing a result (crashed?)"
-        row = {"writer_id": w.writer_id, "era": w.era, "engine": w.engine, "table_uri": table_uri, "batch": w.batch, "outcome": writers.FAILED,
-               "stage": "unknown", "error_class": error_class, "error_message": message}
-    row.update(exit_code=w.process.returncode, t_launched=w.t_launched, t_exited=w.t_exited, stderr_tail=processes.stderr_tail(w.stderr_path))
+            error_class, message = (
+                "NoResult",
+                f"exited with code {code} without writing a result (crashed?)",
+            )
+        row = {
+            "writer_id": w.writer_id,
+            "era": w.era,
+            "engine": w.engine,
+            "table_uri": table_uri,
+            "batch": w.batch,
+            "outcome": writers.FAILED,
+            "stage": "unknown",
+            "error_class": error_class,
+            "error_message": message,
+        }
+    row.update(
+        exit_code=w.process.returncode,
+        t_launched=w.t_launched,
+        t_exited=w.t_exited,
+        stderr_tail=processes.stderr_tail(w.stderr_path),
+    )
     return row
 
 
@@ -334,16 +504,28 @@ def _results_frame(rows: list[dict]):
     frame = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
     frame["writer_number"] = frame["writer_id"].str.lstrip("w").astype(int)
     frame = frame.sort_values("writer_number").drop(columns="writer_number").reset_index(drop=True)
-    for column in ("snapshot_version", "reported_version", "rows", "exit_code", "batch", "id_min", "id_max"):
+    for column in (
+        "snapshot_version",
+        "reported_version",
+        "rows",
+        "exit_code",
+        "batch",
+        "id_min",
+        "id_max",
+    ):
         frame[column] = frame[column].astype("Int64")
     return frame
 
 
-def run_single_writer(spec: dict, *, era: str | None = None, timeout_s: float = 120) -> tuple[subprocess.CompletedProcess, dict | None]:
+def run_single_writer(
+    spec: dict, *, era: str | None = None, timeout_s: float = 120
+) -> tuple[subprocess.CompletedProcess, dict | None]:
     """Run one writer process to completion with a spec given as a dict (no barrier, no runner
     bookkeeping): for trying a writer by hand and for tests. Returns the finished process (its
     output captured) and the result the writer left, or None if it left none."""
-    done = eras.run_in_era(era or spec["era"], ["-m", writers.MODULE, json.dumps(spec)], timeout=timeout_s)
+    done = eras.run_in_era(
+        era or spec["era"], ["-m", writers.MODULE, json.dumps(spec)], timeout=timeout_s
+    )
     try:
         return done, json.loads(Path(spec["result_path"]).read_text())
     except FileNotFoundError:
@@ -397,9 +579,15 @@ def run_writers(
     table_uri = str(table_uri)
     storage_options = dict(storage_options or {})
     before = table_state(table_uri, storage_options)
-    batches = list(batches) if batches is not None else list(range(before.next_batch, before.next_batch + n))
+    batches = (
+        list(batches)
+        if batches is not None
+        else list(range(before.next_batch, before.next_batch + n))
+    )
     run_dir = _new_run_dir(run_dir)
-    procs = _prepare_writers(run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot)
+    procs = _prepare_writers(
+        run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot
+    )
     deadline = time.monotonic() + timeout_s
     released = None
     shown = progress_display.RunProgress(describe_writers(kinds), n, enabled=progress)
@@ -416,14 +604,28 @@ def run_writers(
         timed_out = processes.kill_stragglers(procs)
     frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in procs])
     result = RunResult(
-        table_uri=table_uri, storage_options=storage_options, era=era, engine=engine, n=n,
-        max_commit_retries=max_commit_retries, hold_snapshot=hold_snapshot, version_before=before.version,
-        rows_before=before.rows, batches=batches, run_dir=run_dir, results=frame, t_launched=t_launched,
-        t_released=released, t_finished=time.time(), timed_out=timed_out,
+        table_uri=table_uri,
+        storage_options=storage_options,
+        era=era,
+        engine=engine,
+        n=n,
+        max_commit_retries=max_commit_retries,
+        hold_snapshot=hold_snapshot,
+        version_before=before.version,
+        rows_before=before.rows,
+        batches=batches,
+        run_dir=run_dir,
+        results=frame,
+        t_launched=t_launched,
+        t_released=released,
+        t_finished=time.time(),
+        timed_out=timed_out,
     )
     (run_dir / "summary.txt").write_text(result.summary() + "\n")
-    shown.finish(f"{n - len(timed_out)}/{n} done, {result.committed} committed, {result.failed} failed"
-                 + (f" ({len(timed_out)} killed at the {timeout_s:g} s timeout)" if timed_out else ""))
+    shown.finish(
+        f"{n - len(timed_out)}/{n} done, {result.committed} committed, {result.failed} failed"
+        + (f" ({len(timed_out)} killed at the {timeout_s:g} s timeout)" if timed_out else "")
+    )
     return result
 
 

@@ -57,6 +57,8 @@ it, so the block stops what it started and nothing another command started meanw
 START_TIMEOUT_S = 60.0
 REPLAY_START_TIMEOUT_S = 900.0
 """A durable moto replays its journal before it answers, a few ms per write: a long run's journal takes minutes."""
+
+
 class ServiceError(RuntimeError):
     """A service could not be started, reached or stopped; the message names the fix."""
 
@@ -128,11 +130,15 @@ def _identify_moto(host: str, port: int) -> str | None:
     answer = _http_get(f"http://{host}:{port}/moto-api/")
     if answer is None or answer[0] != 200 or b"<title>Moto" not in answer[2]:
         return None
-    if {k.lower(): v for k, v in answer[1].items()}.get(moto_server.MARK_HEADER) == moto_server.MARK_VALUE:
+    if {k.lower(): v for k, v in answer[1].items()}.get(
+        moto_server.MARK_HEADER
+    ) == moto_server.MARK_VALUE:
         return "moto server (S3 + DynamoDB), writes atomic"
-    return ("moto server (S3 + DynamoDB) WITHOUT atomic writes: two conditional writes that arrive together "
-            "can both succeed, a loss real S3 and DynamoDB do not have; stop it and run `make services` "
-            "(or `docker compose up -d moto`), which start helpers/moto_server.py")
+    return (
+        "moto server (S3 + DynamoDB) WITHOUT atomic writes: two conditional writes that arrive together "
+        "can both succeed, a loss real S3 and DynamoDB do not have; stop it and run `make services` "
+        "(or `docker compose up -d moto`), which start helpers/moto_server.py"
+    )
 
 
 def _identify_azurite(host: str, port: int) -> str | None:
@@ -190,8 +196,10 @@ def _identify_versitygw(host: str, port: int) -> str | None:
 
 def _versitygw_command(port: int) -> list[str]:
     if not versitygw.built():
-        raise ServiceError(f"versitygw is not built: run `make versitygw` ({versitygw.check_go() or 'Go is ready'}), "
-                           "or unset WORKBOOK_S3_SERVER to play S3 on moto.")
+        raise ServiceError(
+            f"versitygw is not built: run `make versitygw` ({versitygw.check_go() or 'Go is ready'}), "
+            "or unset WORKBOOK_S3_SERVER to play S3 on moto."
+        )
     root = SERVICES["versitygw"].data_dir
     for folder in ("data", "versions"):
         (root / folder).mkdir(parents=True, exist_ok=True)
@@ -205,14 +213,21 @@ def _azurite_command(port: int) -> list[str]:
     node = shutil.which("node")
     script = config.ROOT / "node_modules" / "azurite" / "dist" / "src" / "blob" / "main.js"
     if not script.is_file():
-        raise ServiceError(f"Azurite {config.AZURITE_VERSION} is not installed in node_modules/. Run `make install`.")
+        raise ServiceError(
+            f"Azurite {config.AZURITE_VERSION} is not installed in node_modules/. Run `make install`."
+        )
     service = SERVICES["azurite"]
     return [
         node,
         str(script),
-        "--blobHost", config.LOCALHOST,
-        "--blobPort", str(port),
-        "--location", str(service.data_dir),  # no --debug: its log (about 200 MB a `make test`) costs Azurite a fifth more CPU
+        "--blobHost",
+        config.LOCALHOST,
+        "--blobPort",
+        str(port),
+        "--location",
+        str(
+            service.data_dir
+        ),  # no --debug: its log (about 200 MB a `make test`) costs Azurite a fifth more CPU
         *AZURITE_FLAGS,
     ]
 
@@ -252,7 +267,11 @@ SERVICES: dict[str, Service] = {
 def active() -> list[Service]:
     """The services the workbook runs: moto and Azurite, and versitygw when it plays S3
     (``WORKBOOK_S3_SERVER=versitygw``; moto then plays DynamoDB alone)."""
-    return [SERVICES[name] for name in ("moto", "azurite", "versitygw") if name != "versitygw" or config.s3_server() == "versitygw"]
+    return [
+        SERVICES[name]
+        for name in ("moto", "azurite", "versitygw")
+        if name != "versitygw" or config.s3_server() == "versitygw"
+    ]
 
 
 def plays(service: Service) -> tuple[str, ...]:
@@ -267,7 +286,9 @@ def _select(names: Sequence[str] | None) -> list[Service]:
         return active()
     chosen = []
     for name in names:
-        matches = [SERVICES[name]] if name in SERVICES else [s for s in active() if name in plays(s)]
+        matches = (
+            [SERVICES[name]] if name in SERVICES else [s for s in active() if name in plays(s)]
+        )
         if not matches:
             known = sorted(set(SERVICES) | {p for s in SERVICES.values() for p in s.provides})
             raise ServiceError(f"Unknown service {name!r}; choose from {', '.join(known)}.")
@@ -320,7 +341,15 @@ def status(names: Sequence[str] | None = None) -> list[Status]:
         host, port = service.host(), service.port()
         identity = service.identify(host, port)
         result.append(
-            Status(service.name, host, port, identity is not None, identity, _read_pid(service), service.log_file)
+            Status(
+                service.name,
+                host,
+                port,
+                identity is not None,
+                identity,
+                _read_pid(service),
+                service.log_file,
+            )
         )
     return result
 
@@ -342,7 +371,9 @@ def _start(service: Service) -> int:
     service.log_file.parent.mkdir(parents=True, exist_ok=True)
     service.data_dir.mkdir(parents=True, exist_ok=True)
     with open(service.log_file, "ab") as log:
-        log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode())
+        log.write(
+            f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode()
+        )
         log.flush()
         process = subprocess.Popen(
             command,
@@ -353,9 +384,19 @@ def _start(service: Service) -> int:
             env=service.environment() if service.environment else None,
             start_new_session=True,  # survives the notebook kernel or make that started it
         )
-    service.pid_file.write_text(json.dumps({"pid": process.pid, "port": port, "command": command,
-                                            "owner": os.environ.get(OWNER_VARIABLE, "")}))
-    timeout = REPLAY_START_TIMEOUT_S if service.name == "moto" and durable_moto() else START_TIMEOUT_S
+    service.pid_file.write_text(
+        json.dumps(
+            {
+                "pid": process.pid,
+                "port": port,
+                "command": command,
+                "owner": os.environ.get(OWNER_VARIABLE, ""),
+            }
+        )
+    )
+    timeout = (
+        REPLAY_START_TIMEOUT_S if service.name == "moto" and durable_moto() else START_TIMEOUT_S
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -389,7 +430,9 @@ def up(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
         pid = _start(service)
         started.append(service.name)
         if not quiet:
-            print(f"{service.name}: started on {host}:{port} (pid {pid}, log {config.shown(service.log_file)})")
+            print(
+                f"{service.name}: started on {host}:{port} (pid {pid}, log {config.shown(service.log_file)})"
+            )
     return started
 
 
@@ -400,7 +443,9 @@ def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
         pid = _read_pid(service)
         if pid is None:
             if not quiet and service.identify(service.host(), service.port()):
-                print(f"{service.name}: answering, but not started by the workbook (docker compose?); left running")
+                print(
+                    f"{service.name}: answering, but not started by the workbook (docker compose?); left running"
+                )
             continue
         stop_process_group(pid)
         service.pid_file.unlink(missing_ok=True)
@@ -416,14 +461,22 @@ def reset(names: Sequence[str] | None = None) -> None:
         host, port = service.host(), service.port()
         if service.name == "moto":
             if service.identify(host, port):
-                request = urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")
-                urllib.request.urlopen(request, timeout=10).close()  # a durable moto empties its journal too
+                request = urllib.request.Request(
+                    f"http://{host}:{port}/moto-api/reset", method="POST"
+                )
+                urllib.request.urlopen(
+                    request, timeout=10
+                ).close()  # a durable moto empties its journal too
                 print("moto: state reset (every bucket and table is gone)")
             elif moto_journal().exists():
                 moto_journal().unlink()
-                print(f"moto: not running; its journal deleted ({config.shown(moto_journal())}), so it starts empty")
+                print(
+                    f"moto: not running; its journal deleted ({config.shown(moto_journal())}), so it starts empty"
+                )
             else:
-                print("moto: not running; it keeps its state in memory, so there is nothing to wipe")
+                print(
+                    "moto: not running; it keeps its state in memory, so there is nothing to wipe"
+                )
         else:
             was_running = _read_pid(service) is not None
             if service.identify(host, port) and not was_running:
@@ -467,23 +520,39 @@ def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
             os.environ.pop(OWNER_VARIABLE, None)
         else:
             os.environ[OWNER_VARIABLE] = outer
-        started = [s.name for s in status() if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token]
+        started = [
+            s.name
+            for s in status()
+            if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token
+        ]
         down(started)
 
 
 def _print_status(states: list[Status]) -> None:
     for s in states:
         state = "answering" if s.answering else "not running"
-        who = f"started by the workbook, pid {s.pid}" if s.managed else ("started elsewhere" if s.answering else "")
+        who = (
+            f"started by the workbook, pid {s.pid}"
+            if s.managed
+            else ("started elsewhere" if s.answering else "")
+        )
         role = "plays " + " + ".join(plays(SERVICES[s.name])) if s.name in SERVICES else ""
-        print(f"{s.name:9} {role:25} {s.endpoint:16} {state:12} {who:36} {s.identity or ''}".rstrip())
+        print(
+            f"{s.name:9} {role:25} {s.endpoint:16} {state:12} {who:36} {s.identity or ''}".rstrip()
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.services", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.services", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("action", choices=["up", "down", "status", "reset", "run"])
-    parser.add_argument("names", nargs="*", help="moto, azurite, versitygw (or s3, dynamodb, azure); default: all the workbook runs "
-                        "(versitygw only with WORKBOOK_S3_SERVER=versitygw)")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        help="moto, azurite, versitygw (or s3, dynamodb, azure); default: all the workbook runs "
+        "(versitygw only with WORKBOOK_S3_SERVER=versitygw)",
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
     if "--" in argv:

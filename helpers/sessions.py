@@ -72,7 +72,9 @@ def hadoop_version() -> str:
     """The Hadoop version bundled with pyspark (hadoop-aws must match it exactly)."""
     jars = sorted(_pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
     if not jars:
-        raise SessionError(f"No hadoop-client-api jar in {_pyspark_jars_dir()}; reinstall with `make install`.")
+        raise SessionError(
+            f"No hadoop-client-api jar in {_pyspark_jars_dir()}; reinstall with `make install`."
+        )
     return jars[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
 
 
@@ -90,13 +92,18 @@ def spark_packages(*stores: str) -> list[str]:
         # hadoop-aws declares the AWS SDK v2 "bundle" (686 MB, every AWS service): it is excluded
         # below, and only the modules S3A and the DynamoDB log store use are fetched instead
         packages.append(f"org.apache.hadoop:hadoop-aws:{hadoop_version()}")
-        packages += [f"software.amazon.awssdk:{module}:{config.AWS_SDK_V2_VERSION}" for module in AWS_SDK_V2_MODULES]
+        packages += [
+            f"software.amazon.awssdk:{module}:{config.AWS_SDK_V2_VERSION}"
+            for module in AWS_SDK_V2_MODULES
+        ]
     if "azure" in stores:
         packages.append(f"org.apache.hadoop:hadoop-azure:{hadoop_version()}")
     if "dynamodb" in stores and config.profile() == "cloud":
         # Delta's own S3DynamoDBLogStore and the AWS SDK v1 client it declares as "provided"
-        packages += [f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}",
-                     f"com.amazonaws:aws-java-sdk-dynamodb:{AWS_SDK_V1_VERSION}"]
+        packages += [
+            f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}",
+            f"com.amazonaws:aws-java-sdk-dynamodb:{AWS_SDK_V1_VERSION}",
+        ]
     return packages
 
 
@@ -120,9 +127,21 @@ SPARK_JAR_EXCLUDES = (
     "org.hdrhistogram:HdrHistogram",
     "software.amazon.awssdk:bundle",
     # the AWS SDK modules' Netty 4.1 (pyspark brings Netty 4.2, which the SDK's client runs on)
-    *(f"io.netty:netty-{name}" for name in ("buffer", "codec", "codec-http", "codec-http2", "common", "handler",
-                                            "resolver", "transport", "transport-classes-epoll",
-                                            "transport-native-unix-common")),
+    *(
+        f"io.netty:netty-{name}"
+        for name in (
+            "buffer",
+            "codec",
+            "codec-http",
+            "codec-http2",
+            "common",
+            "handler",
+            "resolver",
+            "transport",
+            "transport-classes-epoll",
+            "transport-native-unix-common",
+        )
+    ),
 )
 
 
@@ -131,7 +150,9 @@ def _check_stores(stores: Iterable[str]) -> None:
     if unknown:
         raise SessionError(f"Unknown store {unknown[0]!r}; choose from {', '.join(SPARK_STORES)}.")
     if "dynamodb" in stores and "s3" not in stores:
-        raise SessionError('"dynamodb" coordinates commits to s3a:// tables: ask for it with "s3", e.g. spark_session("s3", "dynamodb").')
+        raise SessionError(
+            '"dynamodb" coordinates commits to s3a:// tables: ask for it with "s3", e.g. spark_session("s3", "dynamodb").'
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,11 +221,22 @@ def driver_java_options(*extra: str, archive: bool = True) -> str:
     collector of :data:`helpers.spark_start.DRIVER_JVM_OPTIONS`, the class-data archive when
     there is one (:mod:`helpers.spark_start`), the proxy of :func:`proxy_java_options`, plus ``extra``."""
     shared = spark_start.class_archive_options() if archive else []
-    return " ".join([f"-Dderby.system.home={config.BUILD_DIR / 'derby'}", *spark_start.DRIVER_JVM_OPTIONS, *shared,
-                     *proxy_java_options(), *extra])
+    return " ".join(
+        [
+            f"-Dderby.system.home={config.BUILD_DIR / 'derby'}",
+            *spark_start.DRIVER_JVM_OPTIONS,
+            *shared,
+            *proxy_java_options(),
+            *extra,
+        ]
+    )
 
 
-JAVA_DIRECT_HOSTS = ("localhost", "127.*", "[::1]")  # Java's own default: loopback never goes through a proxy
+JAVA_DIRECT_HOSTS = (
+    "localhost",
+    "127.*",
+    "[::1]",
+)  # Java's own default: loopback never goes through a proxy
 
 
 def proxy_java_options(environ: dict[str, str] | None = None) -> list[str]:
@@ -225,12 +257,20 @@ def proxy_java_options(environ: dict[str, str] | None = None) -> list[str]:
         except ValueError:
             port = None
         if not parsed.hostname or port is None:
-            raise SessionError(f"{scheme.upper()}_PROXY={value!r} is not a proxy address: set it like http://proxy.example.com:3128.")
+            raise SessionError(
+                f"{scheme.upper()}_PROXY={value!r} is not a proxy address: set it like http://proxy.example.com:3128."
+            )
         options += [f"-D{scheme}.proxyHost={parsed.hostname}", f"-D{scheme}.proxyPort={port}"]
     if options:
         no_proxy = environ.get("NO_PROXY") or environ.get("no_proxy") or ""
-        extra = [f"*{h}" if h.startswith(".") else h for h in (h.strip() for h in no_proxy.split(",")) if h]
-        options.append(f"-Dhttp.nonProxyHosts={'|'.join(dict.fromkeys([*JAVA_DIRECT_HOSTS, *extra]))}")
+        extra = [
+            f"*{h}" if h.startswith(".") else h
+            for h in (h.strip() for h in no_proxy.split(","))
+            if h
+        ]
+        options.append(
+            f"-Dhttp.nonProxyHosts={'|'.join(dict.fromkeys([*JAVA_DIRECT_HOSTS, *extra]))}"
+        )
     return options
 
 
@@ -252,7 +292,9 @@ def _s3a_conf() -> dict[str, str]:
         )
     else:
         conf["spark.hadoop.fs.s3a.path.style.access"] = "false"
-        if os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"):  # as boto3 and delta-rs read them
+        if os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
+            "AWS_ENDPOINT_URL"
+        ):  # as boto3 and delta-rs read them
             conf["spark.hadoop.fs.s3a.endpoint"] = config.aws_endpoint("s3")
         conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
             "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
@@ -277,11 +319,13 @@ def dynamodb_log_store_conf() -> dict[str, str]:
     if config.profile() == "cloud":
         conf["spark.delta.logStore.s3a.impl"] = DELTA_DYNAMODB_LOG_STORE
         return conf
-    conf.update({
-        "spark.delta.logStore.s3a.impl": WORKBOOK_DYNAMODB_LOG_STORE,
-        DYNAMODB_ENDPOINT_KEY: config.aws_endpoint("dynamodb"),
-        "spark.jars": str(log_store_jar()),
-    })
+    conf.update(
+        {
+            "spark.delta.logStore.s3a.impl": WORKBOOK_DYNAMODB_LOG_STORE,
+            DYNAMODB_ENDPOINT_KEY: config.aws_endpoint("dynamodb"),
+            "spark.jars": str(log_store_jar()),
+        }
+    )
     return conf
 
 
@@ -305,7 +349,9 @@ def log_store_jar() -> Path:
     if shutil.which("javac") is None or shutil.which("jar") is None:
         from helpers import preflight
 
-        raise SessionError(preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17.")
+        raise SessionError(
+            preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17."
+        )
     jar.parent.mkdir(parents=True, exist_ok=True)
     with open(jar.parent / ".build.lock", "w") as lock:  # writers start in parallel: one compiles
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -315,12 +361,28 @@ def log_store_jar() -> Path:
         with tempfile.TemporaryDirectory(dir=jar.parent) as work:
             classes = Path(work) / "classes"
             compiled = subprocess.run(
-                ["javac", "--release", "17", "-nowarn", "-cp", os.pathsep.join(map(str, classpath)), "-d", str(classes),
-                 *map(str, JAVA_SOURCES)], capture_output=True, text=True)
+                [
+                    "javac",
+                    "--release",
+                    "17",
+                    "-nowarn",
+                    "-cp",
+                    os.pathsep.join(map(str, classpath)),
+                    "-d",
+                    str(classes),
+                    *map(str, JAVA_SOURCES),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if compiled.returncode != 0:
-                raise SessionError(f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}")
+                raise SessionError(
+                    f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}"
+                )
             packed = Path(work) / jar.name
-            subprocess.run(["jar", "cf", str(packed), "-C", str(classes), "."], check=True, capture_output=True)
+            subprocess.run(
+                ["jar", "cf", str(packed), "-C", str(classes), "."], check=True, capture_output=True
+            )
             os.replace(packed, jar)
     return jar
 
@@ -329,8 +391,11 @@ def _log_store_classpath() -> list[Path]:
     """pyspark's jars, Delta's storage and Spark jars (the catalog extension builds on the latter)
     and the AWS SDK v2 modules fetched for ``s3`` (fetched with the "s3" jars if the Ivy cache lacks them)."""
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
-    patterns = [f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar", "software.amazon.awssdk_dynamodb-*.jar",
-                f"io.delta_delta-spark_*-{config.DELTA_JARS_VERSION}.jar"]
+    patterns = [
+        f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar",
+        "software.amazon.awssdk_dynamodb-*.jar",
+        f"io.delta_delta-spark_*-{config.DELTA_JARS_VERSION}.jar",
+    ]
 
     def found() -> list[Path]:
         return [match for pattern in patterns for match in sorted(jars_dir.glob(pattern))[-1:]]
@@ -338,8 +403,14 @@ def _log_store_classpath() -> list[Path]:
     if len(found()) < len(patterns):
         fetch_jars("s3")
     if len(found()) < len(patterns):
-        raise SessionError(f"{' and '.join(patterns)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`.")
-    return [_pyspark_jars_dir() / "*", *found(), *sorted(jars_dir.glob("software.amazon.awssdk_*.jar"))]
+        raise SessionError(
+            f"{' and '.join(patterns)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`."
+        )
+    return [
+        _pyspark_jars_dir() / "*",
+        *found(),
+        *sorted(jars_dir.glob("software.amazon.awssdk_*.jar")),
+    ]
 
 
 def _abfs_conf() -> dict[str, str]:
@@ -366,7 +437,9 @@ def _abfs_conf() -> dict[str, str]:
     }
 
 
-def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_conf: dict[str, str] | None = None):
+def spark_session(
+    *stores: str, app_name: str = "delta-lake-workbook", extra_conf: dict[str, str] | None = None
+):
     """A SparkSession with Delta Lake for the given stores (``local``, ``s3``, ``azure``; default ``local``).
 
     Returns the running session if one with the same jars exists in this process. Raises
@@ -383,12 +456,24 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
         running = active.sparkContext.getConf()
         missing = set()
         # launch_conf may have replaced the packages by their jars; it keeps what was asked for
-        asked_for = (("spark.jars.packages", running.get(spark_start.ASKED_PACKAGES, None) or running.get("spark.jars.packages", "")),
-                     ("spark.jars", running.get("spark.jars", "")))
+        asked_for = (
+            (
+                "spark.jars.packages",
+                running.get(spark_start.ASKED_PACKAGES, None)
+                or running.get("spark.jars.packages", ""),
+            ),
+            ("spark.jars", running.get("spark.jars", "")),
+        )
         for key, have in asked_for:
-            missing |= set(filter(None, conf.get(key, "").split(","))) - set(filter(None, have.split(",")))
-        if conf.get("spark.delta.logStore.s3a.impl", "") != (running.get("spark.delta.logStore.s3a.impl", None) or ""):
-            missing.add(f"the log store {conf.get('spark.delta.logStore.s3a.impl') or 'default'} for s3a://")
+            missing |= set(filter(None, conf.get(key, "").split(","))) - set(
+                filter(None, have.split(","))
+            )
+        if conf.get("spark.delta.logStore.s3a.impl", "") != (
+            running.get("spark.delta.logStore.s3a.impl", None) or ""
+        ):
+            missing.add(
+                f"the log store {conf.get('spark.delta.logStore.s3a.impl') or 'default'} for s3a://"
+            )
         if missing:
             raise SessionError(
                 f"A SparkSession without {', '.join(sorted(missing))} is already running in this process, and "
@@ -402,7 +487,9 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
         builder = builder.config(key, value)
     if driver_on_loopback(conf["spark.master"]):
         os.environ.setdefault("SPARK_LOCAL_IP", config.LOCALHOST)
-    if on_this_machine(conf["spark.master"]):  # executors on this machine run Python UDFs with the driver's Python
+    if on_this_machine(
+        conf["spark.master"]
+    ):  # executors on this machine run Python UDFs with the driver's Python
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log_file = spark_log_file(app_name)
     started = time.monotonic()
@@ -411,7 +498,9 @@ def spark_session(*stores: str, app_name: str = "delta-lake-workbook", extra_con
             session = builder.getOrCreate()
     except Exception as error:  # py4j / JVM start failures arrive as bare exceptions
         raise SessionError(_explain_start_failure(error, log_file)) from error
-    spark_start.remember_resolved_jars(launch, conf, session.sparkContext.getConf().get("spark.jars", ""))
+    spark_start.remember_resolved_jars(
+        launch, conf, session.sparkContext.getConf().get("spark.jars", "")
+    )
     session.sparkContext.setLogLevel(os.environ.get("WORKBOOK_SPARK_LOG_LEVEL", "ERROR"))
     session.conf.set("workbook.startSeconds", f"{time.monotonic() - started:.1f}")
     return session
@@ -509,24 +598,37 @@ def fetch_jars(*stores: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.sessions")
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("fetch-jars", help="download the Spark jars of every store into .cache/ivy, compile the DynamoDB "
-                   "log store, and build the JVMs' class-data archive")
-    sub.add_parser("conf", help="print the Spark settings of a session on every store (keys masked)")
+    sub.add_parser(
+        "fetch-jars",
+        help="download the Spark jars of every store into .cache/ivy, compile the DynamoDB "
+        "log store, and build the JVMs' class-data archive",
+    )
+    sub.add_parser(
+        "conf", help="print the Spark settings of a session on every store (keys masked)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.action == "fetch-jars":
             # locally "dynamodb" needs no download: its class is compiled here, from the jars fetched for "s3"
-            stores = SPARK_STORES if config.profile() == "cloud" else tuple(s for s in SPARK_STORES if s != "dynamodb")
+            stores = (
+                SPARK_STORES
+                if config.profile() == "cloud"
+                else tuple(s for s in SPARK_STORES if s != "dynamodb")
+            )
             seconds = fetch_jars(*stores)
             print(f"Spark jars for {', '.join(stores)} ready in .cache/ivy ({seconds:.0f} s)")
             freed = prune_unused_jars()
             if freed:
-                print(f"Removed from .cache/ivy what no session asks for any more: {freed // 2**20} MiB")
+                print(
+                    f"Removed from .cache/ivy what no session asks for any more: {freed // 2**20} MiB"
+                )
             if config.profile() == "local":
                 print(f"DynamoDB log store compiled: {config.shown(log_store_jar())}")
             archive = spark_start.build_class_archive()
             if archive is not None:
-                print(f"Class-data archive for Spark's JVMs: {config.shown(archive)} ({archive.stat().st_size // 2**20} MiB)")
+                print(
+                    f"Class-data archive for Spark's JVMs: {config.shown(archive)} ({archive.stat().st_size // 2**20} MiB)"
+                )
         else:
             for key, value in config.masked(spark_conf(*SPARK_STORES)).items():
                 print(f"{key}={value}")

@@ -46,7 +46,11 @@ ASKED_PACKAGES = "spark.workbook.jars.packages"
 """The session setting that keeps the packages a session asked for, when its jars replaced them."""
 ARCHIVE_DIR = config.CACHE_DIR / "spark-cds"
 SCRATCH_DIR = config.STATE_DIR / "spark"
-DRIVER_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:ReservedCodeCacheSize=240m")
+DRIVER_JVM_OPTIONS = (
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-XX:ReservedCodeCacheSize=240m",
+)
 """A driver here is short-lived and its tables are small, so the JVM's defaults for a server (the
 C2 compiler, G1's concurrent threads) cost more CPU than they save: one driver making 30 appends,
 a DELETE and an OPTIMIZE on a local table used 89 and 108 CPU-seconds with the defaults, 61 and
@@ -121,7 +125,11 @@ def scratch_dir() -> Path:
     removing the folders of processes that no longer run."""
     if SCRATCH_DIR.is_dir():
         for folder in SCRATCH_DIR.iterdir():
-            if folder.name.isdigit() and int(folder.name) != os.getpid() and not process_alive(int(folder.name)):
+            if (
+                folder.name.isdigit()
+                and int(folder.name) != os.getpid()
+                and not process_alive(int(folder.name))
+            ):
                 shutil.rmtree(folder, ignore_errors=True)
     return SCRATCH_DIR / str(os.getpid())
 
@@ -146,7 +154,9 @@ def class_archive() -> Path:
 
     # the JVM checks the class path it was built with: a copy of the workbook elsewhere gets its own
     # and the options it was built with (a collector of another kind cannot map it)
-    key = hashlib.sha256(f"{_java_version()}\n{pyspark.__file__}\n{config.DELTA_JARS_VERSION}\n{DRIVER_JVM_OPTIONS}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(
+        f"{_java_version()}\n{pyspark.__file__}\n{config.DELTA_JARS_VERSION}\n{DRIVER_JVM_OPTIONS}".encode()
+    ).hexdigest()[:12]
     return ARCHIVE_DIR / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
@@ -165,12 +175,22 @@ def build_class_archive() -> Path | None:
     if archive.is_file():
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "helpers.spark_start", "build-archive", str(archive)],
-                          cwd=config.ROOT, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.spark_start", "build-archive", str(archive)],
+        cwd=config.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if done.returncode != 0:
-        print(f"warning: no class-data archive ({done.stderr.strip()[-600:]}); Spark starts without it", file=sys.stderr)
+        print(
+            f"warning: no class-data archive ({done.stderr.strip()[-600:]}); Spark starts without it",
+            file=sys.stderr,
+        )
         return None
-    for stale in ARCHIVE_DIR.glob("*.jsa"):  # archives of an earlier Java, Spark or set of options (about 200 MB each)
+    for stale in ARCHIVE_DIR.glob(
+        "*.jsa"
+    ):  # archives of an earlier Java, Spark or set of options (about 200 MB each)
         if stale != archive:
             stale.unlink()
     return archive if archive.is_file() else None
@@ -186,16 +206,26 @@ def _archive_workload(archive: Path) -> None:
 
     tmp = archive.with_name(f".{archive.name}.tmp-{os.getpid()}")
     options = sessions.driver_java_options(f"-XX:ArchiveClassesAtExit={tmp}", archive=False)
-    spark = sessions.spark_session("local", "s3", "azure", app_name="class-archive",
-                                   extra_conf={"spark.driver.extraJavaOptions": options})
+    spark = sessions.spark_session(
+        "local",
+        "s3",
+        "azure",
+        app_name="class-archive",
+        extra_conf={"spark.driver.extraJavaOptions": options},
+    )
     with tempfile.TemporaryDirectory(prefix="class-archive-") as folder:
-        spark.range(10).selectExpr("CAST(id AS INT) AS id", "CAST(id AS STRING) AS name") \
-            .write.format("delta").save(folder)
-        spark.range(5).selectExpr("CAST(id AS INT) AS id", "'x' AS name").write.format("delta").mode("append").save(folder)
+        spark.range(10).selectExpr(
+            "CAST(id AS INT) AS id", "CAST(id AS STRING) AS name"
+        ).write.format("delta").save(folder)
+        spark.range(5).selectExpr("CAST(id AS INT) AS id", "'x' AS name").write.format(
+            "delta"
+        ).mode("append").save(folder)
         spark.read.format("delta").load(folder).count()
         spark.sql(f"DESCRIBE HISTORY delta.`{folder}`").collect()
         jvm = spark._jvm
-        jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, folder).unsafeVolatileSnapshot().version()
+        jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+            spark._jsparkSession, folder
+        ).unsafeVolatileSnapshot().version()
         hadoop = spark._jsc.hadoopConfiguration()
         for uri in (tables.s3_uri("class-archive", scheme="s3a"), tables.abfs_uri("class-archive")):
             try:  # set up the file systems' clients; no request is sent

@@ -28,20 +28,35 @@ class StorageError(RuntimeError):
     """A store cannot be reached or used; the message says what to do."""
 
 
-AWS_REFUSALS = ("403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "AccessDeniedException", "ExpiredToken",
-                "UnrecognizedClientException", "InvalidSignatureException", "InvalidClientTokenId")
+AWS_REFUSALS = (
+    "403",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "AccessDenied",
+    "AccessDeniedException",
+    "ExpiredToken",
+    "UnrecognizedClientException",
+    "InvalidSignatureException",
+    "InvalidClientTokenId",
+)
 """Error codes with which S3 or DynamoDB refuse a request's credentials or permissions."""
 
 
 def _unreachable(what: str, endpoint: str, error: Exception) -> StorageError:
     """``what`` (S3, DynamoDB, Azure Blob) did not answer at ``endpoint``, the one actually used."""
     if config.profile() == "local":
-        advice = ("Start the emulators with `make services` (or `python -m helpers.services up`), or check "
-                  "WORKBOOK_MOTO_PORT and WORKBOOK_AZURITE_PORT.")
+        advice = (
+            "Start the emulators with `make services` (or `python -m helpers.services up`), or check "
+            "WORKBOOK_MOTO_PORT and WORKBOOK_AZURITE_PORT."
+        )
     else:
-        settings = config.CLOUD_AZURE_SETTINGS if what.startswith("Azure") else config.CLOUD_AWS_SETTINGS
+        settings = (
+            config.CLOUD_AZURE_SETTINGS if what.startswith("Azure") else config.CLOUD_AWS_SETTINGS
+        )
         advice = f"WORKBOOK_PROFILE=cloud: check {settings}."
-    return StorageError(f"{what} does not answer at {endpoint} ({type(error).__name__}: {error}). {advice}")
+    return StorageError(
+        f"{what} does not answer at {endpoint} ({type(error).__name__}: {error}). {advice}"
+    )
 
 
 def _refused(what: str, endpoint: str, resource: str, code: str) -> StorageError:
@@ -49,9 +64,15 @@ def _refused(what: str, endpoint: str, resource: str, code: str) -> StorageError
     if config.profile() == "local":
         advice = "Locally the emulators' keys come from helpers/config.py; is WORKBOOK_PROFILE meant to be cloud?"
     else:
-        credentials = config.CLOUD_AZURE_CREDENTIALS if what.startswith("Azure") else config.CLOUD_AWS_CREDENTIALS
-        advice = f"WORKBOOK_PROFILE=cloud: check {credentials}, and the permissions in docs/running.md (\"Real cloud\")."
-    return StorageError(f"{what} at {endpoint} refused the credentials for {resource} ({code}). {advice}")
+        credentials = (
+            config.CLOUD_AZURE_CREDENTIALS
+            if what.startswith("Azure")
+            else config.CLOUD_AWS_CREDENTIALS
+        )
+        advice = f'WORKBOOK_PROFILE=cloud: check {credentials}, and the permissions in docs/running.md ("Real cloud").'
+    return StorageError(
+        f"{what} at {endpoint} refused the credentials for {resource} ({code}). {advice}"
+    )
 
 
 def _aws_trouble(what: str, client, resource: str, error: Exception) -> StorageError | None:
@@ -64,7 +85,10 @@ def _aws_trouble(what: str, client, resource: str, error: Exception) -> StorageE
         return _unreachable(what, endpoint, error)
     if isinstance(error, NoCredentialsError):
         return _refused(what, endpoint, resource, "no credentials found")
-    if isinstance(error, ClientError) and error.response.get("Error", {}).get("Code") in AWS_REFUSALS:
+    if (
+        isinstance(error, ClientError)
+        and error.response.get("Error", {}).get("Code") in AWS_REFUSALS
+    ):
         return _refused(what, endpoint, resource, error.response["Error"]["Code"])
     return None
 
@@ -89,7 +113,9 @@ def _aws_client(service: str, **kwargs):
     import boto3
     from botocore.config import Config
 
-    return boto3.client(service, config=Config(retries={"max_attempts": 2}, connect_timeout=5), **kwargs)
+    return boto3.client(
+        service, config=Config(retries={"max_attempts": 2}, connect_timeout=5), **kwargs
+    )
 
 
 def s3_client(endpoint_url: str | None = None):
@@ -112,7 +138,10 @@ def _aws_client_for_options(service: str, options: dict[str, str]):
     if endpoint:
         kwargs["endpoint_url"] = endpoint
     if options.get("AWS_ACCESS_KEY_ID"):
-        kwargs.update(aws_access_key_id=options["AWS_ACCESS_KEY_ID"], aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"))
+        kwargs.update(
+            aws_access_key_id=options["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
+        )
     return _aws_client(service, **kwargs)
 
 
@@ -134,9 +163,13 @@ def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
         trouble = _aws_trouble("S3", client, f"bucket {bucket!r}", error)
         if trouble:
             raise trouble from error
-        code = error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+        code = (
+            error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
+        )
         if code not in ("404", "NoSuchBucket", "NotFound"):
-            raise StorageError(f"Cannot use bucket {bucket!r} at {client.meta.endpoint_url}: {error}") from error
+            raise StorageError(
+                f"Cannot use bucket {bucket!r} at {client.meta.endpoint_url}: {error}"
+            ) from error
         if not local:
             raise StorageError(
                 f"Bucket {bucket!r} does not exist at {client.meta.endpoint_url}. Create it (`aws s3api create-bucket "
@@ -170,22 +203,33 @@ def ensure_lock_table(name: str | None = None) -> str:
         trouble = _aws_trouble("DynamoDB", client, f"table {name!r}", error)
         if trouble:
             raise trouble from error
-        if not isinstance(error, ClientError) or error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-            raise StorageError(f"Cannot use DynamoDB table {name!r} at {client.meta.endpoint_url}: {error}") from error
+        if (
+            not isinstance(error, ClientError)
+            or error.response.get("Error", {}).get("Code") != "ResourceNotFoundException"
+        ):
+            raise StorageError(
+                f"Cannot use DynamoDB table {name!r} at {client.meta.endpoint_url}: {error}"
+            ) from error
         client.create_table(
             TableName=name,
-            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"} for key, _ in LOCK_TABLE_KEYS],
+            AttributeDefinitions=[
+                {"AttributeName": key, "AttributeType": "S"} for key, _ in LOCK_TABLE_KEYS
+            ],
             KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in LOCK_TABLE_KEYS],
             BillingMode="PAY_PER_REQUEST",
         )
-        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        client.get_waiter("table_exists").wait(
+            TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+        )
         client.update_time_to_live(
             TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expireTime"}
         )
     return name
 
 
-def lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool = False) -> list[dict]:
+def lock_entries(
+    table_uri: str, lock_table: str | None = None, *, under: bool = False
+) -> list[dict]:
     """The DynamoDB log-store items of one table (one per commit that went through the lock), as
     plain dicts sorted by ``tablePath`` and ``fileName``; [] if the lock table does not exist.
     ``under=True`` also returns the items of every table below ``table_uri`` (a folder of tables)."""
@@ -202,8 +246,11 @@ def lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool =
                 ExpressionAttributeValues={":p": {"S": base}},
             )
             items = [
-                item for page in pages for item in page["Items"]
-                if item["tablePath"]["S"].rstrip("/") == base or item["tablePath"]["S"].startswith(base + "/")
+                item
+                for page in pages
+                for item in page["Items"]
+                if item["tablePath"]["S"].rstrip("/") == base
+                or item["tablePath"]["S"].startswith(base + "/")
             ]
         else:  # log stores write the path with or without a trailing slash
             items = []
@@ -222,7 +269,9 @@ def lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool =
     return sorted(plain, key=lambda item: (item["tablePath"], item["fileName"]))
 
 
-def delete_lock_entries(table_uri: str, lock_table: str | None = None, *, under: bool = False) -> int:
+def delete_lock_entries(
+    table_uri: str, lock_table: str | None = None, *, under: bool = False
+) -> int:
     """Delete a table's log-store items (``under=True``: also those of every table below it), so a
     table created again under the same path starts with a clean lock history (old items would
     claim its versions). Returns how many were deleted."""
@@ -248,26 +297,47 @@ def _blob_client(endpoint: str, credential):
     waits 15 s, 18 s and 24 s between 4 attempts, about 90 s in all)."""
     from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
-    retry = ExponentialRetry(initial_backoff=1, increment_base=2, retry_total=2, random_jitter_range=1)
-    return BlobServiceClient(endpoint, credential=credential, retry_policy=retry, connection_timeout=5)
+    retry = ExponentialRetry(
+        initial_backoff=1, increment_base=2, retry_total=2, random_jitter_range=1
+    )
+    return BlobServiceClient(
+        endpoint, credential=credential, retry_policy=retry, connection_timeout=5
+    )
 
 
 def blob_service(endpoint_url: str | None = None):
     """An azure-storage-blob BlobServiceClient for Azurite (or a real account in the cloud profile).
     ``endpoint_url``: another door to Azurite (e.g. the benchmark's request meter), as ``http://host:port``."""
     if config.profile() == "local":
-        blob_endpoint = f"{endpoint_url}/{config.AZURITE_ACCOUNT_NAME}" if endpoint_url else config.azurite_blob_endpoint()
-        return _blob_client(blob_endpoint, {"account_name": config.AZURITE_ACCOUNT_NAME, "account_key": config.AZURITE_ACCOUNT_KEY})
+        blob_endpoint = (
+            f"{endpoint_url}/{config.AZURITE_ACCOUNT_NAME}"
+            if endpoint_url
+            else config.azurite_blob_endpoint()
+        )
+        return _blob_client(
+            blob_endpoint,
+            {
+                "account_name": config.AZURITE_ACCOUNT_NAME,
+                "account_key": config.AZURITE_ACCOUNT_KEY,
+            },
+        )
     account = config.azure_account_name()
     key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY")
     if key:
         return _blob_client(config.blob_endpoint(), {"account_name": account, "account_key": key})
-    from azure.identity import DefaultAzureCredential  # az login, a managed identity, AZURE_CLIENT_*
+    from azure.identity import (
+        DefaultAzureCredential,
+    )  # az login, a managed identity, AZURE_CLIENT_*
 
     return _blob_client(config.blob_endpoint(), DefaultAzureCredential())
 
 
-AZURE_REFUSALS = ("AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo")
+AZURE_REFUSALS = (
+    "AuthorizationFailure",
+    "AuthenticationFailed",
+    "AuthorizationPermissionMismatch",
+    "InvalidAuthenticationInfo",
+)
 """Error codes with which Azure Blob refuses a request's credentials or permissions."""
 
 
@@ -296,20 +366,33 @@ def ensure_container(container: str | None = None) -> str:
 
 def _azure_trouble(what: str, endpoint: str, container: str, error: Exception) -> StorageError:
     """The StorageError for an azure-core error met on ``container``: missing, unreachable, refused."""
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError, ServiceRequestError
+    from azure.core.exceptions import (
+        ClientAuthenticationError,
+        HttpResponseError,
+        ResourceNotFoundError,
+        ServiceRequestError,
+    )
 
     if isinstance(error, ResourceNotFoundError):
-        return StorageError(f"Container {container!r} does not exist at {endpoint}. Create it (`az storage container create "
-                            f"--name {container}`) or point WORKBOOK_AZURE_CONTAINER at yours.")
+        return StorageError(
+            f"Container {container!r} does not exist at {endpoint}. Create it (`az storage container create "
+            f"--name {container}`) or point WORKBOOK_AZURE_CONTAINER at yours."
+        )
     if isinstance(error, ServiceRequestError):
         return _unreachable(what, endpoint, error)
     code = getattr(error, "error_code", None)
-    if isinstance(error, ClientAuthenticationError) or code in AZURE_REFUSALS or not isinstance(error, HttpResponseError):
+    if (
+        isinstance(error, ClientAuthenticationError)
+        or code in AZURE_REFUSALS
+        or not isinstance(error, HttpResponseError)
+    ):
         return _refused(what, endpoint, f"container {container!r}", code or type(error).__name__)
     return StorageError(f"Cannot use container {container!r} at {endpoint}: {error}")
 
 
-def check_store(table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None) -> None:
+def check_store(
+    table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None
+) -> None:
     """Raise StorageError, naming the endpoint actually used and the settings to check, unless the
     store of ``table_uri`` answers and accepts the credentials, reached as delta-rs would reach it
     with ``storage_options`` (and, when it locks through DynamoDB, its lock table too). Local
@@ -323,10 +406,24 @@ def check_store(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
     if parsed.scheme in ("s3", "s3a"):
         from botocore.exceptions import BotoCoreError, ClientError
 
-        probes = [("S3", "s3", f"bucket {parsed.netloc!r}", lambda client: client.head_bucket(Bucket=parsed.netloc))]
+        probes = [
+            (
+                "S3",
+                "s3",
+                f"bucket {parsed.netloc!r}",
+                lambda client: client.head_bucket(Bucket=parsed.netloc),
+            )
+        ]
         lock_table = upper.get("DELTA_DYNAMO_TABLE_NAME") or upper.get("DYNAMO_LOCK_TABLE_NAME")
         if upper.get("AWS_S3_LOCKING_PROVIDER") == "dynamodb" and lock_table:
-            probes.append(("DynamoDB", "dynamodb", f"table {lock_table!r}", lambda client: client.describe_table(TableName=lock_table)))
+            probes.append(
+                (
+                    "DynamoDB",
+                    "dynamodb",
+                    f"table {lock_table!r}",
+                    lambda client: client.describe_table(TableName=lock_table),
+                )
+            )
         for what, service, resource, probe in probes:
             client = _aws_client_for_options(service, upper)
             try:
@@ -335,18 +432,27 @@ def check_store(table_uri: str | os.PathLike, storage_options: dict[str, str] | 
                 trouble = _aws_trouble(what, client, resource, error)
                 if trouble:
                     raise trouble from error
-                if isinstance(error, ClientError) and error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                if (
+                    isinstance(error, ClientError)
+                    and error.response.get("Error", {}).get("Code") == "ResourceNotFoundException"
+                ):
                     continue  # it answered; a writer whose lock creates its table will do so
-                raise StorageError(f"Cannot use {resource} at {client.meta.endpoint_url}: {error}") from error
+                raise StorageError(
+                    f"Cannot use {resource} at {client.meta.endpoint_url}: {error}"
+                ) from error
     elif parsed.scheme in ("az", "azure", "abfs", "abfss"):
         from azure.core.exceptions import AzureError
 
         container = parsed.netloc.split("@")[0]
         lower = {key.lower(): value for key, value in options.items()}
         if lower.get("account_key"):
-            service = _blob_client(lower.get("azure_storage_endpoint") or config.blob_endpoint(),
-                                   {"account_name": lower.get("account_name") or config.azure_account_name(),
-                                    "account_key": lower["account_key"]})
+            service = _blob_client(
+                lower.get("azure_storage_endpoint") or config.blob_endpoint(),
+                {
+                    "account_name": lower.get("account_name") or config.azure_account_name(),
+                    "account_key": lower["account_key"],
+                },
+            )
         else:
             service = blob_service()
         endpoint = service.url.rstrip("/")
@@ -400,7 +506,9 @@ class LocalStore(TableStore):
         self.root = root
 
     def list(self) -> list[str]:
-        return sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        return sorted(
+            p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()
+        )
 
     def read(self, relative: str) -> bytes:
         return (self.root / relative).read_bytes()
@@ -422,8 +530,10 @@ class S3Store(TableStore):
 
     def list(self) -> list[str]:
         keys = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
-            keys += [item["Key"][len(self.prefix):] for item in page.get("Contents", [])]
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.prefix
+        ):
+            keys += [item["Key"][len(self.prefix) :] for item in page.get("Contents", [])]
         return sorted(keys)
 
     def read(self, relative: str) -> bytes:
@@ -434,7 +544,9 @@ class S3Store(TableStore):
 
     def _listed_versions(self, relative_prefix: str = "") -> tuple[list[dict], list[dict]]:
         versions, markers = [], []
-        pages = self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=self.prefix + relative_prefix)
+        pages = self.client.get_paginator("list_object_versions").paginate(
+            Bucket=self.bucket, Prefix=self.prefix + relative_prefix
+        )
         for page in pages:
             versions += page.get("Versions", [])
             markers += page.get("DeleteMarkers", [])
@@ -446,8 +558,18 @@ class S3Store(TableStore):
         result = []
         # S3 lists the versions of a key newest first; reverse to get them in the order they were written
         for item in reversed(self._listed_versions(relative_prefix)[0]):
-            body = self.client.get_object(Bucket=self.bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
-            result.append(ObjectVersion(item["Key"][len(self.prefix):], item["VersionId"], item["LastModified"], item["IsLatest"], body))
+            body = self.client.get_object(
+                Bucket=self.bucket, Key=item["Key"], VersionId=item["VersionId"]
+            )["Body"].read()
+            result.append(
+                ObjectVersion(
+                    item["Key"][len(self.prefix) :],
+                    item["VersionId"],
+                    item["LastModified"],
+                    item["IsLatest"],
+                    body,
+                )
+            )
         return result
 
     def remove(self) -> int:
@@ -456,9 +578,14 @@ class S3Store(TableStore):
         versions, markers = self._listed_versions()
         doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in versions + markers]
         for start in range(0, len(doomed), 1000):  # DeleteObjects takes at most 1,000 keys
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": doomed[start:start + 1000], "Quiet": True})
+            self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": doomed[start : start + 1000], "Quiet": True}
+            )
         path = "/" + self.prefix.rstrip("/")
-        return len(doomed) + sum(delete_lock_entries(f"{scheme}://{self.bucket}{path}", under=True) for scheme in ("s3", "s3a"))
+        return len(doomed) + sum(
+            delete_lock_entries(f"{scheme}://{self.bucket}{path}", under=True)
+            for scheme in ("s3", "s3a")
+        )
 
 
 class AzureStore(TableStore):
@@ -469,7 +596,9 @@ class AzureStore(TableStore):
         self.client = blob_service().get_container_client(container)
 
     def list(self) -> list[str]:
-        return sorted(b.name[len(self.prefix):] for b in self.client.list_blobs(name_starts_with=self.prefix))
+        return sorted(
+            b.name[len(self.prefix) :] for b in self.client.list_blobs(name_starts_with=self.prefix)
+        )
 
     def read(self, relative: str) -> bytes:
         return self.client.download_blob(self.prefix + relative).readall()
@@ -496,8 +625,10 @@ def table_store(location: str | os.PathLike) -> TableStore:
         return AzureStore(parsed.netloc, parsed.path)
     if parsed.scheme in ("abfs", "abfss"):
         return AzureStore(parsed.netloc.split("@")[0], parsed.path)
-    raise StorageError(f"Unknown scheme {parsed.scheme!r} in {location!r}: the workbook knows local paths, file://, "
-                       "s3://, s3a://, az:// and abfs[s]://.")
+    raise StorageError(
+        f"Unknown scheme {parsed.scheme!r} in {location!r}: the workbook knows local paths, file://, "
+        "s3://, s3a://, az:// and abfs[s]://."
+    )
 
 
 def list_table(location: str | os.PathLike) -> list[str]:

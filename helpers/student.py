@@ -87,8 +87,17 @@ def exercises(path: Path) -> list[Exercise]:
             continue
         following = cells[i + 1] if i + 1 < len(cells) else {}
         if not _nbgrader(following).get("grade"):
-            raise StudentEditionError(f"{path.name}: the answer cell {meta.get('grade_id')!r} is not followed by a check cell (nbgrader grade: true)")
-        found.append(Exercise(path.name, meta["grade_id"], "".join(cell["source"]), _nbgrader(following)["grade_id"]))
+            raise StudentEditionError(
+                f"{path.name}: the answer cell {meta.get('grade_id')!r} is not followed by a check cell (nbgrader grade: true)"
+            )
+        found.append(
+            Exercise(
+                path.name,
+                meta["grade_id"],
+                "".join(cell["source"]),
+                _nbgrader(following)["grade_id"],
+            )
+        )
     return found
 
 
@@ -108,13 +117,26 @@ def generate(target: Path) -> list[Path]:
             f"c.CourseDirectory.db_url = {'sqlite:///' + str(course / 'gradebook.db')!r}\n",
             encoding="utf-8",
         )
-        command = [sys.executable, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force", "--log-level=WARN"]
+        command = [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            ASSIGNMENT,
+            "--force",
+            "--log-level=WARN",
+        ]
         # nbgrader runs `alembic` (its database migrations) from PATH: this environment's
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
         done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
         release = course / "release" / ASSIGNMENT
         if done.returncode != 0 or not release.is_dir():
-            raise StudentEditionError(f"nbgrader generate_assignment failed (exit {done.returncode}):\n{done.stdout}{done.stderr}".rstrip())
+            raise StudentEditionError(
+                f"nbgrader generate_assignment failed (exit {done.returncode}):\n{done.stdout}{done.stderr}".rstrip()
+            )
         target.mkdir(parents=True, exist_ok=True)
         for old in target.glob("*.ipynb"):
             old.unlink()
@@ -129,7 +151,11 @@ def generate(target: Path) -> list[Path]:
 
 def kept_cells(notebook: dict) -> list[int]:
     """Indexes of the cells tagged :data:`KEEP_OUTPUTS_TAG`."""
-    return [i for i, cell in enumerate(notebook["cells"]) if KEEP_OUTPUTS_TAG in cell.get("metadata", {}).get("tags", [])]
+    return [
+        i
+        for i, cell in enumerate(notebook["cells"])
+        if KEEP_OUTPUTS_TAG in cell.get("metadata", {}).get("tags", [])
+    ]
 
 
 def _keep_committed_outputs(source: Path, released: Path, target: Path) -> None:
@@ -143,10 +169,17 @@ def _keep_committed_outputs(source: Path, released: Path, target: Path) -> None:
     for i in keep:
         cell, copy = original["cells"][i], student["cells"][i]
         if "".join(cell["source"]) != "".join(copy["source"]):
-            raise StudentEditionError(f"{source.name}: cell {i} is tagged {KEEP_OUTPUTS_TAG!r} but nbgrader changed it; "
-                                      "tag only cells that display committed results, never an exercise")
-        copy["outputs"] = [{**out, "execution_count": None} if "execution_count" in out else out for out in cell.get("outputs", [])]
-    target.write_text(json.dumps(student, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")  # as nbformat writes it
+            raise StudentEditionError(
+                f"{source.name}: cell {i} is tagged {KEEP_OUTPUTS_TAG!r} but nbgrader changed it; "
+                "tag only cells that display committed results, never an exercise"
+            )
+        copy["outputs"] = [
+            {**out, "execution_count": None} if "execution_count" in out else out
+            for out in cell.get("outputs", [])
+        ]
+    target.write_text(
+        json.dumps(student, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )  # as nbformat writes it
 
 
 def stale_files(committed: Path = STUDENT_DIR) -> list[str]:
@@ -156,26 +189,39 @@ def stale_files(committed: Path = STUDENT_DIR) -> list[str]:
         names = {p.name for p in generate(fresh)}
         present = {p.name for p in committed.iterdir()} if committed.is_dir() else set()
         problems = [f"{name}: missing" for name in sorted(names - present)]
-        problems += [f"{name}: not written by make student (remove it)" for name in sorted(present - names)]
-        problems += [f"{name}: differs from what make student writes now" for name in sorted(names & present) if not filecmp.cmp(fresh / name, committed / name, shallow=False)]
+        problems += [
+            f"{name}: not written by make student (remove it)" for name in sorted(present - names)
+        ]
+        problems += [
+            f"{name}: differs from what make student writes now"
+            for name in sorted(names & present)
+            if not filecmp.cmp(fresh / name, committed / name, shallow=False)
+        ]
     return problems
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.student", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.student", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("action", choices=["build", "check"])
     args = parser.parse_args(argv)
     try:
         if args.action == "build":
             written = generate(STUDENT_DIR)
             count = sum(len(exercises(p)) for p in workbook.notebooks())
-            print(f"student edition: {len(written) - 1} notebooks, {count} exercises, in {config.shown(STUDENT_DIR)}/")
+            print(
+                f"student edition: {len(written) - 1} notebooks, {count} exercises, in {config.shown(STUDENT_DIR)}/"
+            )
             return 0
         problems = stale_files()
         for problem in problems:
             print(f"student/{problem}", file=sys.stderr)
         if problems:
-            print("The student edition is not current: run `make student` and commit student/.", file=sys.stderr)
+            print(
+                "The student edition is not current: run `make student` and commit student/.",
+                file=sys.stderr,
+            )
             return 1
         print("student/ is current")
         return 0

@@ -31,7 +31,16 @@ ORPHAN = "orphan"
 """A Parquet file no commit ever added (a writer that lost its commit left it behind)."""
 FILE_STATES = (LIVE, REPLACED, ORPHAN)
 
-HISTORY_COLUMNS = ["version", "operation", "engine", "files_added", "files_removed", "live_files", "live_bytes", "live_rows"]
+HISTORY_COLUMNS = [
+    "version",
+    "operation",
+    "engine",
+    "files_added",
+    "files_removed",
+    "live_files",
+    "live_bytes",
+    "live_rows",
+]
 
 
 class TableFilesError(RuntimeError):
@@ -68,12 +77,24 @@ def parse_version(version: int, body: bytes) -> LogVersion:
     for add in adds:
         stats = delta_log.add_stats(add)
         rows = stats.get("numRecords")
-        added.append(DataFile(path=unquote(add["path"]), size=int(add.get("size") or 0),
-                              rows=None if rows is None else int(rows), min_values=stats.get("minValues") or {},
-                              max_values=stats.get("maxValues") or {}, version_added=version))
+        added.append(
+            DataFile(
+                path=unquote(add["path"]),
+                size=int(add.get("size") or 0),
+                rows=None if rows is None else int(rows),
+                min_values=stats.get("minValues") or {},
+                max_values=stats.get("maxValues") or {},
+                version_added=version,
+            )
+        )
     removed = [unquote(remove["path"]) for remove in removes]
-    return LogVersion(version=version, operation=info.get("operation"),
-                      engine=info.get("engineInfo") or info.get("clientVersion"), added=tuple(added), removed=tuple(removed))
+    return LogVersion(
+        version=version,
+        operation=info.get("operation"),
+        engine=info.get("engineInfo") or info.get("clientVersion"),
+        added=tuple(added),
+        removed=tuple(removed),
+    )
 
 
 def read_log(table_uri: str | os.PathLike) -> list[LogVersion]:
@@ -82,7 +103,9 @@ def read_log(table_uri: str | os.PathLike) -> list[LogVersion]:
     store = storage.table_store(table_uri)
     log = [parse_version(version, body) for version, body in delta_log.commit_files(store)]
     if not log:
-        raise TableFilesError(f"No commit files under {table_uri}/{delta_log.LOG_DIR}: is there a Delta table at that URI?")
+        raise TableFilesError(
+            f"No commit files under {table_uri}/{delta_log.LOG_DIR}: is there a Delta table at that URI?"
+        )
     versions = [c.version for c in log]
     if versions != list(range(len(versions))):
         raise TableFilesError(
@@ -115,17 +138,30 @@ def history(table_uri: str | os.PathLike, log: list[LogVersion] | None = None):
     rows = []
     for commit, live in _replay(log if log is not None else read_log(table_uri)):
         counts = [f.rows for f in live.values()]
-        rows.append({"version": commit.version, "operation": commit.operation, "engine": commit.engine,
-                     "files_added": len(commit.added), "files_removed": len(commit.removed),
-                     "live_files": len(live), "live_bytes": sum(f.size for f in live.values()),
-                     "live_rows": None if None in counts else sum(counts)})
+        rows.append(
+            {
+                "version": commit.version,
+                "operation": commit.operation,
+                "engine": commit.engine,
+                "files_added": len(commit.added),
+                "files_removed": len(commit.removed),
+                "live_files": len(live),
+                "live_bytes": sum(f.size for f in live.values()),
+                "live_rows": None if None in counts else sum(counts),
+            }
+        )
     frame = pd.DataFrame(rows, columns=HISTORY_COLUMNS)
     frame["live_rows"] = frame["live_rows"].astype("Int64")
     return frame
 
 
-def live_files(table_uri: str | os.PathLike, version: int | None = None, *, columns: list[str] | None = None,
-               log: list[LogVersion] | None = None):
+def live_files(
+    table_uri: str | os.PathLike,
+    version: int | None = None,
+    *,
+    columns: list[str] | None = None,
+    log: list[LogVersion] | None = None,
+):
     """The files a version reads (the latest if ``version`` is None), one row each: ``path``,
     ``bytes``, ``rows``, ``version_added``, and ``min_<column>`` / ``max_<column>`` from the file's
     statistics for each of ``columns`` (default: every column with statistics). Sorted by the
@@ -149,8 +185,16 @@ def live_files(table_uri: str | os.PathLike, version: int | None = None, *, colu
             row[f"min_{column}"] = f.min_values.get(column)
             row[f"max_{column}"] = f.max_values.get(column)
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=["path", "bytes", "rows", "version_added",
-                                        *[f"{edge}_{c}" for c in columns for edge in ("min", "max")]])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "path",
+            "bytes",
+            "rows",
+            "version_added",
+            *[f"{edge}_{c}" for c in columns for edge in ("min", "max")],
+        ],
+    )
     frame["rows"] = frame["rows"].astype("Int64")
     order = [f"min_{columns[0]}", "path"] if columns and len(frame) else ["path"]
     return frame.sort_values(order, kind="stable").reset_index(drop=True)
@@ -162,18 +206,30 @@ def overlapping_pairs(files, column: str) -> list[tuple[str, str]]:
     ``min_<column>`` and ``max_<column>``. Raises TableFilesError if a file lacks those statistics."""
     low, high = f"min_{column}", f"max_{column}"
     if low not in files or high not in files:
-        raise TableFilesError(f"No statistics for column {column!r}: ask live_files(..., columns=[{column!r}]).")
+        raise TableFilesError(
+            f"No statistics for column {column!r}: ask live_files(..., columns=[{column!r}])."
+        )
     ranges = list(zip(files["path"], files[low], files[high]))
     missing = [path for path, lo, hi in ranges if lo is None or hi is None or lo != lo or hi != hi]
     if missing:
-        raise TableFilesError(f"{len(missing)} file(s) have no min/max of {column!r}, e.g. {missing[0]}.")
-    return [(a, b) for (a, a_lo, a_hi), (b, b_lo, b_hi) in combinations(ranges, 2) if a_lo <= b_hi and b_lo <= a_hi]
+        raise TableFilesError(
+            f"{len(missing)} file(s) have no min/max of {column!r}, e.g. {missing[0]}."
+        )
+    return [
+        (a, b)
+        for (a, a_lo, a_hi), (b, b_lo, b_hi) in combinations(ranges, 2)
+        if a_lo <= b_hi and b_lo <= a_hi
+    ]
 
 
 def files_reading(files, column: str, value) -> list[str]:
     """The files whose ``[min, max]`` of ``column`` contains ``value``: the files a reader that
     skips by statistics opens for ``column = value``."""
-    return [path for path, lo, hi in zip(files["path"], files[f"min_{column}"], files[f"max_{column}"]) if lo <= value <= hi]
+    return [
+        path
+        for path, lo, hi in zip(files["path"], files[f"min_{column}"], files[f"max_{column}"])
+        if lo <= value <= hi
+    ]
 
 
 def stored_files(table_uri: str | os.PathLike, log: list[LogVersion] | None = None):
@@ -188,8 +244,14 @@ def stored_files(table_uri: str | os.PathLike, log: list[LogVersion] | None = No
     for _, live in _replay(log):
         pass
     ever_added = {f.path for commit in log for f in commit.added}
-    rows = [{"path": name, "state": LIVE if name in live else REPLACED if name in ever_added else ORPHAN}
-            for name in storage.list_table(table_uri) if delta_log.is_data_file(name)]
+    rows = [
+        {
+            "path": name,
+            "state": LIVE if name in live else REPLACED if name in ever_added else ORPHAN,
+        }
+        for name in storage.list_table(table_uri)
+        if delta_log.is_data_file(name)
+    ]
     frame = pd.DataFrame(rows, columns=["path", "state"])
     frame["state"] = pd.Categorical(frame["state"], categories=list(FILE_STATES), ordered=True)
     return frame.sort_values(["state", "path"]).reset_index(drop=True)
@@ -214,7 +276,9 @@ def copy_table(source_uri: str, target_uri: str) -> int:
     on_s3 = source.scheme in ("s3", "s3a") and target.scheme in ("s3", "s3a")
     local = source.scheme in ("", "file") and target.scheme in ("", "file")
     if not (on_s3 or local):
-        raise TableFilesError(f"copy_table copies S3 to S3 or local to local, not {source.scheme or 'local'} to {target.scheme or 'local'}.")
+        raise TableFilesError(
+            f"copy_table copies S3 to S3 or local to local, not {source.scheme or 'local'} to {target.scheme or 'local'}."
+        )
     if storage.list_table(target_uri):
         raise TableFilesError(f"{target_uri} is not empty; remove it first (storage.remove_table).")
     names = storage.list_table(source_uri)
@@ -222,8 +286,11 @@ def copy_table(source_uri: str, target_uri: str) -> int:
         client = storage.s3_client()
         src_prefix, dst_prefix = source.path.strip("/") + "/", target.path.strip("/") + "/"
         for name in names:
-            client.copy_object(Bucket=target.netloc, Key=dst_prefix + name,
-                               CopySource={"Bucket": source.netloc, "Key": src_prefix + name})
+            client.copy_object(
+                Bucket=target.netloc,
+                Key=dst_prefix + name,
+                CopySource={"Bucket": source.netloc, "Key": src_prefix + name},
+            )
         return len(names)
     src_root = unquote(source.path) if source.scheme else str(source_uri)
     dst_root = unquote(target.path) if target.scheme else str(target_uri)

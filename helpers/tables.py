@@ -34,8 +34,13 @@ OLD_LOCK_REFRESH_MILLIS = 100
 """How often a 0.14.0 writer asks again for a held lock (``DYNAMO_LOCK_REFRESH_PERIOD_MILLIS``; the
 crate waits longer by default). It sets the pace of a queue of waiting writers, not a deadline: a
 waiting writer gives up only when one holder keeps the lock past its whole lease."""
-KERNEL_IGNORES = ("AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "DYNAMO_LOCK_TABLE_NAME",
-                  "DYNAMO_LOCK_PARTITION_KEY_VALUE", "DYNAMO_LOCK_REFRESH_PERIOD_MILLIS")
+KERNEL_IGNORES = (
+    "AWS_S3_LOCKING_PROVIDER",
+    "DELTA_DYNAMO_TABLE_NAME",
+    "DYNAMO_LOCK_TABLE_NAME",
+    "DYNAMO_LOCK_PARTITION_KEY_VALUE",
+    "DYNAMO_LOCK_REFRESH_PERIOD_MILLIS",
+)
 """Lock options of earlier eras that the kernel's deltalake (1.6.6) no longer has (it logs a warning for them)."""
 
 
@@ -96,18 +101,26 @@ def s3_storage_options(
     Raises TableError for an unknown provider or lock client, or a lock option without its provider.
     """
     if locking_provider not in LOCKING_PROVIDERS:
-        raise TableError(f"locking_provider must be one of {LOCKING_PROVIDERS}, not {locking_provider!r}")
+        raise TableError(
+            f"locking_provider must be one of {LOCKING_PROVIDERS}, not {locking_provider!r}"
+        )
     if lock_client not in LOCK_CLIENTS:
         raise TableError(f"lock_client must be one of {LOCK_CLIENTS}, not {lock_client!r}")
-    if locking_provider is None and (lock_table or lock_partition_key or lock_client != "log-store"):
-        raise TableError("lock_client, lock_table and lock_partition_key need locking_provider='dynamodb'.")
+    if locking_provider is None and (
+        lock_table or lock_partition_key or lock_client != "log-store"
+    ):
+        raise TableError(
+            "lock_client, lock_table and lock_partition_key need locking_provider='dynamodb'."
+        )
     if lock_client == "dynamodb_lock" and locking_provider and not lock_partition_key:
         raise TableError(
             "lock_client='dynamodb_lock' needs lock_partition_key (DYNAMO_LOCK_PARTITION_KEY_VALUE): without it "
             "every table shares the crate's default lock 'delta-rs'. Use one value per Delta table."
         )
     if lock_client == "log-store" and lock_partition_key:
-        raise TableError("lock_partition_key belongs to lock_client='dynamodb_lock'; the log store keys its items by tablePath.")
+        raise TableError(
+            "lock_partition_key belongs to lock_client='dynamodb_lock'; the log store keys its items by tablePath."
+        )
     names = config.names()
     options = {"AWS_REGION": names.aws_region}
     if config.profile() == "local":

@@ -56,12 +56,16 @@ def check_go() -> str | None:
     found = go_version()
     wanted = ".".join(map(str, GO_MIN))
     if found is None:
-        return (f"Go is not on PATH: the real S3 server versitygw ({VERSION}) is built with Go {wanted}+. Without it "
-                "everything runs on moto; to add the real server, install Go (https://go.dev/doc/install, or "
-                "Debian's golang-go if it is 1.25 or newer) and run `make versitygw`.")
+        return (
+            f"Go is not on PATH: the real S3 server versitygw ({VERSION}) is built with Go {wanted}+. Without it "
+            "everything runs on moto; to add the real server, install Go (https://go.dev/doc/install, or "
+            "Debian's golang-go if it is 1.25 or newer) and run `make versitygw`."
+        )
     if found < GO_MIN:
-        return (f"Go {found[0]}.{found[1]} is on PATH; versitygw {VERSION} needs Go {wanted}+ (its go.mod). Everything "
-                f"runs on moto without it; upgrade Go, or `export GOTOOLCHAIN=go{wanted}.0` to let the go command fetch one.")
+        return (
+            f"Go {found[0]}.{found[1]} is on PATH; versitygw {VERSION} needs Go {wanted}+ (its go.mod). Everything "
+            f"runs on moto without it; upgrade Go, or `export GOTOOLCHAIN=go{wanted}.0` to let the go command fetch one."
+        )
     return None
 
 
@@ -71,8 +75,14 @@ def built() -> bool:
 
 def go_environment(offline: bool) -> dict[str, str]:
     """Where the build keeps everything: inside .cache/, so a second build, or one offline, downloads nothing."""
-    env = {**os.environ, "GOBIN": str(BIN_DIR), "GOMODCACHE": str(config.CACHE_DIR / "go" / "mod"),
-           "GOCACHE": str(config.CACHE_DIR / "go" / "build"), "GOFLAGS": "-modcacherw", "CGO_ENABLED": "0"}
+    env = {
+        **os.environ,
+        "GOBIN": str(BIN_DIR),
+        "GOMODCACHE": str(config.CACHE_DIR / "go" / "mod"),
+        "GOCACHE": str(config.CACHE_DIR / "go" / "build"),
+        "GOFLAGS": "-modcacherw",
+        "CGO_ENABLED": "0",
+    }
     if offline:
         env["GOPROXY"] = "off"
     return env
@@ -87,28 +97,50 @@ def build(offline: bool = False) -> Path:
         raise VersitygwError(problem)
     BIN_DIR.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    done = subprocess.run(["go", "install", f"{MODULE}@{VERSION}"], env=go_environment(offline), cwd=config.ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["go", "install", f"{MODULE}@{VERSION}"],
+        env=go_environment(offline),
+        cwd=config.ROOT,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        hint = (" Offline, it builds only from a module cache that `make prefetch` (or an earlier build) filled."
-                if offline else " Check that the Go module proxy is reachable (HTTPS_PROXY behind a proxy).")
-        raise VersitygwError(f"`go install {MODULE}@{VERSION}` failed:\n{done.stderr.strip()[-1500:]}\n{hint.strip()}")
+        hint = (
+            " Offline, it builds only from a module cache that `make prefetch` (or an earlier build) filled."
+            if offline
+            else " Check that the Go module proxy is reachable (HTTPS_PROXY behind a proxy)."
+        )
+        raise VersitygwError(
+            f"`go install {MODULE}@{VERSION}` failed:\n{done.stderr.strip()[-1500:]}\n{hint.strip()}"
+        )
     STAMP.write_text(VERSION + "\n")
-    print(f"versitygw {VERSION} built in {time.monotonic() - started:.0f} s: {config.shown(BINARY)} "
-          f"({BINARY.stat().st_size / 2**20:.0f} MB)")
+    print(
+        f"versitygw {VERSION} built in {time.monotonic() - started:.0f} s: {config.shown(BINARY)} "
+        f"({BINARY.stat().st_size / 2**20:.0f} MB)"
+    )
     return BINARY
 
 
 def command(port: int, root: Path) -> list[str]:
     """versitygw on 127.0.0.1:``port``, objects under ``root/data``, older versions under ``root/versions``."""
-    return [str(BINARY), "--port", f"{config.LOCALHOST}:{port}", "posix", "--versioning-dir", str(root / "versions"),
-            str(root / "data")]
+    return [
+        str(BINARY),
+        "--port",
+        f"{config.LOCALHOST}:{port}",
+        "posix",
+        "--versioning-dir",
+        str(root / "versions"),
+        str(root / "data"),
+    ]
 
 
 def environment() -> dict[str, str]:
     """The server's root credentials: the emulators' keys."""
-    return {**os.environ, "ROOT_ACCESS_KEY": config.EMULATOR_AWS_ACCESS_KEY_ID,
-            "ROOT_SECRET_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY}
+    return {
+        **os.environ,
+        "ROOT_ACCESS_KEY": config.EMULATOR_AWS_ACCESS_KEY_ID,
+        "ROOT_SECRET_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+    }
 
 
 def answers(port: int) -> bool:
@@ -128,19 +160,29 @@ def running(root: Path) -> Iterator[str]:
     from helpers import local_processes
 
     if not built():
-        raise VersitygwError(f"versitygw is not built: run `make versitygw` ({check_go() or 'Go is ready'}).")
+        raise VersitygwError(
+            f"versitygw is not built: run `make versitygw` ({check_go() or 'Go is ready'})."
+        )
     for folder in ("data", "versions"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     port = local_processes.free_port()
     log = open(root / "versitygw.log", "ab")
-    process = subprocess.Popen(command(port, root), env=environment(), stdin=subprocess.DEVNULL, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        command(port, root),
+        env=environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not answers(port):
             if process.poll() is not None or time.monotonic() > deadline:
-                raise VersitygwError(f"versitygw did not answer on {config.LOCALHOST}:{port} (exit code {process.poll()}); "
-                                     f"its log: {config.shown(root / 'versitygw.log')}")
+                raise VersitygwError(
+                    f"versitygw did not answer on {config.LOCALHOST}:{port} (exit code {process.poll()}); "
+                    f"its log: {config.shown(root / 'versitygw.log')}"
+                )
             time.sleep(0.2)
         yield f"http://{config.LOCALHOST}:{port}"
     finally:
@@ -149,12 +191,20 @@ def running(root: Path) -> Iterator[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.versitygw", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.versitygw", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     building = sub.add_parser("build", help=f"build versitygw {VERSION} into .cache/bin/ (once)")
     building.add_argument("--offline", action="store_true", help="from the module cache only")
-    building.add_argument("--if-go", action="store_true", help="without a Go that can build it, say so and exit 0 (make prefetch)")
-    run = sub.add_parser("run", help="start a versitygw of its own, run COMMAND against it, stop it")
+    building.add_argument(
+        "--if-go",
+        action="store_true",
+        help="without a Go that can build it, say so and exit 0 (make prefetch)",
+    )
+    run = sub.add_parser(
+        "run", help="start a versitygw of its own, run COMMAND against it, stop it"
+    )
     run.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
@@ -167,10 +217,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         command_line = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command_line:
             parser.error("run needs a command after --")
-        with tempfile.TemporaryDirectory(prefix="versitygw-", dir=config.BUILD_DIR if config.BUILD_DIR.is_dir() else None) as tmp, \
-                running(Path(tmp)) as endpoint:
-            env = {**os.environ, "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
-                   "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "AWS_REGION": config.EMULATOR_AWS_REGION}
+        with (
+            tempfile.TemporaryDirectory(
+                prefix="versitygw-", dir=config.BUILD_DIR if config.BUILD_DIR.is_dir() else None
+            ) as tmp,
+            running(Path(tmp)) as endpoint,
+        ):
+            env = {
+                **os.environ,
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+                "AWS_REGION": config.EMULATOR_AWS_REGION,
+            }
             print(f"versitygw {VERSION} answering on {endpoint}", flush=True)
             return subprocess.run(command_line, env=env).returncode
     except VersitygwError as error:

@@ -35,7 +35,11 @@ from helpers import config, kernels
 EXECUTED_DIR = config.BUILD_DIR / "executed"
 CELL_TIMEOUT_S = 1200
 KERNEL_NAME = "delta-lake-workbook"
-KERNELSPEC = {"name": KERNEL_NAME, "display_name": "Delta Lake workbook (Python 3.11)", "language": "python"}
+KERNELSPEC = {
+    "name": KERNEL_NAME,
+    "display_name": "Delta Lake workbook (Python 3.11)",
+    "language": "python",
+}
 """The kernel JupyterLab shows for every notebook, so a learner can tell it from other
 environments: .venv's Python, registered inside .venv by :func:`install_kernel`."""
 IGNORE_OUTPUT_TAG = "nbval-ignore-output"
@@ -53,7 +57,9 @@ def notebooks(selection: Sequence[str] = ()) -> list[Path]:
     chosen = [p for p in found if any(p.name.startswith(s) or p.stem == s for s in selection)]
     if not chosen:
         names = ", ".join(p.stem for p in found)
-        raise NotebookError(f"No notebook matches {', '.join(selection)}; the workbook has {names}.")
+        raise NotebookError(
+            f"No notebook matches {', '.join(selection)}; the workbook has {names}."
+        )
     return chosen
 
 
@@ -162,14 +168,18 @@ tr.ok td:nth-child(2){{color:#1a7f37}} tr.failed td:nth-child(2){{color:#cf222e;
 <body><h1>Delta Lake workbook: executed notebooks</h1>
 <p>Executed {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; {sum(r.ok for r in executions)} of {len(executions)} passed; {total:.0f} s in all.</p>
 <table><tr><th>notebook</th><th>status</th><th>duration</th><th>parameters</th></tr>
-{''.join(rows)}
+{"".join(rows)}
 </table></body></html>
 """
     target.write_text(page, encoding="utf-8")
     return target
 
 
-def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None, into: Path | None = None) -> list[Execution]:
+def run(
+    selection: Sequence[str] = (),
+    parameters: dict[str, Any] | None = None,
+    into: Path | None = None,
+) -> list[Execution]:
     """Execute the selected notebooks in order into ``into`` (default build/executed/), render each, write the index."""
     into = into or EXECUTED_DIR
     selected = notebooks(selection)
@@ -179,7 +189,9 @@ def run(selection: Sequence[str] = (), parameters: dict[str, Any] | None = None,
         declared = set().union(*(papermill.inspect_notebook(str(p)) for p in selected))
         unknown = sorted(set(parameters) - declared)
         if unknown:
-            raise NotebookError(f"No selected notebook has a parameter {', '.join(unknown)}; they have {', '.join(sorted(declared))}.")
+            raise NotebookError(
+                f"No selected notebook has a parameter {', '.join(unknown)}; they have {', '.join(sorted(declared))}."
+            )
     executions = []
     for path in selected:
         print(f"{path.stem}: running", flush=True)
@@ -242,10 +254,14 @@ def refresh(selection: Sequence[str] = ()) -> list[Execution]:
         scratch = config.BUILD_DIR / "refresh" / path.name
         done = execute(path, scratch)
         if not done.ok:
-            print(f"{path.stem}: FAILED at {done.failed_cell}: {done.error}; outputs left as they were")
+            print(
+                f"{path.stem}: FAILED at {done.failed_cell}: {done.error}; outputs left as they were"
+            )
         else:
             nb = json.loads(scratch.read_text(encoding="utf-8"))
-            path.write_text(json.dumps(normalise(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            path.write_text(
+                json.dumps(normalise(nb), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             print(f"{path.stem}: outputs refreshed ({done.seconds:.0f} s)")
         executions.append(done)
     return executions
@@ -260,11 +276,16 @@ def policy_problems(path: Path) -> list[str]:
     tags = [t for c in cells for t in c.get("metadata", {}).get("tags", [])]
     if tags.count("parameters") != 1:
         problems.append("needs exactly one cell tagged 'parameters'")
-    if not any(c["cell_type"] == "code" and re.search(r"^\s*assert\b", "".join(c["source"]), re.M) for c in cells):
+    if not any(
+        c["cell_type"] == "code" and re.search(r"^\s*assert\b", "".join(c["source"]), re.M)
+        for c in cells
+    ):
         problems.append("has no cell that asserts what it claims")
     code_cells = [c for c in cells if c["cell_type"] == "code"]
     if [c.get("execution_count") for c in code_cells] != list(range(1, len(code_cells) + 1)):
-        problems.append("execution counts are not 1..N in order (commit a clean Run All: `make outputs`)")
+        problems.append(
+            "execution counts are not 1..N in order (commit a clean Run All: `make outputs`)"
+        )
     for i, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
@@ -275,7 +296,9 @@ def policy_problems(path: Path) -> list[str]:
     if "papermill" in nb.get("metadata", {}):
         problems.append("notebook metadata keeps papermill data")
     if nb.get("metadata", {}).get("kernelspec") != KERNELSPEC:
-        problems.append(f"its kernel is not the workbook's ({KERNEL_NAME}): run `make outputs NB=...` or normalise it")
+        problems.append(
+            f"its kernel is not the workbook's ({KERNEL_NAME}): run `make outputs NB=...` or normalise it"
+        )
     if not any(c.get("outputs") for c in cells if c["cell_type"] == "code"):
         problems.append("has no outputs committed (run `make outputs`)")
     for needle in {str(config.ROOT), str(Path.home())} - {"/"}:
@@ -291,8 +314,14 @@ def install_kernel() -> Path:
     :data:`config.NO_TELEMETRY` in its environment. Returns the spec's folder."""
     from ipykernel.kernelspec import install
 
-    return Path(install(kernel_name=KERNEL_NAME, display_name=KERNELSPEC["display_name"], prefix=sys.prefix,
-                        env=dict(config.NO_TELEMETRY)))
+    return Path(
+        install(
+            kernel_name=KERNEL_NAME,
+            display_name=KERNELSPEC["display_name"],
+            prefix=sys.prefix,
+            env=dict(config.NO_TELEMETRY),
+        )
+    )
 
 
 def check(selection: Sequence[str] = ()) -> int:
@@ -307,11 +336,17 @@ def check(selection: Sequence[str] = ()) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.workbook", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.workbook", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("action", choices=["run", "refresh", "check", "kernel"])
     parser.add_argument("notebooks", nargs="*", help="numbers or names (default: all, in order)")
     parser.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument("--into", type=Path, help="run: the folder for the executed copies (default build/executed/)")
+    parser.add_argument(
+        "--into",
+        type=Path,
+        help="run: the folder for the executed copies (default build/executed/)",
+    )
     args = parser.parse_intermixed_args(argv)  # options may follow the action: run --into DIR 04 05
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     try:
@@ -319,10 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             executions = run(args.notebooks, parse_parameters(args.parameter), args.into)
             failed = [e for e in executions if not e.ok]
             for e in failed:
-                print(f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}", file=sys.stderr)
+                print(
+                    f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}",
+                    file=sys.stderr,
+                )
             return 1 if failed else 0
         if args.action == "kernel":
-            print(f"kernel {KERNELSPEC['display_name']!r} registered in {config.shown(install_kernel())}")
+            print(
+                f"kernel {KERNELSPEC['display_name']!r} registered in {config.shown(install_kernel())}"
+            )
             return 0
         if args.action == "refresh":
             return 1 if any(not e.ok for e in refresh(args.notebooks)) else 0

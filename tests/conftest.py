@@ -79,10 +79,18 @@ def pytest_collection_modifyitems(config, items):
 # tests/cluster/ runs notebook 09 on a standalone Spark cluster (`make cluster-check`): minutes of
 # work beyond `make test`'s budget, so only `pytest --cluster` collects it (CI runs it after make test).
 def pytest_addoption(parser):
-    parser.addoption("--cluster", action="store_true", help="collect tests/cluster/: notebook 09 on a standalone Spark cluster")
+    parser.addoption(
+        "--cluster",
+        action="store_true",
+        help="collect tests/cluster/: notebook 09 on a standalone Spark cluster",
+    )
 
 
 def pytest_ignore_collect(collection_path, config):
-    if collection_path.name == "cluster" and collection_path.parent.name == "tests" and not config.getoption("--cluster"):
+    if (
+        collection_path.name == "cluster"
+        and collection_path.parent.name == "tests"
+        and not config.getoption("--cluster")
+    ):
         return True
     return None

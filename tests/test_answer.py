@@ -22,7 +22,16 @@ import re
 
 import pytest
 
-from helpers import answer, answer_matrix, answer_page, answer_settings, boundaries, config, eras, workbook
+from helpers import (
+    answer,
+    answer_matrix,
+    answer_page,
+    answer_settings,
+    boundaries,
+    config,
+    eras,
+    workbook,
+)
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -39,8 +48,11 @@ def _matrix_rows() -> list[dict]:
 
 # (i) the page is current --------------------------------------------------------------------------
 
+
 def assert_page_current(page: str) -> None:
-    assert page == answer_page.render(), "docs/answer.md differs from a fresh render: run `python -m helpers.answer_page`"
+    assert page == answer_page.render(), (
+        "docs/answer.md differs from a fresh render: run `python -m helpers.answer_page`"
+    )
 
 
 def test_the_committed_page_is_a_fresh_render():
@@ -59,6 +71,7 @@ def test_a_page_edited_by_hand_is_caught(tmp_path):
 
 # (ii) matrix cells follow from the CSV by the rule -----------------------------------------------
 
+
 def expected_verdict(rows: list[dict | None]) -> str:
     """The rule, written out again: missing/unavailable/error → not measured; anomaly → by its kinds
     (lost update or broken log: loses data; duplicated rows: duplicates data; else wrong result);
@@ -66,8 +79,12 @@ def expected_verdict(rows: list[dict | None]) -> str:
     if not rows or any(row is None for row in rows):
         return "not measured"
     classes = {row["outcome"] for row in rows} | {row["retry_after_reload"] for row in rows} - {""}
-    kinds = {kind for row in rows for text in (row["anomaly_kind"], row["retry_after_reload_kind"])
-             for kind in text.split(" + ")} - {""}
+    kinds = {
+        kind
+        for row in rows
+        for text in (row["anomaly_kind"], row["retry_after_reload_kind"])
+        for kind in text.split(" + ")
+    } - {""}
     if classes & {"not available", "error"}:
         return "not measured"
     if "anomaly" in classes:
@@ -81,11 +98,13 @@ def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
     """The page's table, by (row key, column key): each cell split on " · "."""
     lines = page.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| engine |"))
-    body = lines[start + 2:start + 2 + len(answer.ROWS)]
+    body = lines[start + 2 : start + 2 + len(answer.ROWS)]
     cells = {}
     for row, line in zip(answer.ROWS, body, strict=True):
         parts = [part.strip() for part in line.strip()[1:-1].split(" | ")]
-        assert parts[:4] == [row.engine, row.versions, row.store, row.setting], f"rows out of order at {parts[:4]}"
+        assert parts[:4] == [row.engine, row.versions, row.store, row.setting], (
+            f"rows out of order at {parts[:4]}"
+        )
         for column, text in zip(answer.COLUMNS, parts[4:], strict=True):
             cells[row.key, column.key] = text.split(" · ")
     return cells
@@ -106,16 +125,32 @@ def assert_matrix_cells_follow(page: str, matrix_rows: list[dict]) -> None:
             cited = answer.evidence(row, column)
             if not isinstance(cited, answer.MatrixCells):
                 continue
-            present = [n for n in names if any(fnmatch.fnmatchcase(n, pattern) for pattern in cited.engines)]
-            rows = [by_pair.get((n, first, second)) for n in present for first, second in cited.pairs
-                    if (n, first, second) in by_pair or not n.endswith("@s3")]  # an S3 confirmation may be a sample
+            present = [
+                n
+                for n in names
+                if any(fnmatch.fnmatchcase(n, pattern) for pattern in cited.engines)
+            ]
+            rows = [
+                by_pair.get((n, first, second))
+                for n in present
+                for first, second in cited.pairs
+                if (n, first, second) in by_pair or not n.endswith("@s3")
+            ]  # an S3 confirmation may be a sample
             parts, checked = cells[row.key, column.key], checked + 1
             where = f"{row.key} / {column.title}"
             said, due = _verdict(parts), expected_verdict(rows)
             assert said == due, f"{where}: the page says {said!r}, the CSV {due!r}"
             if present:
-                ran = sorted({answer.short_version(r["engine_version"]) for r in matrix_rows if r["engine"] in present})
-                assert sorted(parts[1].split(", ")) == ran, f"{where}: the page names {parts[1]!r}, the CSV ran {ran}"
+                ran = sorted(
+                    {
+                        answer.short_version(r["engine_version"])
+                        for r in matrix_rows
+                        if r["engine"] in present
+                    }
+                )
+                assert sorted(parts[1].split(", ")) == ran, (
+                    f"{where}: the page names {parts[1]!r}, the CSV ran {ran}"
+                )
     assert checked, "no cell cites the matrix"
 
 
@@ -126,19 +161,47 @@ def test_every_matrix_cell_follows_from_the_csv_by_the_rule():
 def _flipped(rows: list[dict], engine: str, first: str, second: str, **values) -> list[dict]:
     target = (engine, first, second)
     assert any((r["engine"], r["first"], r["second"]) == target for r in rows), target
-    return [{**r, **values} if (r["engine"], r["first"], r["second"]) == target else r for r in rows]
+    return [
+        {**r, **values} if (r["engine"], r["first"], r["second"]) == target else r for r in rows
+    ]
 
 
-@pytest.mark.parametrize("flip", [
-    ("deltalake-1.6.3", "optimize", "optimize", {"outcome": "anomaly", "anomaly_kind": "duplicated rows"}),
-    ("deltalake-1.6.6", "optimize", "append", {"outcome": "refused", "conflict": "ConcurrentDeleteRead"}),
-    ("deltalake-0.22.3", "overwrite", "append", {"outcome": "refused", "conflict": "ConcurrentDeleteRead"}),
-    ("deltalake-1.5.1", "delete", "append", {"outcome": "anomaly", "anomaly_kind": "lost update"}),
-], ids=lambda flip: f"{flip[0]}:{flip[1]}-{flip[2]}" if isinstance(flip, tuple) else None)
+@pytest.mark.parametrize(
+    "flip",
+    [
+        (
+            "deltalake-1.6.3",
+            "optimize",
+            "optimize",
+            {"outcome": "anomaly", "anomaly_kind": "duplicated rows"},
+        ),
+        (
+            "deltalake-1.6.6",
+            "optimize",
+            "append",
+            {"outcome": "refused", "conflict": "ConcurrentDeleteRead"},
+        ),
+        (
+            "deltalake-0.22.3",
+            "overwrite",
+            "append",
+            {"outcome": "refused", "conflict": "ConcurrentDeleteRead"},
+        ),
+        (
+            "deltalake-1.5.1",
+            "delete",
+            "append",
+            {"outcome": "anomaly", "anomaly_kind": "lost update"},
+        ),
+    ],
+    ids=lambda flip: f"{flip[0]}:{flip[1]}-{flip[2]}" if isinstance(flip, tuple) else None,
+)
 def test_a_cell_the_csv_contradicts_is_caught(flip):
     engine, first, second, values = flip
     with pytest.raises(AssertionError, match="the page says"):
-        assert_matrix_cells_follow(_page(), _flipped(_matrix_rows(), engine, first, second, **values))
+        assert_matrix_cells_follow(
+            _page(), _flipped(_matrix_rows(), engine, first, second, **values)
+        )
 
 
 def test_an_engine_missing_from_the_csv_is_caught():
@@ -149,19 +212,28 @@ def test_an_engine_missing_from_the_csv_is_caught():
 
 # (iii) cited checks and sections exist ------------------------------------------------------------
 
+
 def _notebook(name: str) -> dict:
     return json.loads((config.NOTEBOOKS_DIR / name).read_text(encoding="utf-8"))
 
 
 def check_names(notebook: dict) -> set[str]:
     """Every ``check.equal``/``check.holds`` name in the notebook's code, as its source spells it."""
-    return {name for cell in notebook["cells"] if cell["cell_type"] == "code"
-            for name in CHECK_NAME.findall("".join(cell["source"]))}
+    return {
+        name
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+        for name in CHECK_NAME.findall("".join(cell["source"]))
+    }
 
 
 def has_section(notebook: dict, section: answer.Section) -> bool:
     heading = re.compile(rf"^#{{2,4}} {re.escape(section.heading)}$", re.M)
-    return any(heading.search("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    return any(
+        heading.search("".join(c["source"]))
+        for c in notebook["cells"]
+        if c["cell_type"] == "markdown"
+    )
 
 
 def cited_checks() -> list[answer.Check]:
@@ -179,8 +251,9 @@ def assert_checks_exist(checks: list[answer.Check], sections: list[answer.Sectio
         names = check_names(_notebook(check.section.notebook))
         assert check.check in names, f"{check.section.notebook} has no check named {check.check!r}"
     for section in sections:
-        assert has_section(_notebook(section.notebook), section), \
+        assert has_section(_notebook(section.notebook), section), (
             f"{section.notebook} has no section {section.heading}"
+        )
 
 
 def test_every_cited_check_and_linked_section_exists():
@@ -199,6 +272,7 @@ def test_a_check_or_section_that_is_not_there_is_caught():
 
 # (iv) versions come from the one home -------------------------------------------------------------
 
+
 def known_versions() -> set[str]:
     texts = [" ".join(dataclasses.astuple(boundary)) for boundary in boundaries.BOUNDARIES]
     found = {version for text in texts for version in VERSION.findall(text)}
@@ -209,7 +283,9 @@ def assert_versions_known(page: str) -> None:
     known = known_versions()
     prefixes = {".".join(v.split(".")[:n]) for v in known for n in range(2, len(v.split(".")) + 1)}
     unknown = sorted(set(VERSION.findall(page)) - prefixes)
-    assert not unknown, f"versions named in the page but in neither helpers/boundaries.py nor helpers/eras.py: {unknown}"
+    assert not unknown, (
+        f"versions named in the page but in neither helpers/boundaries.py nor helpers/eras.py: {unknown}"
+    )
 
 
 def without_measured_run(page: str) -> str:
@@ -229,10 +305,13 @@ def test_every_version_on_the_page_comes_from_boundaries_or_eras():
 
 def test_a_version_from_nowhere_is_caught():
     with pytest.raises(AssertionError, match=r"\['1\.6\.7'\]"):
-        assert_versions_known(without_measured_run(_page()) + "\nWith deltalake 1.6.7, run OPTIMIZE from one job.\n")
+        assert_versions_known(
+            without_measured_run(_page()) + "\nWith deltalake 1.6.7, run OPTIMIZE from one job.\n"
+        )
 
 
 # the rule and the data itself ---------------------------------------------------------------------
+
 
 def test_every_cell_has_a_known_verdict_and_a_loss_row_loses_everywhere():
     grid = answer.grid_of(answer.Results.load())
@@ -249,24 +328,42 @@ def test_the_module_rule_agrees_with_the_rule_written_out_here():
         by_engine_pair.setdefault((row["first"], row["second"]), []).append(row)
     for pair_rows in by_engine_pair.values():
         for row in pair_rows:
-            assert answer.verdict_of([row]) == expected_verdict([row]), (row["engine"], row["first"], row["second"])
+            assert answer.verdict_of([row]) == expected_verdict([row]), (
+                row["engine"],
+                row["first"],
+                row["second"],
+            )
     assert answer.verdict_of([]) == expected_verdict([]) == "not measured"
 
 
 def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
     readme = (config.ROOT / "README.md").read_text(encoding="utf-8")
-    assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), "README links the page near its top"
-    assert "(answer.md)" in (config.ROOT / "docs" / "facilitator.md").read_text(encoding="utf-8").split("wrap-up", 1)[1][:300]
+    assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), (
+        "README links the page near its top"
+    )
+    assert (
+        "(answer.md)"
+        in (config.ROOT / "docs" / "facilitator.md")
+        .read_text(encoding="utf-8")
+        .split("wrap-up", 1)[1][:300]
+    )
     for name in (workbook.notebooks()[-1].name,):  # the last notebook's "Next" is the page
         cells = _notebook(name)["cells"]
-        appendix = next((i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")), len(cells))
+        appendix = next(
+            (i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")),
+            len(cells),
+        )
         last = cells[appendix - 1]  # the main path's last cell: an appendix follows it, if any
-        assert last["cell_type"] == "markdown" and "(../docs/answer.md)" in "".join(last["source"]), name
+        assert last["cell_type"] == "markdown" and "(../docs/answer.md)" in "".join(
+            last["source"]
+        ), name
 
 
 # (v) the setting paragraphs agree with the table and with themselves ---------------------------
 
-HEADINGS = re.compile(r"\*\*(May run at once|One of the two fails loudly and commits nothing; rerun it|Keep apart):\*\* (.*?)(?= \*\*|$)")
+HEADINGS = re.compile(
+    r"\*\*(May run at once|One of the two fails loudly and commits nothing; rerun it|Keep apart):\*\* (.*?)(?= \*\*|$)"
+)
 FINDING_OF = {"deltalake-two-optimizes-both-commit": answer.DUPLICATES}
 """A finding a setting must name wherever its row's OPTIMIZE column has this verdict."""
 
@@ -281,25 +378,43 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
         title = re.match(r"\*\*(.+?)\*\*", text).group(1)
         for versions in row.versions.split(" + "):
             if versions not in title:
-                problems.append(f"{setting.row}: the title {title!r} does not name the row's releases {versions!r}")
+                problems.append(
+                    f"{setting.row}: the title {title!r} does not name the row's releases {versions!r}"
+                )
         placed: dict[str, list[str]] = {}
         for heading, races in HEADINGS.findall(text):
             for race in answer_settings.RACE_WORDS.values():
                 if race in re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", races):
                     placed.setdefault(race, []).append(heading)
-        problems += [f"{setting.row}: {race!r} stands under {headings}" for race, headings in placed.items() if len(headings) > 1]
-        if grid[row.key, "optimize"].verdict == FINDING_OF["deltalake-two-optimizes-both-commit"] and \
-                "deltalake-two-optimizes-both-commit" not in text:
-            problems.append(f"{setting.row}: two OPTIMIZEs duplicate rows, and the paragraph does not name the finding")
-        if row.engine == "deltalake" and row.store in ("S3", "Azure Blob") and "deltalake-lost-commit-response-commits-twice" not in text:
-            problems.append(f"{setting.row}: the lost commit answer applies, and the paragraph does not name it")
+        problems += [
+            f"{setting.row}: {race!r} stands under {headings}"
+            for race, headings in placed.items()
+            if len(headings) > 1
+        ]
+        if (
+            grid[row.key, "optimize"].verdict == FINDING_OF["deltalake-two-optimizes-both-commit"]
+            and "deltalake-two-optimizes-both-commit" not in text
+        ):
+            problems.append(
+                f"{setting.row}: two OPTIMIZEs duplicate rows, and the paragraph does not name the finding"
+            )
+        if (
+            row.engine == "deltalake"
+            and row.store in ("S3", "Azure Blob")
+            and "deltalake-lost-commit-response-commits-twice" not in text
+        ):
+            problems.append(
+                f"{setting.row}: the lost commit answer applies, and the paragraph does not name it"
+            )
     return problems
 
 
 def _paragraphs(page: str) -> dict[str, str]:
     found = {}
     for setting in answer_settings.SETTINGS:
-        found[setting.row] = next(line for line in page.splitlines() if line.startswith(f"**{setting.title}**"))
+        found[setting.row] = next(
+            line for line in page.splitlines() if line.startswith(f"**{setting.title}**")
+        )
     return found
 
 
@@ -310,10 +425,14 @@ def test_the_setting_paragraphs_agree_with_the_table_and_with_themselves():
 def test_a_setting_paragraph_that_breaks_a_rule_is_caught():
     paragraphs, grid = _paragraphs(_page()), answer.grid_of(answer.Results.load())
     broken = dict(paragraphs)
-    broken["rs-put-today"] = paragraphs["rs-put-today"].replace("**May run at once:** two appends;",
-                                                                "**May run at once:** two appends; two OPTIMIZEs or Z-orders;")
+    broken["rs-put-today"] = paragraphs["rs-put-today"].replace(
+        "**May run at once:** two appends;",
+        "**May run at once:** two appends; two OPTIMIZEs or Z-orders;",
+    )
     assert any("stands under" in p for p in setting_problems(broken, grid))
-    broken["rs-put-today"] = paragraphs["rs-put-today"].replace("deltalake-lost-commit-response-commits-twice", "elsewhere")
+    broken["rs-put-today"] = paragraphs["rs-put-today"].replace(
+        "deltalake-lost-commit-response-commits-twice", "elsewhere"
+    )
     assert any("lost commit answer" in p for p in setting_problems(broken, grid))
 
 
@@ -344,6 +463,7 @@ def test_the_page_renders_from_the_committed_results_only(monkeypatch):
 
 # the same operation from two jobs on partitions of their own ----------------------------------------
 
+
 def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_merge_condition():
     """Each engine's cell of one operation against itself, each job on a partition of its own, is decided by
     that engine's ``+partitions`` rows of the pairs whose condition names the partition; the MERGE whose
@@ -357,12 +477,17 @@ def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_
         cited = answer.evidence(row, next(c for c in answer.COLUMNS if c.key == "backfill"))
         if not isinstance(cited, answer.MatrixCells) or row.loses:
             continue
-        assert all(e.endswith("+partitions") for e in cited.engines) and ("merge", "merge_apart") in cited.pairs
+        assert (
+            all(e.endswith("+partitions") for e in cited.engines)
+            and ("merge", "merge_apart") in cited.pairs
+        )
         assert ("merge_on_id", "merge_on_id_apart") not in cited.pairs
         if not cell.engines:
             continue
         measured += 1
-        unnamed = answer.verdict_of([results.by_pair.get((e, "merge_on_id", "merge_on_id_apart")) for e in cell.engines])
+        unnamed = answer.verdict_of(
+            [results.by_pair.get((e, "merge_on_id", "merge_on_id_apart")) for e in cell.engines]
+        )
         stated = dict(cell.conditions).get(answer_matrix.UNNAMED_MERGE[0])
         assert stated == (None if unnamed == cell.verdict else unnamed), row.key
     assert measured >= 5

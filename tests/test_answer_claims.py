@@ -21,13 +21,21 @@ import pytest
 from helpers import answer, config
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
-NO_LOSS = re.compile(r"nothing (?:is )?lost|(?:loses|lose|lost) nothing|no rows? (?:is |are )?lost|\b0 (?:[\w-]+ ){0,2}lost|without los(?:ing|s)"
-                     r"|\blost:? 0\b|never lost|los(?:e|es|t|ing) (?:the|a) race", re.I)
-LOSS = re.compile(r"\blos(?:e|es|t|ing)\b|\bgone\b|cannot be read|can no longer be read|unreadable", re.I)
+NO_LOSS = re.compile(
+    r"nothing (?:is )?lost|(?:loses|lose|lost) nothing|no rows? (?:is |are )?lost|\b0 (?:[\w-]+ ){0,2}lost|without los(?:ing|s)"
+    r"|\blost:? 0\b|never lost|los(?:e|es|t|ing) (?:the|a) race",
+    re.I,
+)
+LOSS = re.compile(
+    r"\blos(?:e|es|t|ing)\b|\bgone\b|cannot be read|can no longer be read|unreadable", re.I
+)
 DUPLICATED = re.compile(r"\btwice\b|duplicat", re.I)
 WRONG = re.compile(r"comes? back|back in the table|resurrect", re.I)
-MISREPORTED = re.compile(r"\b(?:told|say|says|reports?)\b.{0,80}\b(?:fail\w*|already exists)\b.{0,120}"
-                         r"\b(?:is in the (?:log|table)|in the log)\b", re.I)
+MISREPORTED = re.compile(
+    r"\b(?:told|say|says|reports?)\b.{0,80}\b(?:fail\w*|already exists)\b.{0,120}"
+    r"\b(?:is in the (?:log|table)|in the log)\b",
+    re.I,
+)
 REFUSAL = re.compile(r"refus|\bloud|\bfails?\b", re.I)
 SERIAL = re.compile(r"both commit|equals a serial order", re.I)
 
@@ -40,8 +48,13 @@ def claim_classes(sentence: str) -> set[str]:
         found.add("no loss")
     if LOSS.search(NO_LOSS.sub("", sentence)):
         found.add("loss")
-    for name, pattern in (("duplicates", DUPLICATED), ("wrong", WRONG), ("misreport", MISREPORTED),
-                          ("refused", REFUSAL), ("both commit", SERIAL)):
+    for name, pattern in (
+        ("duplicates", DUPLICATED),
+        ("wrong", WRONG),
+        ("misreport", MISREPORTED),
+        ("refused", REFUSAL),
+        ("both commit", SERIAL),
+    ):
         if pattern.search(sentence):
             found.add(name)
     return found
@@ -51,7 +64,8 @@ def agrees(verdict: str, classes: set[str]) -> bool:
     """Does a sentence of these classes back a cell of this verdict?"""
     bad = {"loss", "duplicates", "wrong"}
     return {
-        answer.SAFE: bool(classes & {"no loss", "both commit"}) and not classes & (bad | {"misreport"}),
+        answer.SAFE: bool(classes & {"no loss", "both commit"})
+        and not classes & (bad | {"misreport"}),
         answer.REFUSED: "refused" in classes and not classes & bad,
         answer.LOSES: "loss" in classes and "no loss" not in classes,
         answer.DUPLICATES: "duplicates" in classes and "loss" not in classes,
@@ -78,17 +92,19 @@ def section_sentences(notebook: dict, section: answer.Section) -> list[str]:
         if cell["cell_type"] == "markdown":
             for match in HEADING.finditer(source):
                 if level is None and match.group(2) == section.heading:
-                    level, source = len(match.group(1)), source[match.end():]
+                    level, source = len(match.group(1)), source[match.end() :]
                     break
                 if level is not None and len(match.group(1)) <= level:
-                    return found + _sentences(source[:match.start()])
+                    return found + _sentences(source[: match.start()])
             if level is not None:
                 found += _sentences(source)
             continue
         if level is None:
             continue
         for output in cell.get("outputs", []):
-            text = "".join(output.get("text", "")) or "".join(output.get("data", {}).get("text/markdown", ""))
+            text = "".join(output.get("text", "")) or "".join(
+                output.get("data", {}).get("text/markdown", "")
+            )
             found += [s for line in text.splitlines() for s in _sentences(line)]
     assert level is not None, f"{section.notebook} has no section {section.heading}"
     return found
@@ -114,8 +130,9 @@ def assert_cells_agree_with_their_sections(grid: dict, notebooks=_notebook) -> i
         holding = [s for s in cache[key] if claim in s]
         assert holding, f"{where}: {cell.section.label} does not say {cell.claim!r}"
         classes = set().union(*(claim_classes(s) for s in holding))
-        assert agrees(cell.verdict, classes), \
+        assert agrees(cell.verdict, classes), (
             f"{where}: {cell.section.label} says {holding[0]!r}, which reads as {sorted(classes)}, not {cell.verdict!r}"
+        )
         checked += 1
     return checked
 
@@ -132,10 +149,15 @@ def _with_sentence(notebook: str, old: str, new: str):
     def notebooks(name: str) -> dict:
         loaded = _notebook(name)
         if name == notebook:
-            cells = [c for c in loaded["cells"] if c["cell_type"] == "markdown" and re.search(pattern, "".join(c["source"]))]
+            cells = [
+                c
+                for c in loaded["cells"]
+                if c["cell_type"] == "markdown" and re.search(pattern, "".join(c["source"]))
+            ]
             assert cells, (notebook, old)
             cells[0]["source"] = [re.sub(pattern, new, "".join(cells[0]["source"]))]
         return loaded
+
     return notebooks
 
 
@@ -143,41 +165,71 @@ def test_a_section_that_says_nothing_lost_cannot_back_a_loses_data_cell():
     """The contradiction this page once had: 13 §5 said a zero-retention VACUUM loses nothing, while
     the page's Delta Spark cells said it loses data. Say so again in 13 §5 and the test fails."""
     grid = answer.grid_of(answer.Results.load())
-    broken = _with_sentence(answer.N13, answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
-                            "the append then commits a version whose data file is gone: loudly, nothing lost.")
+    broken = _with_sentence(
+        answer.N13,
+        answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
+        "the append then commits a version whose data file is gone: loudly, nothing lost.",
+    )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\): 13 §5 does not say"):
         assert_cells_agree_with_their_sections(grid, broken)
-    kept = _with_sentence(answer.N13, "the append then commits", "nothing lost: the append then commits")
+    kept = _with_sentence(
+        answer.N13, "the append then commits", "nothing lost: the append then commits"
+    )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\).*reads as .*'no loss'"):
         assert_cells_agree_with_their_sections(grid, kept)
 
 
 def test_a_safe_cell_whose_section_reports_a_loss_is_caught():
     grid = answer.grid_of(answer.Results.load())
-    misread = {key: dataclasses.replace(cell, verdict=answer.SAFE) if key == ("spark-several", "append") else cell
-               for key, cell in grid.items()}
-    with pytest.raises(AssertionError, match=r"spark-several / append \(safe, 09 §3\).*reads as \['loss'"):
+    misread = {
+        key: dataclasses.replace(cell, verdict=answer.SAFE)
+        if key == ("spark-several", "append")
+        else cell
+        for key, cell in grid.items()
+    }
+    with pytest.raises(
+        AssertionError, match=r"spark-several / append \(safe, 09 §3\).*reads as \['loss'"
+    ):
         assert_cells_agree_with_their_sections(misread)
 
 
 def test_a_claim_the_section_does_not_make_is_caught():
     grid = answer.grid_of(answer.Results.load())
     cell = grid["rs-lock-interop", "append"]
-    moved = {**grid, ("rs-lock-interop", "append"): dataclasses.replace(cell, claim="the writer is told it lost the race")}
-    with pytest.raises(AssertionError, match="12 appendix C does not say 'the writer is told it lost the race'"):
+    moved = {
+        **grid,
+        ("rs-lock-interop", "append"): dataclasses.replace(
+            cell, claim="the writer is told it lost the race"
+        ),
+    }
+    with pytest.raises(
+        AssertionError, match="12 appendix C does not say 'the writer is told it lost the race'"
+    ):
         assert_cells_agree_with_their_sections(moved)
-    said = {**grid, ("rs-lock-interop", "append"): dataclasses.replace(cell, claim="the writer is told it committed")}
-    with pytest.raises(AssertionError, match=r"12 appendix C says .*Up to deltalake 1\.5\.0.*reads as \[\]"):
-        assert_cells_agree_with_their_sections(said)  # up to 1.5.0 the writer is told it committed: no misreport
+    said = {
+        **grid,
+        ("rs-lock-interop", "append"): dataclasses.replace(
+            cell, claim="the writer is told it committed"
+        ),
+    }
+    with pytest.raises(
+        AssertionError, match=r"12 appendix C says .*Up to deltalake 1\.5\.0.*reads as \[\]"
+    ):
+        assert_cells_agree_with_their_sections(
+            said
+        )  # up to 1.5.0 the writer is told it committed: no misreport
 
 
-@pytest.mark.parametrize("sentence, classes", [
-    ("Writers committed; 80 rows added, 0 lost.", {"no loss"}),
-    ("several drivers still lose commits, and none of them notices", {"loss"}),
-    ("a writer that loses the race re-reads the log and tries again", {"no loss"}),
-    ("every compacted row is then in the table twice", {"duplicates"}),
-    ("it fails (`missing data file`): loudly, nothing lost.", {"refused", "no loss"}),
-    ("another may say it failed although its commit is in the log", {"misreport"}),
-])
+@pytest.mark.parametrize(
+    "sentence, classes",
+    [
+        ("Writers committed; 80 rows added, 0 lost.", {"no loss"}),
+        ("several drivers still lose commits, and none of them notices", {"loss"}),
+        ("a writer that loses the race re-reads the log and tries again", {"no loss"}),
+        ("every compacted row is then in the table twice", {"duplicates"}),
+        ("it fails (`missing data file`): loudly, nothing lost.", {"refused", "no loss"}),
+        ("another may say it failed although its commit is in the log", {"misreport"}),
+    ],
+)
 def test_the_vocabulary_reads_sentences_as_a_reader_would(sentence, classes):
     assert claim_classes(sentence) == classes

@@ -23,9 +23,13 @@ HANG_BOUND_S = 300
 
 
 def test_the_committed_page_is_a_fresh_render(tmp_path):
-    assert PAGE.read_text(encoding="utf-8") == answer_html.render(), "run `python -m helpers.answer_html`"
+    assert PAGE.read_text(encoding="utf-8") == answer_html.render(), (
+        "run `python -m helpers.answer_html`"
+    )
     stale = tmp_path / "answer.html"
-    stale.write_text(PAGE.read_text(encoding="utf-8").replace('"safe"', '"safe "', 1), encoding="utf-8")
+    stale.write_text(
+        PAGE.read_text(encoding="utf-8").replace('"safe"', '"safe "', 1), encoding="utf-8"
+    )
     assert answer_html.main(["--check", "--page", str(stale)]) == 1
     assert answer_html.main(["--check", "--page", str(PAGE)]) == 0
 
@@ -33,8 +37,12 @@ def test_the_committed_page_is_a_fresh_render(tmp_path):
 def test_the_page_is_small_and_fetches_nothing():
     text = PAGE.read_text(encoding="utf-8")
     assert len(text.encode()) <= 300 * 1024
-    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text), "a link or script from the network"
-    assert not re.search(r"\bfetch\(|XMLHttpRequest|<link\b|<script\s+src|@import", text), "the page loads something"
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text), (
+        "a link or script from the network"
+    )
+    assert not re.search(r"\bfetch\(|XMLHttpRequest|<link\b|<script\s+src|@import", text), (
+        "the page loads something"
+    )
 
 
 def expected_cases(results: answer.Results) -> list[dict]:
@@ -50,9 +58,17 @@ def expected_cases(results: answer.Results) -> list[dict]:
                         safe_seen += 1
                         if safe_seen % 5:
                             continue
-                    cases.append({"row": row.key, "first": first, "second": second, "layout": layout,
-                                  "verdict": shown.verdict, "evidence": shown.evidence,
-                                  "copy": copies.get(row.key, ("", ""))[0]})
+                    cases.append(
+                        {
+                            "row": row.key,
+                            "first": first,
+                            "second": second,
+                            "layout": layout,
+                            "verdict": shown.verdict,
+                            "evidence": shown.evidence,
+                            "copy": copies.get(row.key, ("", ""))[0],
+                        }
+                    )
     return cases
 
 
@@ -65,12 +81,18 @@ return cases.map((c) => window.answerPage.show(c.row, c.first, c.second, c.layou
 def page_problems(browser, url: str, cases: list[dict]) -> list[str]:
     browser.get(url)
     browser.set_script_timeout(HANG_BOUND_S)
-    shown = [seen for start in range(0, len(cases), 400) for seen in browser.execute_script(SHOW_ALL, cases[start:start + 400])]
+    shown = [
+        seen
+        for start in range(0, len(cases), 400)
+        for seen in browser.execute_script(SHOW_ALL, cases[start : start + 400])
+    ]
     problems = []
     for case, seen in zip(cases, shown):
         where = f"{case['row']}: {case['first']} then {case['second']} ({case['layout']})"
         if seen["verdict"] != case["verdict"]:
-            problems.append(f"{where}: the page says {seen['verdict']!r}, the data {case['verdict']!r}")
+            problems.append(
+                f"{where}: the page says {seen['verdict']!r}, the data {case['verdict']!r}"
+            )
         if seen["evidence"] != case["evidence"]:
             problems.append(f"{where}: evidence {seen['evidence']!r}, not {case['evidence']!r}")
         if case["copy"] and seen["copy"] != case["copy"]:
@@ -81,13 +103,16 @@ def page_problems(browser, url: str, cases: list[dict]) -> list[str]:
 def links_problems(browser, url: str) -> list[str]:
     """Every link the page shows, for every row, opens a file of the repository (anchors aside)."""
     browser.get(url)
-    hrefs = browser.execute_script("""
+    hrefs = browser.execute_script(
+        """
 const seen = new Set();
 for (const r of JSON.parse(arguments[0])) {
   window.answerPage.show(r, "append", "append", "shared");
   document.querySelectorAll("a[href]").forEach((a) => seen.add(a.getAttribute("href")));
 }
-return [...seen];""", json.dumps([row.key for row in answer.ROWS]))
+return [...seen];""",
+        json.dumps([row.key for row in answer.ROWS]),
+    )
     problems = []
     for href in hrefs:
         target = (PAGE.parent / href.split("#")[0]).resolve()
@@ -102,7 +127,9 @@ def browser(tmp_path_factory):
         chromium, driver = lab_check.browser_binaries()
     except lab_check.LabCheckError as error:
         pytest.fail(f"the answer page is tested in Chromium: {error}")
-    session = lab_check.headless_browser(chromium, driver, tmp_path_factory.mktemp("chromium-profile"))
+    session = lab_check.headless_browser(
+        chromium, driver, tmp_path_factory.mktemp("chromium-profile")
+    )
     yield session
     session.quit()
 
@@ -120,12 +147,26 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
     at = (data["operations"].index("optimize"), data["later"].index("optimize"))
     row["grid"]["shared"][at[0]][at[1]][0] = data["verdicts"].index(answer.SAFE)
     crafted = tmp_path / "answer.html"
-    crafted.write_text(answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
-        "/*DATA*/null", json.dumps(data).replace("</", "<\\/")), encoding="utf-8")
-    case = [{"row": "rs-put-today", "first": "optimize", "second": "optimize", "layout": "shared",
-             "verdict": answer.DUPLICATES, "evidence": "../student/13_conflict_matrix.ipynb", "copy": ""}]
+    crafted.write_text(
+        answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
+            "/*DATA*/null", json.dumps(data).replace("</", "<\\/")
+        ),
+        encoding="utf-8",
+    )
+    case = [
+        {
+            "row": "rs-put-today",
+            "first": "optimize",
+            "second": "optimize",
+            "layout": "shared",
+            "verdict": answer.DUPLICATES,
+            "evidence": "../student/13_conflict_matrix.ipynb",
+            "copy": "",
+        }
+    ]
     assert page_problems(browser, crafted.as_uri(), case) == [
-        "rs-put-today: optimize then optimize (shared): the page says 'safe', the data 'duplicates data'"]
+        "rs-put-today: optimize then optimize (shared): the page says 'safe', the data 'duplicates data'"
+    ]
 
 
 def test_every_link_on_the_page_opens_a_file_of_the_repository(browser):
@@ -155,13 +196,20 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     condition does not name the partition; with the shared layout, the two jobs touch the same files."""
     results = answer.Results.load()
     row = next(r for r in answer.ROWS if r.key == "rs-put-today")
-    apart = [r for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
-             if (r := results.by_pair.get((e, "replace_where", "replace_where_apart")))]
+    apart = [
+        r
+        for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
+        if (r := results.by_pair.get((e, "replace_where", "replace_where_apart")))
+    ]
     assert len(apart) == 2
     shown = answer_html.cell(row, "replace_where", "replace_where", "partitions", results)
     assert shown.verdict == answer.verdict_of(apart) and shown.label == answer.S13_6.label
-    assert shown.sentence.startswith("each job on a partition of its own named in its condition: both commit")
+    assert shown.sentence.startswith(
+        "each job on a partition of its own named in its condition: both commit"
+    )
     merge = answer_html.cell(row, "merge", "merge", "partitions", results)
     assert "does not name the partition" in merge.sentence
     same = answer_html.cell(row, "replace_where", "replace_where", "shared", results)
-    assert same.verdict == answer.verdict_of([results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]])
+    assert same.verdict == answer.verdict_of(
+        [results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]]
+    )

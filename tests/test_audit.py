@@ -27,9 +27,15 @@ def test_unsafe_rename_in_the_seeds_era_loses_rows_silently(stores, table_name):
     assert checked.versions_per_commit == {0: 1, 1: N}
     assert checked.max_versions_per_commit == N and checked.max_commits_per_file == N
     assert checked.orphans == N - 1 > 0
-    survivor = checked.object_versions.query("commit_version == 1 and is_latest")["writer_id"].tolist()
-    assert survivor == list(checked.writers.loc[checked.writers["verdict"] == audit.OK_COMMITTED, "writer_id"])
-    assert len(checked.overwrites) == 1 and checked.overwrites[0].endswith(f"{survivor[0]} (last one kept)")
+    survivor = checked.object_versions.query("commit_version == 1 and is_latest")[
+        "writer_id"
+    ].tolist()
+    assert survivor == list(
+        checked.writers.loc[checked.writers["verdict"] == audit.OK_COMMITTED, "writer_id"]
+    )
+    assert len(checked.overwrites) == 1 and checked.overwrites[0].endswith(
+        f"{survivor[0]} (last one kept)"
+    )
     assert "lost 30" in checked.summary()
 
 
@@ -74,7 +80,9 @@ def test_a_phantom_does_not_hide_a_silent_loss(tmp_path):
     checked = audit.audit_table(uri, results=claimed, version_before=0)
     assert (checked.phantoms, checked.silent_losses) == (["w1"], ["w2"])
     assert (checked.rows_lost, checked.rows_phantom) == (10, 10)
-    assert checked.rows_actual - checked.rows_expected == 10  # the net count that used to read "0 lost"
+    assert (
+        checked.rows_actual - checked.rows_expected == 10
+    )  # the net count that used to read "0 lost"
 
 
 def test_audit_without_results_reads_the_table_alone(tmp_path):
@@ -83,7 +91,11 @@ def test_audit_without_results_reads_the_table_alone(tmp_path):
     runner.run_writers(uri, n=2, progress=False)
     checked = audit.audit_table(uri)
     assert checked.rows_actual == 20 and checked.rows_lost is None and checked.writers is None
-    assert checked.store == "local" and checked.versions_per_commit is None and checked.max_versions_per_commit is None
+    assert (
+        checked.store == "local"
+        and checked.versions_per_commit is None
+        and checked.max_versions_per_commit is None
+    )
     assert "Object versions: not kept" in checked.summary()
 
 
@@ -107,8 +119,17 @@ def test_parse_commit_reads_tags_rows_and_retries():
 
 
 def _commit(version: int, writer_id: str | None, added: list[str]) -> audit.Commit:
-    return audit.Commit(version=version, operation="WRITE", engine="delta-rs.1.6.6", writer_id=writer_id, batch=2,
-                        timestamp_ms=None, num_retries=0, added=added, rows_added=10)
+    return audit.Commit(
+        version=version,
+        operation="WRITE",
+        engine="delta-rs.1.6.6",
+        writer_id=writer_id,
+        batch=2,
+        timestamp_ms=None,
+        num_retries=0,
+        added=added,
+        rows_added=10,
+    )
 
 
 def test_a_claim_that_matches_its_commit_has_no_problem():
@@ -119,9 +140,21 @@ def test_a_claim_that_matches_its_commit_has_no_problem():
 @pytest.mark.parametrize(
     "commit, files, found",
     [
-        (_commit(3, "w1", ["3-abc-0.parquet"]), ["3-abc-0.parquet"], "carries the tag of 'w1'"),  # another writer's commit
-        (_commit(3, "w2", ["3-abc-0.parquet", "3-def-0.parquet"]), ["3-abc-0.parquet"], "adds ['3-abc-0.parquet', '3-def-0.parquet']"),
-        (_commit(3, "w2", ["3-xyz-0.parquet"]), ["3-abc-0.parquet"], "the writer was returned ['3-abc-0.parquet']"),
+        (
+            _commit(3, "w1", ["3-abc-0.parquet"]),
+            ["3-abc-0.parquet"],
+            "carries the tag of 'w1'",
+        ),  # another writer's commit
+        (
+            _commit(3, "w2", ["3-abc-0.parquet", "3-def-0.parquet"]),
+            ["3-abc-0.parquet"],
+            "adds ['3-abc-0.parquet', '3-def-0.parquet']",
+        ),
+        (
+            _commit(3, "w2", ["3-xyz-0.parquet"]),
+            ["3-abc-0.parquet"],
+            "the writer was returned ['3-abc-0.parquet']",
+        ),
         (_commit(3, "w2", []), [], "claims no data file"),
         (None, ["3-abc-0.parquet"], "no commit file at version 3"),
     ],

@@ -19,9 +19,13 @@ import pytest
 from helpers import delta_log
 from helpers.catalog import race, rest, server, tables
 
-COLUMNS = {"type": "struct", "fields": [
-    {"name": name, "type": kind, "nullable": True, "metadata": {}}
-    for name, kind in (("id", "long"), ("writer", "string"), ("batch", "integer"))]}
+COLUMNS = {
+    "type": "struct",
+    "fields": [
+        {"name": name, "type": kind, "nullable": True, "metadata": {}}
+        for name, kind in (("id", "long"), ("writer", "string"), ("batch", "integer"))
+    ],
+}
 FEATURES = ["catalogManaged", "v2Checkpoint", "vacuumProtocolCheck"]
 
 
@@ -90,32 +94,87 @@ class HandWritten:
         self.staged = catalog.stage(tables.CATALOG, tables.SCHEMA, name)
         self.folder = tables.local_path(self.staged.location)
         (self.folder / "_delta_log" / "_staged_commits").mkdir(parents=True)
-        properties = {key: value for key, value in self.staged.required_properties.items() if value is not None}
-        zero = [{"commitInfo": {"inCommitTimestamp": 1_700_000_000_000, "timestamp": 1_700_000_000_000}},
-                {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                              "schemaString": json.dumps(COLUMNS), "partitionColumns": [], "configuration": properties}},
-                {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": FEATURES,
-                              "writerFeatures": FEATURES + ["inCommitTimestamp"]}}]
+        properties = {
+            key: value
+            for key, value in self.staged.required_properties.items()
+            if value is not None
+        }
+        zero = [
+            {
+                "commitInfo": {
+                    "inCommitTimestamp": 1_700_000_000_000,
+                    "timestamp": 1_700_000_000_000,
+                }
+            },
+            {
+                "metaData": {
+                    "id": str(uuid.uuid4()),
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps(COLUMNS),
+                    "partitionColumns": [],
+                    "configuration": properties,
+                }
+            },
+            {
+                "protocol": {
+                    "minReaderVersion": 3,
+                    "minWriterVersion": 7,
+                    "readerFeatures": FEATURES,
+                    "writerFeatures": FEATURES + ["inCommitTimestamp"],
+                }
+            },
+        ]
         (self.folder / delta_log.commit_file(0)).write_text("\n".join(map(json.dumps, zero)) + "\n")
         catalog.register(tables.CATALOG, tables.SCHEMA, self.staged, zero)
 
     def stage(self, version: int, writer: str, batch: int, rows: int = 10) -> str:
         """A data file of ``rows`` rows and a staged commit adding it; returns the staged file's name."""
         data = f"part-{version}-{writer}-{batch}.parquet"
-        pq.write_table(pa.table({"id": list(range(rows)), "writer": [writer] * rows, "batch": [batch] * rows}), self.folder / data)
+        pq.write_table(
+            pa.table({"id": list(range(rows)), "writer": [writer] * rows, "batch": [batch] * rows}),
+            self.folder / data,
+        )
         name = f"{version:020d}.{uuid.uuid4()}.json"
-        actions = [{"commitInfo": {"readVersion": version - 1, "inCommitTimestamp": 1_700_000_000_000 + version}},
-                   {"add": {"path": data, "size": 1, "modificationTime": 1, "dataChange": True, "partitionValues": {}}}]
-        (self.folder / race.STAGED_DIR / name).write_text("\n".join(map(json.dumps, actions)) + "\n")
+        actions = [
+            {
+                "commitInfo": {
+                    "readVersion": version - 1,
+                    "inCommitTimestamp": 1_700_000_000_000 + version,
+                }
+            },
+            {
+                "add": {
+                    "path": data,
+                    "size": 1,
+                    "modificationTime": 1,
+                    "dataChange": True,
+                    "partitionValues": {},
+                }
+            },
+        ]
+        (self.folder / race.STAGED_DIR / name).write_text(
+            "\n".join(map(json.dumps, actions)) + "\n"
+        )
         return name
 
     def ratify(self, version: int, name: str) -> dict:
         """Ratify ``name`` as ``version``, reporting the versions before it published, as Delta does."""
-        return self.catalog.ratify(tables.CATALOG, tables.SCHEMA, self.name, self.staged.table_id, version, name, 1, 1,
-                                   published=version - 1)
+        return self.catalog.ratify(
+            tables.CATALOG,
+            tables.SCHEMA,
+            self.name,
+            self.staged.table_id,
+            version,
+            name,
+            1,
+            1,
+            published=version - 1,
+        )
 
     def publish(self, version: int, name: str) -> None:
-        shutil.copyfile(self.folder / race.STAGED_DIR / name, self.folder / delta_log.commit_file(version))
+        shutil.copyfile(
+            self.folder / race.STAGED_DIR / name, self.folder / delta_log.commit_file(version)
+        )
 
     def commit(self, version: int, writer: str, batch: int) -> str:
         name = self.stage(version, writer, batch)
@@ -132,7 +191,16 @@ def test_the_catalog_gives_each_version_once_and_no_gap(catalog):
         table.ratify(1, second)
     assert taken.value.status == 409 and "already accepted" in str(taken.value)
     with pytest.raises(rest.CatalogError) as gap:
-        catalog.ratify(tables.CATALOG, tables.SCHEMA, "once", table.staged.table_id, 3, table.stage(3, "w2", 22), 1, 1)
+        catalog.ratify(
+            tables.CATALOG,
+            tables.SCHEMA,
+            "once",
+            table.staged.table_id,
+            3,
+            table.stage(3, "w2", 22),
+            1,
+            1,
+        )
     assert gap.value.status == 400 and "must be the next version after 1" in str(gap.value)
     assert catalog.table(tables.CATALOG, tables.SCHEMA, "once").latest_version == 1
 
@@ -140,12 +208,31 @@ def test_the_catalog_gives_each_version_once_and_no_gap(catalog):
 def test_the_catalog_holds_at_most_ten_commits_not_reported_published(catalog):
     table = HandWritten(catalog, "unreported")
     for version in range(1, 11):  # ratified, never reported published
-        catalog.ratify(tables.CATALOG, tables.SCHEMA, "unreported", table.staged.table_id, version,
-                       table.stage(version, "w1", version), 1, 1)
+        catalog.ratify(
+            tables.CATALOG,
+            tables.SCHEMA,
+            "unreported",
+            table.staged.table_id,
+            version,
+            table.stage(version, "w1", version),
+            1,
+            1,
+        )
     with pytest.raises(rest.CatalogError) as full:
-        catalog.ratify(tables.CATALOG, tables.SCHEMA, "unreported", table.staged.table_id, 11, table.stage(11, "w1", 11), 1, 1)
+        catalog.ratify(
+            tables.CATALOG,
+            tables.SCHEMA,
+            "unreported",
+            table.staged.table_id,
+            11,
+            table.stage(11, "w1", 11),
+            1,
+            1,
+        )
     assert full.value.status == 429
-    table.ratify(11, table.stage(11, "w1", 12))  # with the report Delta sends with each commit, it is accepted
+    table.ratify(
+        11, table.stage(11, "w1", 12)
+    )  # with the report Delta sends with each commit, it is accepted
     assert catalog.table(tables.CATALOG, tables.SCHEMA, "unreported").latest_version == 11
 
 
@@ -157,10 +244,18 @@ def test_a_sound_table_with_a_loser_and_an_unpublished_commit_has_no_problem(cat
     table.commit(3, "w2", 21)
     last = table.stage(4, "w2", 22)
     table.ratify(4, last)  # ratified, not published yet
-    check = race.check_table(catalog, "sound", {("w1", 11): 10, ("w1", 12): 10, ("w2", 21): 10, ("w2", 22): 10})
+    check = race.check_table(
+        catalog, "sound", {("w1", 11): 10, ("w1", 12): 10, ("w2", 21): 10, ("w2", 22): 10}
+    )
     assert check.problems == []
-    assert (check.versions, check.published, check.unpublished) == ([0, 1, 2, 3, 4], [0, 1, 2, 3], [4])
-    assert [c["version"] for c in check.catalog.unpublished] == [4]  # the catalog forgets what Delta reported published
+    assert (check.versions, check.published, check.unpublished) == (
+        [0, 1, 2, 3, 4],
+        [0, 1, 2, 3],
+        [4],
+    )
+    assert [c["version"] for c in check.catalog.unpublished] == [
+        4
+    ]  # the catalog forgets what Delta reported published
     assert check.losers == [loser] and check.ratified[2] == won and check.ratified[4] == last
     assert check.retried == []  # every readVersion is the version before
 
@@ -170,7 +265,9 @@ def test_a_published_commit_that_is_no_staged_one_is_found(catalog):
     table.commit(1, "w1", 11)
     (table.folder / delta_log.commit_file(1)).write_text('{"commitInfo":{"readVersion":0}}\n')
     problems = race.check_table(catalog, "forged").problems
-    assert any("version 1: the published commit matches 0 of its 1 staged commits" in p for p in problems), problems
+    assert any(
+        "version 1: the published commit matches 0 of its 1 staged commits" in p for p in problems
+    ), problems
 
 
 def test_a_ratified_commit_storage_lacks_is_found(catalog):
@@ -198,12 +295,20 @@ def test_a_batch_missing_or_doubled_is_found_for_the_writers_raced_only(catalog)
     check = race.check_table(catalog, "rows", {("w1", 11): 10, ("w1", 12): 10})
     assert check.problems == ["batch 12 of w1: 0 rows in the table, 10 appended"]
     table.commit(3, "w1", 11)  # the same batch's rows again, in a file of their own
-    assert race.check_table(catalog, "rows", {("w1", 11): 10}).problems == ["batch 11 of w1: 20 rows in the table, 10 appended"]
+    assert race.check_table(catalog, "rows", {("w1", 11): 10}).problems == [
+        "batch 11 of w1: 20 rows in the table, 10 appended"
+    ]
 
 
 def test_the_session_settings_name_the_extension_and_the_testing_flag_only_to_create():
-    writer, creator = tables.session_conf("http://127.0.0.1:1"), tables.session_conf("http://127.0.0.1:1", creates_tables=True)
-    assert writer["spark.sql.extensions"].split(",") == ["io.delta.sql.DeltaSparkSessionExtension", tables.EXTENSION]
+    writer, creator = (
+        tables.session_conf("http://127.0.0.1:1"),
+        tables.session_conf("http://127.0.0.1:1", creates_tables=True),
+    )
+    assert writer["spark.sql.extensions"].split(",") == [
+        "io.delta.sql.DeltaSparkSessionExtension",
+        tables.EXTENSION,
+    ]
     assert writer[tables.URI_KEY] == "http://127.0.0.1:1"
     assert tables.TESTING_FLAG not in writer["spark.driver.extraJavaOptions"]
     assert tables.TESTING_FLAG in creator["spark.driver.extraJavaOptions"]
@@ -223,15 +328,25 @@ def copy_cell_problems(source: str) -> list[str]:
     from helpers import sessions
 
     tree = ast.parse(source)
-    problems = [f"imports {node.module}" for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers")]
-    settings = {node.args[0].value: node.args[1].value for node in ast.walk(tree)
-                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "config" and len(node.args) == 2
-                and all(isinstance(a, ast.Constant) for a in node.args)}
+    problems = [
+        f"imports {node.module}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers")
+    ]
+    settings = {
+        node.args[0].value: node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "config"
+        and len(node.args) == 2
+        and all(isinstance(a, ast.Constant) for a in node.args)
+    }
     runs = {**sessions.spark_conf("local"), **tables.session_conf("http://127.0.0.1:1")}
     for key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog", "spark.jars.packages"):
         if settings.get(key) != runs[key]:
-            problems.append(f"{key}: the cell says {settings.get(key)!r}, the drivers run {runs[key]!r}")
+            problems.append(
+                f"{key}: the cell says {settings.get(key)!r}, the drivers run {runs[key]!r}"
+            )
     if tables.URI_KEY not in source:
         problems.append(f"the cell does not set {tables.URI_KEY}")
     if f'.writeTo("{tables.SCHEMA}.orders").append()' not in source:
@@ -242,8 +357,12 @@ def copy_cell_problems(source: str) -> list[str]:
 def _copy_cell() -> str:
     from helpers import config
 
-    cells = json.loads((config.NOTEBOOKS_DIR / "15_catalog_managed_tables.ipynb").read_text())["cells"]
-    return next("".join(c["source"]) for c in cells if "def catalog_managed_session" in "".join(c["source"]))
+    cells = json.loads((config.NOTEBOOKS_DIR / "15_catalog_managed_tables.ipynb").read_text())[
+        "cells"
+    ]
+    return next(
+        "".join(c["source"]) for c in cells if "def catalog_managed_session" in "".join(c["source"])
+    )
 
 
 def test_the_copy_cell_sets_what_the_drivers_run():
@@ -253,5 +372,8 @@ def test_the_copy_cell_sets_what_the_drivers_run():
 def test_a_copy_cell_that_drifted_is_found():
     cell = _copy_cell()
     assert copy_cell_problems(cell.replace(",workbook.catalog.UnityCatalogCommits", "")) != []
-    assert copy_cell_problems(cell.replace("writeTo(\"default.orders\").append()", "save(\"/somewhere\")")) != []
+    assert (
+        copy_cell_problems(cell.replace('writeTo("default.orders").append()', 'save("/somewhere")'))
+        != []
+    )
     assert copy_cell_problems("from helpers import tables\n" + cell) != []

@@ -40,7 +40,10 @@ def test_a_checklist_collects_every_failure_for_one_assert():
     assert not check.equal("rows lost", 0, 70)
     assert not check.holds("object versions", False, expected="8", found=1)
     assert not check.passed
-    assert check.report() == "2 of 3 checks failed:\n- rows lost: expected 70, found 0\n- object versions: expected 8, found 1"
+    assert (
+        check.report()
+        == "2 of 3 checks failed:\n- rows lost: expected 70, found 0\n- object versions: expected 8, found 1"
+    )
     with pytest.raises(AssertionError, match="rows lost: expected 70, found 0"):
         assert check.passed, check.report()
 

@@ -11,7 +11,12 @@ import pytest
 
 from helpers import config, eras, runner, services, storage, tables
 
-LOCAL_ADVICE = ("make services", "helpers.services up", "WORKBOOK_MOTO_PORT", "WORKBOOK_AZURITE_PORT")
+LOCAL_ADVICE = (
+    "make services",
+    "helpers.services up",
+    "WORKBOOK_MOTO_PORT",
+    "WORKBOOK_AZURITE_PORT",
+)
 
 
 @pytest.fixture
@@ -21,7 +26,12 @@ def cloud(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWORKBOOKBADKEY00")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB", "AZURE_STORAGE_ACCOUNT_KEY"):
+    for variable in (
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+    ):
         monkeypatch.delenv(variable, raising=False)
     return monkeypatch
 
@@ -52,9 +62,13 @@ def test_create_table_in_era_raises_instead_of_reporting(cloud, free_port):
     endpoint = f"http://{config.LOCALHOST}:{free_port()}"
     cloud.setenv("AWS_ENDPOINT_URL", endpoint)
     options = tables.s3_storage_options(locking_provider="dynamodb")
-    assert "AWS_ENDPOINT_URL" not in options  # the cloud profile leaves endpoints to the environment, as delta-rs reads it
+    assert (
+        "AWS_ENDPOINT_URL" not in options
+    )  # the cloud profile leaves endpoints to the environment, as delta-rs reads it
     with pytest.raises(storage.StorageError, match="does not answer") as error:
-        runner.create_table_in_era(f"s3://{config.names().s3_bucket}/cloud-check/t", options, era=eras.DYNAMODB_INTEROP)
+        runner.create_table_in_era(
+            f"s3://{config.names().s3_bucket}/cloud-check/t", options, era=eras.DYNAMODB_INTEROP
+        )
     _says_cloud(str(error.value), endpoint, "AWS_ENDPOINT_URL")
 
 
@@ -81,7 +95,10 @@ def test_wrong_azure_key_is_refused_by_name(cloud):
         storage.ensure_container()
     _says_cloud(str(error.value), endpoint, "AZURE_STORAGE_ACCOUNT_KEY")
     with pytest.raises(storage.StorageError, match="refused the credentials") as probe_error:
-        storage.check_store(f"az://{config.names().azure_container}/t", {"account_name": config.AZURITE_ACCOUNT_NAME})
+        storage.check_store(
+            f"az://{config.names().azure_container}/t",
+            {"account_name": config.AZURITE_ACCOUNT_NAME},
+        )
     _says_cloud(str(probe_error.value), endpoint, "AZURE_STORAGE_ACCOUNT_KEY")
 
 

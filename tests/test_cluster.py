@@ -23,8 +23,16 @@ def test_a_session_on_the_local_cluster_is_reachable_by_its_executors(monkeypatc
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == config.LOCALHOST
 
 
-@pytest.mark.parametrize("master, here", [("spark://127.0.0.1:7077", True), ("spark://localhost:7078", True),
-                                          ("spark://cluster:7077", False), ("local[*]", False), ("yarn", False)])
+@pytest.mark.parametrize(
+    "master, here",
+    [
+        ("spark://127.0.0.1:7077", True),
+        ("spark://localhost:7078", True),
+        ("spark://cluster:7077", False),
+        ("local[*]", False),
+        ("yarn", False),
+    ],
+)
 def test_only_a_standalone_master_on_loopback_is_this_machine(master, here):
     assert sessions.on_this_machine(master) is here
 
@@ -43,12 +51,17 @@ def test_writer_drivers_join_the_cluster_instead_of_a_local_jvm(monkeypatch):
 def test_master_and_workers_run_pysparks_own_launcher(private_state):
     master = cluster.master_command("127.0.0.1", 7077, 8080)
     assert master[0].endswith("pyspark/bin/spark-class") and master[1] == cluster.MASTER_CLASS
-    assert master[master.index("--host") + 1] == "127.0.0.1" and master[master.index("--port") + 1] == "7077"
+    assert (
+        master[master.index("--host") + 1] == "127.0.0.1"
+        and master[master.index("--port") + 1] == "7077"
+    )
     worker = cluster.worker_command("127.0.0.1", cluster.master_url(), 8081, private_state / "w")
     assert worker[1] == cluster.WORKER_CLASS and worker[-1] == "spark://127.0.0.1:7077"
     assert worker[worker.index("--cores") + 1] == str(cluster.WORKER_CORES)
     properties = (private_state / "cluster" / "spark-cluster.conf").read_text()
-    assert "spark.deploy.defaultCores 1" in properties  # several applications at once, one core each
+    assert (
+        "spark.deploy.defaultCores 1" in properties
+    )  # several applications at once, one core each
 
 
 def test_a_busy_master_port_says_how_to_move_it(private_state, monkeypatch):
@@ -56,7 +69,9 @@ def test_a_busy_master_port_says_how_to_move_it(private_state, monkeypatch):
         busy.bind((config.LOCALHOST, 0))
         busy.listen()
         monkeypatch.setenv("WORKBOOK_SPARK_MASTER_PORT", str(busy.getsockname()[1]))
-        with pytest.raises(cluster.ClusterError, match="taken by another program.*WORKBOOK_SPARK_MASTER_PORT"):
+        with pytest.raises(
+            cluster.ClusterError, match="taken by another program.*WORKBOOK_SPARK_MASTER_PORT"
+        ):
             cluster.up(quiet=True)
     assert cluster.read_state() is None  # nothing started, nothing recorded
 

@@ -15,8 +15,14 @@ COMPOSE = yaml.safe_load((config.ROOT / "docker-compose.yml").read_text())
 def test_compose_file_is_valid_compose_spec():
     checker = Path(sys.executable).with_name("check-jsonschema")
     done = subprocess.run(
-        [str(checker), "--builtin-schema", "vendor.compose-spec", str(config.ROOT / "docker-compose.yml")],
-        capture_output=True, text=True,
+        [
+            str(checker),
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(config.ROOT / "docker-compose.yml"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -33,11 +39,20 @@ def test_moto_runs_the_same_atomic_writes_server_as_natively():
     # the server and the one module it imports, as the package `helpers` under the working folder
     files = ("__init__.py", "moto_server.py", "moto_speedups.py")
     mounts = [mount.split(":") for mount in moto["volumes"]]
-    assert [((config.ROOT / source).resolve(), target, mode) for source, target, mode in mounts] == [
-        (config.ROOT / "helpers" / name, f"{moto['working_dir']}/helpers/{name}", "ro") for name in files]
+    assert [
+        ((config.ROOT / source).resolve(), target, mode) for source, target, mode in mounts
+    ] == [
+        (config.ROOT / "helpers" / name, f"{moto['working_dir']}/helpers/{name}", "ro")
+        for name in files
+    ]
     mounted = [name.removesuffix(".py") for name in files[1:]]
-    imported = {alias.name for name in mounted for node in ast.walk(ast.parse((config.ROOT / "helpers" / f"{name}.py").read_text()))
-                if isinstance(node, ast.ImportFrom) and node.module == "helpers" for alias in node.names}
+    imported = {
+        alias.name
+        for name in mounted
+        for node in ast.walk(ast.parse((config.ROOT / "helpers" / f"{name}.py").read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == "helpers"
+        for alias in node.names
+    }
     assert imported <= set(mounted), "the image has only the mounted helpers"
     native = services.SERVICES["moto"].command(config.MOTO_DEFAULT_PORT)
     assert native[1:3] == ["-m", "helpers.moto_server"]
@@ -45,9 +60,13 @@ def test_moto_runs_the_same_atomic_writes_server_as_natively():
 
 
 def test_ports_are_the_native_defaults_on_loopback_only():
-    assert COMPOSE["services"]["moto"]["ports"] == [f"127.0.0.1:{config.MOTO_DEFAULT_PORT}:{config.MOTO_DEFAULT_PORT}"]
+    assert COMPOSE["services"]["moto"]["ports"] == [
+        f"127.0.0.1:{config.MOTO_DEFAULT_PORT}:{config.MOTO_DEFAULT_PORT}"
+    ]
     assert COMPOSE["services"]["moto"]["environment"]["MOTO_PORT"] == str(config.MOTO_DEFAULT_PORT)
-    assert COMPOSE["services"]["azurite"]["ports"] == [f"127.0.0.1:{config.AZURITE_DEFAULT_PORT}:{config.AZURITE_DEFAULT_PORT}"]
+    assert COMPOSE["services"]["azurite"]["ports"] == [
+        f"127.0.0.1:{config.AZURITE_DEFAULT_PORT}:{config.AZURITE_DEFAULT_PORT}"
+    ]
     assert f"--blobPort={config.AZURITE_DEFAULT_PORT}" in COMPOSE["services"]["azurite"]["command"]
     for service in COMPOSE["services"].values():
         assert all(p.startswith("127.0.0.1:") for p in service.get("ports", []))
@@ -62,7 +81,12 @@ def test_azurite_runs_with_the_same_flags_as_natively():
 
 def test_jupyter_uses_the_native_names():
     env = COMPOSE["services"]["workbook"]["environment"]
-    names = config.Names(env["WORKBOOK_S3_BUCKET"], env["WORKBOOK_AZURE_CONTAINER"], env["WORKBOOK_DYNAMODB_TABLE"], config.names().aws_region)
+    names = config.Names(
+        env["WORKBOOK_S3_BUCKET"],
+        env["WORKBOOK_AZURE_CONTAINER"],
+        env["WORKBOOK_DYNAMODB_TABLE"],
+        config.names().aws_region,
+    )
     assert names == config.names()
     assert (env["WORKBOOK_MOTO_HOST"], env["WORKBOOK_AZURITE_HOST"]) == ("moto", "azurite")
     assert int(env["WORKBOOK_MOTO_PORT"]) == config.MOTO_DEFAULT_PORT
@@ -81,14 +105,19 @@ def test_dockerfile_builds_the_unity_catalog_server_as_make_does():
     dockerfile = (config.ROOT / "Dockerfile").read_text()
     rust = ".".join(map(str, server.RUST_MIN))
     assert f"FROM rust:{rust}-" in dockerfile
-    assert f"cargo install {server.CRATE} --version {server.VERSION} --features bin --locked" in dockerfile
+    assert (
+        f"cargo install {server.CRATE} --version {server.VERSION} --features bin --locked"
+        in dockerfile
+    )
     assert f"/bin/uc-server {server.BINARY.relative_to(config.ROOT)}" in dockerfile
     assert f"echo {server.VERSION} > {server.STAMP.relative_to(config.ROOT)}" in dockerfile
 
 
 def test_conda_environment_uses_the_same_lock():
     env = yaml.safe_load((config.ROOT / "environment.yml").read_text())
-    assert {"python=3.11", "openjdk=17", "nodejs=20"} <= set(d for d in env["dependencies"] if isinstance(d, str))
+    assert {"python=3.11", "openjdk=17", "nodejs=20"} <= set(
+        d for d in env["dependencies"] if isinstance(d, str)
+    )
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert pip == ["-r requirements/kernel.txt"]
 
@@ -97,16 +126,33 @@ def test_the_spark_cluster_runs_the_native_commands_and_the_workbook_can_use_it(
     from helpers import cluster
 
     services = COMPOSE["services"]
-    assert services["spark-master"]["command"] == [".venv/bin/python", "-m", "helpers.cluster", "master"]
+    assert services["spark-master"]["command"] == [
+        ".venv/bin/python",
+        "-m",
+        "helpers.cluster",
+        "master",
+    ]
     master_url = cluster.master_url("spark-master", cluster.MASTER_DEFAULT_PORT)
     workers = [name for name in services if name.startswith("spark-worker")]
     assert len(workers) == cluster.WORKERS
     for name in workers:
-        assert services[name]["command"] == [".venv/bin/python", "-m", "helpers.cluster", "worker", master_url]
+        assert services[name]["command"] == [
+            ".venv/bin/python",
+            "-m",
+            "helpers.cluster",
+            "worker",
+            master_url,
+        ]
         assert services[name]["hostname"] == name
-        assert "workbook-build:/workbook/build" in services[name]["volumes"]  # local tables, shared with the driver
+        assert (
+            "workbook-build:/workbook/build" in services[name]["volumes"]
+        )  # local tables, shared with the driver
     for name in ["spark-master", *workers]:
-        assert services[name]["profiles"] == ["cluster"]  # `docker compose up -d` alone starts no cluster
+        assert services[name]["profiles"] == [
+            "cluster"
+        ]  # `docker compose up -d` alone starts no cluster
         assert services[name]["image"] == services["workbook"]["image"]
     assert "workbook-build:/workbook/build" in services["workbook"]["volumes"]
-    assert services["workbook"]["environment"]["WORKBOOK_SPARK_MASTER"] == "${WORKBOOK_SPARK_MASTER:-}"
+    assert (
+        services["workbook"]["environment"]["WORKBOOK_SPARK_MASTER"] == "${WORKBOOK_SPARK_MASTER:-}"
+    )

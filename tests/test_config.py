@@ -12,7 +12,10 @@ def test_ports_default_and_override(monkeypatch):
     assert config.moto_endpoint().endswith(":5999")
 
 
-@pytest.mark.parametrize("value, fragment", [("abc", "not a port number"), ("70000", "outside 1-65535"), ("0", "outside")])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [("abc", "not a port number"), ("70000", "outside 1-65535"), ("0", "outside")],
+)
 def test_bad_port_names_the_variable(monkeypatch, value, fragment):
     monkeypatch.setenv("WORKBOOK_AZURITE_PORT", value)
     with pytest.raises(config.ConfigError, match=fragment) as error:
@@ -37,7 +40,9 @@ def test_names_follow_the_environment(monkeypatch):
     monkeypatch.setenv("WORKBOOK_S3_BUCKET", "my-bucket")
     assert config.names().s3_bucket == "my-bucket"
     monkeypatch.delenv("WORKBOOK_S3_BUCKET")
-    assert config.names() == config.Names("delta-root", "delta", "delta_log", config.names().aws_region)
+    assert config.names() == config.Names(
+        "delta-root", "delta", "delta_log", config.names().aws_region
+    )
 
 
 def test_shown_paths_name_no_machine():

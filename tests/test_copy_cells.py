@@ -27,8 +27,10 @@ from helpers import config, eras, runner, tables
 from helpers.bench import worker as bench_worker
 
 S3_URI, AZ_URI = "s3://bucket/t", "az://container/t"
-SPARK_CONF_KEYS = re.compile(r"spark\.jars\.packages$|spark\.sql\.extensions$|spark\.sql\.catalog\.|spark\.hadoop\.fs\.s3a\."
-                             r"|spark\.delta\.|spark\.io\.delta\.")
+SPARK_CONF_KEYS = re.compile(
+    r"spark\.jars\.packages$|spark\.sql\.extensions$|spark\.sql\.catalog\.|spark\.hadoop\.fs\.s3a\."
+    r"|spark\.delta\.|spark\.io\.delta\."
+)
 """Spark conf keys a copied job needs as the writer has them (the rest only size the session here)."""
 CALLS = ("DeltaTable", "write_deltalake", "CommitProperties", "update_incremental")
 
@@ -45,26 +47,54 @@ class Race:
 
 
 RACES = (
-    Race("03_concurrent_writers_azure.ipynb", "tables.azure_storage_options()",
-         "runner.run_writers(table_uri, options, n=n_writers, era=eras.CURRENT, max_commit_retries=0)",
-         {"era": eras.CURRENT, "max_commit_retries": 0}),
-    Race("04_s3_needs_a_lock.ipynb", "tables.s3_storage_options(unsafe_rename=True)",
-         "runner.run_writers(table_uri, tables.s3_storage_options(unsafe_rename=True), n=1, era=era,",
-         {"era": eras.SEEDS}),
-    Race("05_unsafe_rename_data_loss.ipynb", "tables.s3_storage_options(unsafe_rename=True)",
-         "runner.run_writers(table_uri, gate.route(unsafe), n=n_writers, era=era)", {"era": eras.SEEDS}),
-    Race("06_dynamodb_lock.ipynb", "tables.s3_storage_options(locking_provider=\"dynamodb\")",
-         "runner.run_writers(table_uri, locked, n=n_writers, era=era, max_commit_retries=0)",
-         {"era": eras.SEEDS, "max_commit_retries": 0}),
-    Race("07_transaction_retries.ipynb", "tables.s3_storage_options(locking_provider=\"dynamodb\")",
-         "n=n_writers, era=era, max_commit_retries=None", {"era": eras.SEEDS, "max_commit_retries": None}),
-    Race("08_s3_conditional_writes_today.ipynb", "tables.s3_storage_options()",
-         "runner.run_writers(table_uri, options, n=n_writers, era=eras.CURRENT, max_commit_retries=0)",
-         {"era": eras.CURRENT, "max_commit_retries": 0}),
-    Race("09_spark_multi_cluster_s3.ipynb", "tables.s3_storage_options()",
-         "runner.run_writers(several_uri, gate.route(options), n=n_spark_writers", {"engine": "spark"}),
-    Race("11_commit_throughput.ipynb", "tables.s3_storage_options()", "small = bench.benchmark(",
-         {"era": eras.CURRENT, "hold_snapshot": False}),
+    Race(
+        "03_concurrent_writers_azure.ipynb",
+        "tables.azure_storage_options()",
+        "runner.run_writers(table_uri, options, n=n_writers, era=eras.CURRENT, max_commit_retries=0)",
+        {"era": eras.CURRENT, "max_commit_retries": 0},
+    ),
+    Race(
+        "04_s3_needs_a_lock.ipynb",
+        "tables.s3_storage_options(unsafe_rename=True)",
+        "runner.run_writers(table_uri, tables.s3_storage_options(unsafe_rename=True), n=1, era=era,",
+        {"era": eras.SEEDS},
+    ),
+    Race(
+        "05_unsafe_rename_data_loss.ipynb",
+        "tables.s3_storage_options(unsafe_rename=True)",
+        "runner.run_writers(table_uri, gate.route(unsafe), n=n_writers, era=era)",
+        {"era": eras.SEEDS},
+    ),
+    Race(
+        "06_dynamodb_lock.ipynb",
+        'tables.s3_storage_options(locking_provider="dynamodb")',
+        "runner.run_writers(table_uri, locked, n=n_writers, era=era, max_commit_retries=0)",
+        {"era": eras.SEEDS, "max_commit_retries": 0},
+    ),
+    Race(
+        "07_transaction_retries.ipynb",
+        'tables.s3_storage_options(locking_provider="dynamodb")',
+        "n=n_writers, era=era, max_commit_retries=None",
+        {"era": eras.SEEDS, "max_commit_retries": None},
+    ),
+    Race(
+        "08_s3_conditional_writes_today.ipynb",
+        "tables.s3_storage_options()",
+        "runner.run_writers(table_uri, options, n=n_writers, era=eras.CURRENT, max_commit_retries=0)",
+        {"era": eras.CURRENT, "max_commit_retries": 0},
+    ),
+    Race(
+        "09_spark_multi_cluster_s3.ipynb",
+        "tables.s3_storage_options()",
+        "runner.run_writers(several_uri, gate.route(options), n=n_spark_writers",
+        {"engine": "spark"},
+    ),
+    Race(
+        "11_commit_throughput.ipynb",
+        "tables.s3_storage_options()",
+        "small = bench.benchmark(",
+        {"era": eras.CURRENT, "hold_snapshot": False},
+    ),
 )
 
 
@@ -74,8 +104,11 @@ def _notebook(name: str) -> dict:
 
 def copy_cell(notebook: dict) -> tuple[int, str]:
     """The index and source of the notebook's one code cell that defines ``one_writer``."""
-    found = [(i, "".join(c["source"])) for i, c in enumerate(notebook["cells"])
-             if c["cell_type"] == "code" and re.search(r"^def one_writer\(", "".join(c["source"]), re.M)]
+    found = [
+        (i, "".join(c["source"]))
+        for i, c in enumerate(notebook["cells"])
+        if c["cell_type"] == "code" and re.search(r"^def one_writer\(", "".join(c["source"]), re.M)
+    ]
     assert len(found) == 1, f"{len(found)} cells define one_writer"
     return found[0]
 
@@ -95,15 +128,26 @@ def calls_of(source: str) -> dict:
     tree = ast.parse(source)
     found: dict = {"calls": {}, "storage_options": None, "conf": None, "write": None}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and isinstance(node.targets[0], ast.Name)
+        ):
             name = node.targets[0].id
             if name in ("storage_options", "conf"):
-                pairs = {_constant(k): _constant(v) for k, v in zip(node.value.keys, node.value.values)}
-                found[name] = (set(pairs) if name == "storage_options" else
-                               {k: v for k, v in pairs.items() if SPARK_CONF_KEYS.match(k)})
+                pairs = {
+                    _constant(k): _constant(v) for k, v in zip(node.value.keys, node.value.values)
+                }
+                found[name] = (
+                    set(pairs)
+                    if name == "storage_options"
+                    else {k: v for k, v in pairs.items() if SPARK_CONF_KEYS.match(k)}
+                )
         if not isinstance(node, ast.Call):
             continue
-        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        func = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
         if func in CALLS:
             keywords = {}
             for kw in node.keywords:
@@ -113,22 +157,39 @@ def calls_of(source: str) -> dict:
                 elif kw.arg == "commit_properties":
                     keywords[kw.arg] = "<CommitProperties>"
                 else:
-                    keywords[kw.arg] = _constant(value) if kw.arg not in ("storage_options",) else "<options>"
+                    keywords[kw.arg] = (
+                        _constant(value) if kw.arg not in ("storage_options",) else "<options>"
+                    )
             found["calls"][func] = (len(node.args), keywords)
         if func == "save":
             chain, call = [], node
             while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-                chain.append((call.func.attr, [a.value if isinstance(a, ast.Constant) else "<computed>" for a in call.args]))
+                chain.append(
+                    (
+                        call.func.attr,
+                        [
+                            a.value if isinstance(a, ast.Constant) else "<computed>"
+                            for a in call.args
+                        ],
+                    )
+                )
                 call = call.func.value
-                call = call.value if isinstance(call, ast.Attribute) and call.attr == "write" else call
+                call = (
+                    call.value if isinstance(call, ast.Attribute) and call.attr == "write" else call
+                )
             found["write"] = list(reversed(chain))
     return found
 
 
 def writer_runs(race: Race) -> str:
     """What the race's writer ``w1`` runs, as :func:`helpers.runner.writer_code` renders it."""
-    uri = S3_URI.replace("s3://", "s3a://") if race.arguments.get("engine") == "spark" else \
-        AZ_URI if "azure" in race.options else S3_URI
+    uri = (
+        S3_URI.replace("s3://", "s3a://")
+        if race.arguments.get("engine") == "spark"
+        else AZ_URI
+        if "azure" in race.options
+        else S3_URI
+    )
     options = eval(race.options, {"tables": tables})  # noqa: S307  (an expression written above)
     return runner.writer_code(uri, options, batch=2, **race.arguments)
 
@@ -137,25 +198,49 @@ def assert_same_call(cell: str, shown: str) -> None:
     """The cell makes the call the writer makes (see the module docstring), and nothing else."""
     tree = ast.parse(cell)
     for node in tree.body:
-        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)), \
+        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)), (
             f"line {node.lineno}: the cell must only import and define one_writer, so that running it writes nothing"
+        )
         if isinstance(node, ast.ImportFrom):
-            assert not (node.module or "").startswith("helpers"), f"line {node.lineno}: imports from helpers"
-    assert "lambda" not in cell, "a line of the experiment (update_incremental = lambda: None) is in the cell"
-    assert config.MASKED not in cell and config.EMULATOR_AWS_SECRET_ACCESS_KEY not in cell \
-        and config.AZURITE_ACCOUNT_KEY not in cell, "a secret is written out: read it from the environment"
+            assert not (node.module or "").startswith("helpers"), (
+                f"line {node.lineno}: imports from helpers"
+            )
+    assert "lambda" not in cell, (
+        "a line of the experiment (update_incremental = lambda: None) is in the cell"
+    )
+    assert (
+        config.MASKED not in cell
+        and config.EMULATOR_AWS_SECRET_ACCESS_KEY not in cell
+        and config.AZURITE_ACCOUNT_KEY not in cell
+    ), "a secret is written out: read it from the environment"
     mine, theirs = calls_of(cell), calls_of(shown)
-    assert mine["calls"] == theirs["calls"], f"the calls differ: the cell {mine['calls']}, the writer {theirs['calls']}"
-    assert mine["storage_options"] == theirs["storage_options"], \
+    assert mine["calls"] == theirs["calls"], (
+        f"the calls differ: the cell {mine['calls']}, the writer {theirs['calls']}"
+    )
+    assert mine["storage_options"] == theirs["storage_options"], (
         f"storage_options keys differ: the cell {mine['storage_options']}, the writer {theirs['storage_options']}"
+    )
     if theirs["conf"] is not None:
         cell_conf, writer_conf = mine["conf"] or {}, theirs["conf"]
-        assert set(cell_conf) == set(writer_conf), f"Spark conf keys differ: {set(cell_conf) ^ set(writer_conf)}"
-        differing = {k for k, v in cell_conf.items() if v != "<computed>" and writer_conf[k] != "<masked>" and v != writer_conf[k]}
+        assert set(cell_conf) == set(writer_conf), (
+            f"Spark conf keys differ: {set(cell_conf) ^ set(writer_conf)}"
+        )
+        differing = {
+            k
+            for k, v in cell_conf.items()
+            if v != "<computed>" and writer_conf[k] != "<masked>" and v != writer_conf[k]
+        }
         assert not differing, f"Spark conf values differ for {sorted(differing)}"
-        same = mine["write"] and [m for m, _ in mine["write"]] == [m for m, _ in theirs["write"]] and all(
-            a == b for (_, mine_args), (_, their_args) in zip(mine["write"], theirs["write"])
-            for a, b in zip(mine_args, their_args) if "<computed>" not in (a, b) and not str(b).startswith(("s3", "{")))
+        same = (
+            mine["write"]
+            and [m for m, _ in mine["write"]] == [m for m, _ in theirs["write"]]
+            and all(
+                a == b
+                for (_, mine_args), (_, their_args) in zip(mine["write"], theirs["write"])
+                for a, b in zip(mine_args, their_args)
+                if "<computed>" not in (a, b) and not str(b).startswith(("s3", "{"))
+            )
+        )
         assert same, f"the df.write chain differs: {mine['write']} / {theirs['write']}"
 
 
@@ -165,9 +250,15 @@ def test_the_copy_cell_is_the_call_the_writer_makes(race):
     index, cell = copy_cell(notebook)
     sources = ["".join(c["source"]) for c in notebook["cells"]]
     race_at = next((i for i, s in enumerate(sources) if race.race_text in s), None)
-    assert race_at is not None, f"{race.notebook}: no cell runs the race {race.race_text!r}: update RACES"
-    assert index < race_at, f"{race.notebook}: the copy cell ({index}) comes after the race ({race_at})"
-    assert not any(re.search(r"\bone_writer\(", s) for i, s in enumerate(sources) if i != index), "one_writer is called"
+    assert race_at is not None, (
+        f"{race.notebook}: no cell runs the race {race.race_text!r}: update RACES"
+    )
+    assert index < race_at, (
+        f"{race.notebook}: the copy cell ({index}) comes after the race ({race_at})"
+    )
+    assert not any(re.search(r"\bone_writer\(", s) for i, s in enumerate(sources) if i != index), (
+        "one_writer is called"
+    )
     assert_same_call(cell, writer_runs(race))
 
 
@@ -175,21 +266,39 @@ def test_the_benchmark_worker_makes_the_same_calls_as_notebook_11s_cell():
     _, cell = copy_cell(_notebook("11_commit_throughput.ipynb"))
     worker = textwrap.dedent(inspect.getsource(bench_worker.DeltalakeAppender.append))
     mine, theirs = calls_of(cell)["calls"], calls_of(worker)["calls"]
-    assert {k: set(v[1]) for k, v in mine.items() if k != "DeltaTable"} == {k: set(v[1]) for k, v in theirs.items()}
+    assert {k: set(v[1]) for k, v in mine.items() if k != "DeltaTable"} == {
+        k: set(v[1]) for k, v in theirs.items()
+    }
 
 
 def _cell(name: str) -> str:
     return copy_cell(_notebook(name))[1]
 
 
-@pytest.mark.parametrize("break_, message", [
-    (lambda c: c.replace("max_commit_retries=0", "max_commit_retries=3"), "the calls differ"),
-    (lambda c: c.replace('mode="append", ', 'mode="overwrite", '), "the calls differ"),
-    (lambda c: re.sub(r'\n\s*"allow_http": .*', "", c), "storage_options keys differ"),
-    (lambda c: c + "\none_writer(\"az://x/t\", None)\n", "must only import and define one_writer"),
-    (lambda c: c.replace("import pyarrow as pa", "import pyarrow as pa\nfrom helpers import landing"), "imports from helpers"),
-    (lambda c: c.replace('os.environ["AZURE_STORAGE_ACCOUNT_KEY"]', json.dumps(config.AZURITE_ACCOUNT_KEY)), "a secret"),
-])
+@pytest.mark.parametrize(
+    "break_, message",
+    [
+        (lambda c: c.replace("max_commit_retries=0", "max_commit_retries=3"), "the calls differ"),
+        (lambda c: c.replace('mode="append", ', 'mode="overwrite", '), "the calls differ"),
+        (lambda c: re.sub(r'\n\s*"allow_http": .*', "", c), "storage_options keys differ"),
+        (
+            lambda c: c + '\none_writer("az://x/t", None)\n',
+            "must only import and define one_writer",
+        ),
+        (
+            lambda c: c.replace(
+                "import pyarrow as pa", "import pyarrow as pa\nfrom helpers import landing"
+            ),
+            "imports from helpers",
+        ),
+        (
+            lambda c: c.replace(
+                'os.environ["AZURE_STORAGE_ACCOUNT_KEY"]', json.dumps(config.AZURITE_ACCOUNT_KEY)
+            ),
+            "a secret",
+        ),
+    ],
+)
 def test_a_copy_cell_that_drifts_is_caught(break_, message):
     race = RACES[0]
     with pytest.raises(AssertionError, match=message):
@@ -202,14 +311,19 @@ def test_a_spark_copy_cell_that_drifts_is_caught():
     with pytest.raises(AssertionError, match="Spark conf keys differ"):
         assert_same_call(re.sub(r'\n\s*"spark.sql.extensions": .*', "", cell), writer_runs(race))
     with pytest.raises(AssertionError, match=r"values differ for \['spark.jars.packages'\]"):
-        assert_same_call(cell.replace("delta-spark_4.2_2.13:4.4.0", "delta-spark_4.2_2.13:4.3.0"), writer_runs(race))
+        assert_same_call(
+            cell.replace("delta-spark_4.2_2.13:4.4.0", "delta-spark_4.2_2.13:4.3.0"),
+            writer_runs(race),
+        )
     with pytest.raises(AssertionError, match="the df.write chain differs"):
         assert_same_call(cell.replace('.mode("append")', '.mode("overwrite")'), writer_runs(race))
 
 
 def test_a_line_of_the_experiment_in_a_copy_cell_is_caught():
     race = next(r for r in RACES if r.notebook.startswith("06"))
-    cell = _cell(race.notebook).replace("    properties = CommitProperties(",
-                                        "    table.update_incremental = lambda: None\n    properties = CommitProperties(")
+    cell = _cell(race.notebook).replace(
+        "    properties = CommitProperties(",
+        "    table.update_incremental = lambda: None\n    properties = CommitProperties(",
+    )
     with pytest.raises(AssertionError, match="a line of the experiment"):
         assert_same_call(cell, writer_runs(race))

@@ -38,7 +38,10 @@ UNSAFE_MARK = "(unsafe: do not copy)"
 
 
 def _notebooks() -> dict[str, dict]:
-    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))}
+    return {
+        p.name: json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted(config.NOTEBOOKS_DIR.glob("*.ipynb"))
+    }
 
 
 def copy_cells(notebooks: dict[str, dict]) -> list[tuple[str, int, dict, str]]:
@@ -47,7 +50,9 @@ def copy_cells(notebooks: dict[str, dict]) -> list[tuple[str, int, dict, str]]:
     for name, notebook in notebooks.items():
         for index, cell in enumerate(notebook["cells"]):
             source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and (COPY_OFFER.search(source) or "workbook_copy" in cell["metadata"]):
+            if cell["cell_type"] == "code" and (
+                COPY_OFFER.search(source) or "workbook_copy" in cell["metadata"]
+            ):
                 found.append((name, index, cell["metadata"].get("workbook_copy", {}), source))
     return found
 
@@ -59,7 +64,9 @@ def copy_problems(notebooks: dict[str, dict]) -> list[str]:
     for name, index, settings, source in copy_cells(notebooks):
         where = f"{name} cell {index}"
         if not settings:
-            problems.append(f"{where}: offered to copy, but names no setting of the answer (metadata workbook_copy)")
+            problems.append(
+                f"{where}: offered to copy, but names no setting of the answer (metadata workbook_copy)"
+            )
         for row_key, races in settings.items():
             if row_key not in rows:
                 problems.append(f"{where}: no answer row {row_key!r}")
@@ -67,28 +74,45 @@ def copy_problems(notebooks: dict[str, dict]) -> list[str]:
             for race in races:
                 if race == "retry":
                     verdict, _ = answer.remedy(rows[row_key], results)
-                    ok = verdict in (answer.SAFE, answer.REFUSED)  # REFUSED: Delta Spark skips a fresh rerun
+                    ok = verdict in (
+                        answer.SAFE,
+                        answer.REFUSED,
+                    )  # REFUSED: Delta Spark skips a fresh rerun
                 else:
                     verdict = grid[row_key, race].verdict
                     ok = verdict == answer.SAFE
                 if not ok:
-                    problems.append(f"{where}: offered to copy for {race} in {row_key}, whose verdict is {verdict!r}")
+                    problems.append(
+                        f"{where}: offered to copy for {race} in {row_key}, whose verdict is {verdict!r}"
+                    )
         for what, pattern in UNSAFE_SETTINGS.items():
             if pattern.search(source):
                 problems.append(f"{where}: offered to copy, and holds {what}")
-        if "spark-dynamodb" in settings and "SparkSession" in source and SEVERAL_CLUSTERS not in source:
-            problems.append(f"{where}: offered to copy for several Spark clusters without Delta's DynamoDB log store")
+        if (
+            "spark-dynamodb" in settings
+            and "SparkSession" in source
+            and SEVERAL_CLUSTERS not in source
+        ):
+            problems.append(
+                f"{where}: offered to copy for several Spark clusters without Delta's DynamoDB log store"
+            )
         if UNSAFE_MARK in source:
             problems.append(f"{where}: both offered to copy and marked unsafe")
     for name, notebook in notebooks.items():
         for index, cell in enumerate(notebook["cells"]):
             source = "".join(cell["source"])
-            if cell["cell_type"] != "code" or not re.search(r"^def one_writer\(", source, re.M) or COPY_OFFER.search(source):
+            if (
+                cell["cell_type"] != "code"
+                or not re.search(r"^def one_writer\(", source, re.M)
+                or COPY_OFFER.search(source)
+            ):
                 continue
             first = source.split("\n", 2)
             if UNSAFE_MARK not in first[0] or "The call to copy" not in "\n".join(first[:2]):
-                problems.append(f"{name} cell {index}: a race's call not offered to copy must say {UNSAFE_MARK!r} in its "
-                                "first line and where the call to copy is in its second")
+                problems.append(
+                    f"{name} cell {index}: a race's call not offered to copy must say {UNSAFE_MARK!r} in its "
+                    "first line and where the call to copy is in its second"
+                )
     return problems
 
 
@@ -113,17 +137,36 @@ def _source_replace(old: str, new: str):
         source = "".join(cell["source"])
         assert old in source
         cell["source"] = [source.replace(old, new, 1)]
+
     return change
 
 
-@pytest.mark.parametrize("change, message", [
-    (_source_replace('"AWS_REGION": os.environ["AWS_REGION"],',
-                     '"AWS_REGION": os.environ["AWS_REGION"], "AWS_S3_ALLOW_UNSAFE_RENAME": "true",'), "holds the unsafe rename"),
-    (_source_replace('mode="append", storage_options=', 'mode="append", max_commit_retries=0, storage_options='), "holds no retries"),
-    (lambda cell: cell["metadata"]["workbook_copy"].update({"rs-put-today": ["append", "optimize"]}),
-     r"for optimize in rs-put-today, whose verdict is 'duplicates data'"),
-    (lambda cell: cell["metadata"].pop("workbook_copy"), "names no setting of the answer"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            _source_replace(
+                '"AWS_REGION": os.environ["AWS_REGION"],',
+                '"AWS_REGION": os.environ["AWS_REGION"], "AWS_S3_ALLOW_UNSAFE_RENAME": "true",',
+            ),
+            "holds the unsafe rename",
+        ),
+        (
+            _source_replace(
+                'mode="append", storage_options=',
+                'mode="append", max_commit_retries=0, storage_options=',
+            ),
+            "holds no retries",
+        ),
+        (
+            lambda cell: cell["metadata"]["workbook_copy"].update(
+                {"rs-put-today": ["append", "optimize"]}
+            ),
+            r"for optimize in rs-put-today, whose verdict is 'duplicates data'",
+        ),
+        (lambda cell: cell["metadata"].pop("workbook_copy"), "names no setting of the answer"),
+    ],
+)
 def test_an_unsafe_copy_cell_is_caught(change, message):
     found = [p for p in copy_problems(_crafted(change)) if re.search(message, p)]
     assert found, copy_problems(_crafted(change))
@@ -132,36 +175,57 @@ def test_an_unsafe_copy_cell_is_caught(change, message):
 def test_a_race_call_that_is_not_marked_unsafe_is_caught():
     notebooks = _notebooks()
     name = next(n for n in notebooks if n.startswith("05"))
-    cell = next(c for c in notebooks[name]["cells"] if c["cell_type"] == "code" and "def one_writer(" in "".join(c["source"]))
+    cell = next(
+        c
+        for c in notebooks[name]["cells"]
+        if c["cell_type"] == "code" and "def one_writer(" in "".join(c["source"])
+    )
     cell["source"] = ["".join(cell["source"]).replace(UNSAFE_MARK, "(the call)")]
     assert any("must say" in p for p in copy_problems(notebooks))
 
 
 # --- each copy cell runs against the emulators ---------------------------------------------------
 
+
 def emulator_environment() -> dict[str, str]:
     """The environment a copy cell reads, pointing at the emulators (never a secret of a real account)."""
     azure = tables.azure_storage_options()
     return {
-        "AWS_REGION": config.EMULATOR_AWS_REGION, "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
-        "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "AWS_ENDPOINT_URL": config.aws_endpoint("s3"),
+        "AWS_REGION": config.EMULATOR_AWS_REGION,
+        "AWS_ACCESS_KEY_ID": config.EMULATOR_AWS_ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+        "AWS_ENDPOINT_URL": config.aws_endpoint("s3"),
         "AWS_ENDPOINT_URL_DYNAMODB": config.aws_endpoint("dynamodb"),
-        "AZURE_STORAGE_ACCOUNT_NAME": azure["account_name"], "AZURE_STORAGE_ACCOUNT_KEY": azure["account_key"],
+        "AZURE_STORAGE_ACCOUNT_NAME": azure["account_name"],
+        "AZURE_STORAGE_ACCOUNT_KEY": azure["account_key"],
         "AZURE_STORAGE_ENDPOINT": azure["azure_storage_endpoint"],
     }
 
 
 def _cell_of(prefix: str) -> str:
-    return next(source for name, _, settings, source in copy_cells(_notebooks()) if name.startswith(prefix) and settings)
+    return next(
+        source
+        for name, _, settings, source in copy_cells(_notebooks())
+        if name.startswith(prefix) and settings
+    )
 
 
 def run_cell(source: str, calls: str, python: str = sys.executable) -> str:
     """Run a copy cell, then ``calls``, in a fresh interpreter given only the emulators' environment
     (and the machine's PATH); its printed last line is returned."""
-    env = {**config.without_telemetry({"PATH": os.environ.get("PATH", "")}), **emulator_environment(),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([python, "-c", source + "\n" + textwrap.dedent(calls)], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=config.BUILD_DIR if config.BUILD_DIR.exists() else None)
+    env = {
+        **config.without_telemetry({"PATH": os.environ.get("PATH", "")}),
+        **emulator_environment(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    done = subprocess.run(
+        [python, "-c", source + "\n" + textwrap.dedent(calls)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=config.BUILD_DIR if config.BUILD_DIR.exists() else None,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
@@ -169,7 +233,11 @@ def run_cell(source: str, calls: str, python: str = sys.executable) -> str:
 def _rows(uri: str, options: dict) -> int:
     from deltalake import DeltaTable
 
-    return DeltaTable(uri, storage_options=tables.kernel_storage_options(options)).to_pyarrow_table().num_rows
+    return (
+        DeltaTable(uri, storage_options=tables.kernel_storage_options(options))
+        .to_pyarrow_table()
+        .num_rows
+    )
 
 
 DATA = "import pyarrow as pa\ndata = pa.table({'id': list(range(10))})\n"
@@ -178,7 +246,10 @@ DATA = "import pyarrow as pa\ndata = pa.table({'id': list(range(10))})\n"
 @pytest.mark.services
 def test_the_s3_copy_cell_appends(stores):
     uri = tables.s3_uri(f"copy-cells/s3-{uuid.uuid4().hex[:8]}")
-    run_cell(_cell_of("08"), DATA + f"append_to_s3({uri!r}, data)\nappend_to_s3({uri!r}, data)\nprint('ok')")
+    run_cell(
+        _cell_of("08"),
+        DATA + f"append_to_s3({uri!r}, data)\nappend_to_s3({uri!r}, data)\nprint('ok')",
+    )
     assert _rows(uri, tables.s3_storage_options()) == 20
 
 
@@ -200,31 +271,56 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     lock = f"copy_cells_{uuid.uuid4().hex[:8]}"
     run_cell(source, f"create_lock_table({lock!r})\ncreate_lock_table({lock!r})\nprint('ok')")
     described = storage.dynamodb_client().describe_table(TableName=lock)["Table"]
-    assert {(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]} == {("tablePath", "HASH"), ("fileName", "RANGE")}
+    assert {(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]} == {
+        ("tablePath", "HASH"),
+        ("fileName", "RANGE"),
+    }
     ttl = storage.dynamodb_client().describe_time_to_live(TableName=lock)["TimeToLiveDescription"]
     assert ttl.get("AttributeName") == "expireTime"
     tree = ast.parse(source)
-    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "append_with_lock")
-    only = "import os\nimport pyarrow as pa\nfrom deltalake import write_deltalake\n\n" + ast.get_source_segment(source, function)
+    function = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == "append_with_lock"
+    )
+    only = (
+        "import os\nimport pyarrow as pa\nfrom deltalake import write_deltalake\n\n"
+        + ast.get_source_segment(source, function)
+    )
     uri = tables.s3_uri(f"copy-cells/lock-{uuid.uuid4().hex[:8]}")
     python = str(config.ENVS_DIR / eras.DYNAMODB_INTEROP / "bin" / "python")
-    run_cell(only, DATA + f"append_with_lock({uri!r}, data, {lock!r})\nappend_with_lock({uri!r}, data, {lock!r})\nprint('ok')",
-             python=python)
+    run_cell(
+        only,
+        DATA
+        + f"append_with_lock({uri!r}, data, {lock!r})\nappend_with_lock({uri!r}, data, {lock!r})\nprint('ok')",
+        python=python,
+    )
     assert _rows(uri, tables.s3_storage_options()) == 20
     items = storage.lock_entries(uri, lock)
-    assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
+    assert {item["fileName"] for item in items} >= {
+        "00000000000000000000.json",
+        "00000000000000000001.json",
+    }, items
 
 
 @pytest.mark.services
-@pytest.mark.parametrize("notebook, era, locked", [("07", eras.SEEDS, True), ("11", eras.CURRENT, False)])
+@pytest.mark.parametrize(
+    "notebook, era, locked", [("07", eras.SEEDS, True), ("11", eras.CURRENT, False)]
+)
 def test_a_race_call_offered_to_copy_appends(stores, notebook, era, locked):
     """The race calls offered to copy (``one_writer``, the writer's own call), each in its era's
     environment, on a table the same era created: two appends land."""
     uri = tables.s3_uri(f"copy-cells/writer-{notebook}-{uuid.uuid4().hex[:8]}")
     options = tables.s3_storage_options(locking_provider="dynamodb" if locked else None)
-    python = str(config.ENVS_DIR / era / "bin" / "python") if era != eras.CURRENT else sys.executable
-    run_cell(_cell_of(notebook), DATA + f"write_deltalake({uri!r}, data, storage_options={options!r})\n"
-             f"one_writer({uri!r}, data, 'w1', 2)\none_writer({uri!r}, data, 'w2', 3)\nprint('ok')", python=python)
+    python = (
+        str(config.ENVS_DIR / era / "bin" / "python") if era != eras.CURRENT else sys.executable
+    )
+    run_cell(
+        _cell_of(notebook),
+        DATA + f"write_deltalake({uri!r}, data, storage_options={options!r})\n"
+        f"one_writer({uri!r}, data, 'w1', 2)\none_writer({uri!r}, data, 'w2', 3)\nprint('ok')",
+        python=python,
+    )
     assert _rows(uri, options) == 30
 
 
@@ -232,21 +328,27 @@ def test_a_race_call_offered_to_copy_appends(stores, notebook, era, locked):
 def test_the_rerun_copy_cell_appends_once(stores):
     uri = tables.s3_uri(f"copy-cells/once-{uuid.uuid4().hex[:8]}")
     options = tables.s3_storage_options()
-    told = run_cell(_cell_of("13"), DATA + f"""
+    told = run_cell(
+        _cell_of("13"),
+        DATA
+        + f"""
 import os
 options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
 options["AWS_ALLOW_HTTP"] = "true"
 first = append_once({uri!r}, data, "nightly-load", 7, options)
 rerun = append_once({uri!r}, data, "nightly-load", 7, options)
-print(first, rerun)""")
+print(first, rerun)""",
+    )
     assert told == "True False"
     from deltalake import DeltaTable
 
     table = DeltaTable(uri, storage_options=options)
-    assert table.to_pyarrow_table().num_rows == 10 and table.transaction_version("nightly-load") == 7
+    assert (
+        table.to_pyarrow_table().num_rows == 10 and table.transaction_version("nightly-load") == 7
+    )
 
 
-SPARK_RUN = '''
+SPARK_RUN = """
 import ast, json, os, sys
 from helpers import sessions
 
@@ -275,7 +377,7 @@ once["append_once_spark"](df, once_uri, "nightly-load", 3)
 once["append_once_spark"](df, once_uri, "nightly-load", 3)
 print(json.dumps({"rows": spark.read.format("delta").load(uri).count(),
                   "once": spark.read.format("delta").load(once_uri).count()}))
-'''
+"""
 
 
 @pytest.mark.services
@@ -290,13 +392,22 @@ def test_the_spark_copy_cells_commit_through_the_lock_table_and_once(stores):
     once_uri = tables.s3_uri(f"copy-cells/spark-once-{uuid.uuid4().hex[:8]}", "s3a")
     cells = json.dumps({"09": _cell_of("09"), "13": _cell_of("13")})
     env = {**os.environ, **emulator_environment()}
-    done = subprocess.run([sys.executable, "-c", SPARK_RUN, cells, lock, uri, once_uri], env=env, capture_output=True,
-                          text=True, timeout=900, cwd=config.ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", SPARK_RUN, cells, lock, uri, once_uri],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=config.ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     counted = json.loads(done.stdout.strip().splitlines()[-1])
     assert counted == {"rows": 20, "once": 10}, counted
     items = storage.lock_entries(uri, lock)
-    assert {item["fileName"] for item in items} >= {"00000000000000000000.json", "00000000000000000001.json"}, items
+    assert {item["fileName"] for item in items} >= {
+        "00000000000000000000.json",
+        "00000000000000000001.json",
+    }, items
     assert all(item.get("complete") in ("true", True) for item in items), items
 
 
@@ -311,7 +422,9 @@ def test_the_committers_copy_cell_commits_a_batch_once(stores):
     options = tables.s3_storage_options()
     write_deltalake(uri, pa.table({"id": pa.array([0], pa.int64())}), storage_options=options)
     path = f"produced-{uuid.uuid4().hex[:8]}.parquet"
-    told = run_cell(_cell_of("14"), f"""
+    told = run_cell(
+        _cell_of("14"),
+        f"""
 import io
 import boto3
 import pyarrow as pa
@@ -324,7 +437,8 @@ boto3.client("s3", region_name=os.environ["AWS_REGION"], endpoint_url=os.environ
 table = open_table({uri!r})
 first = commit_batch(table, "committer", 1, [({path!r}, len(buffer.getvalue()), 10)])
 again = commit_batch(open_table({uri!r}), "committer", 1, [({path!r}, len(buffer.getvalue()), 10)])
-print(first, "/", again)""")
+print(first, "/", again)""",
+    )
     assert told == "committed / landed already"
     table = DeltaTable(uri, storage_options=options)
     assert table.to_pyarrow_table().num_rows == 11 and table.transaction_version("committer") == 1

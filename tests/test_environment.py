@@ -20,7 +20,11 @@ def _exact_pins(group):
 
 def _lock_file(group):
     """``writer-deltalake-0-22-3`` -> requirements/writer-deltalake-0.22.3.txt (what `make lock` writes)."""
-    return config.ROOT / "requirements" / (re.sub(r"-(\d+)-(\d+)-(\d+)$", r"-\1.\2.\3", group) + ".txt")
+    return (
+        config.ROOT
+        / "requirements"
+        / (re.sub(r"-(\d+)-(\d+)-(\d+)$", r"-\1.\2.\3", group) + ".txt")
+    )
 
 
 def test_every_exact_pin_in_pyproject_is_what_the_lock_file_holds():
@@ -28,7 +32,9 @@ def test_every_exact_pin_in_pyproject_is_what_the_lock_file_holds():
         lock = _lock_file(group)
         assert lock.is_file(), f"{group}: {lock.name} missing; run `make lock`"
         for package, version in _exact_pins(group).items():
-            assert environment.pinned_version(package, lock) == version, f"{group}: {package} drifted; run `make lock`"
+            assert environment.pinned_version(package, lock) == version, (
+                f"{group}: {package} drifted; run `make lock`"
+            )
 
 
 def test_lock_files_carry_hashes_for_every_package():
@@ -40,7 +46,9 @@ def test_lock_files_carry_hashes_for_every_package():
 
 def test_kernel_has_what_the_lock_pins():
     drift = [row for row in environment.package_report() if not row["ok"]]
-    assert drift == [], f"installed packages differ from requirements/kernel.txt: {drift}; run `make install`"
+    assert drift == [], (
+        f"installed packages differ from requirements/kernel.txt: {drift}; run `make install`"
+    )
 
 
 def test_emulator_versions_agree_everywhere():

@@ -29,12 +29,18 @@ def test_the_timeline_of_eras_keeps_its_three_and_the_lock_shape_era_stands_apar
     assert list(eras.LOCK_SHAPE_ERAS) == [eras.OLD_LOCK] == ["deltalake-0.14.0"]
     assert eras.era(eras.OLD_LOCK).deltalake_version == "0.14.0"
     assert eras.era(eras.OLD_LOCK).requirements.name == "writer-deltalake-0.14.0.txt"
-    assert list(eras.CONFLICT_MATRIX_ERAS) == [eras.LAST_REFUSING_DOUBLE_OPTIMIZE] == ["deltalake-1.6.3"]
+    assert (
+        list(eras.CONFLICT_MATRIX_ERAS)
+        == [eras.LAST_REFUSING_DOUBLE_OPTIMIZE]
+        == ["deltalake-1.6.3"]
+    )
     assert eras.ALL_ERAS == {**eras.ERAS, **eras.LOCK_SHAPE_ERAS, **eras.CONFLICT_MATRIX_ERAS}
 
 
 def test_eras_are_isolated_from_the_kernel():
-    done = eras.run_in_era(eras.SEEDS, ["-c", "import importlib.util as u; print(u.find_spec('pyspark') is None)"])
+    done = eras.run_in_era(
+        eras.SEEDS, ["-c", "import importlib.util as u; print(u.find_spec('pyspark') is None)"]
+    )
     assert done.stdout.strip() == "True", "the seeds' era must not see the kernel's packages"
 
 

@@ -18,7 +18,11 @@ from helpers import audit, config, delta_log, integrity
 
 def _table(path, appends=3, checkpoint_at=None):
     for n in range(appends):
-        write_deltalake(str(path), pa.table({"id": pa.array(range(10 * n, 10 * n + 10), pa.int64())}), mode="append")
+        write_deltalake(
+            str(path),
+            pa.table({"id": pa.array(range(10 * n, 10 * n + 10), pa.int64())}),
+            mode="append",
+        )
         if checkpoint_at == n:
             DeltaTable(str(path)).create_checkpoint()
     return path
@@ -36,7 +40,12 @@ def _kinds(check):
 def test_a_sound_table_passes_with_its_row_count(tmp_path, capsys):
     table = _table(tmp_path / "t")
     check = integrity.check_table(str(table))
-    assert (check.ok, check.commit_versions, check.rows, len(check.live_files)) == (True, [0, 1, 2], 30, 3)
+    assert (check.ok, check.commit_versions, check.rows, len(check.live_files)) == (
+        True,
+        [0, 1, 2],
+        30,
+        3,
+    )
     assert audit.main([str(table)]) == 0
     assert "No problems." in capsys.readouterr().out
 
@@ -62,8 +71,14 @@ def test_a_malformed_commit_names_its_file_and_line(tmp_path):
     check = integrity.check_table(str(table))
     problems = [str(p) for p in check.problems]
     assert [p.kind for p in check.problems] == ["malformed commit"] * 3
-    assert problems[0] == f"malformed commit: {delta_log.commit_file(1)} (version 1): the file is empty"
-    assert f"line {lines + 1} is not JSON" in problems[1] and f"line {lines + 2} is not one Delta action" in problems[2]
+    assert (
+        problems[0]
+        == f"malformed commit: {delta_log.commit_file(1)} (version 1): the file is empty"
+    )
+    assert (
+        f"line {lines + 1} is not JSON" in problems[1]
+        and f"line {lines + 2} is not one Delta action" in problems[2]
+    )
     assert audit.main([str(table)]) == 1
 
 
@@ -73,15 +88,26 @@ def test_stray_files_in_the_log_are_named_and_known_ones_are_not(tmp_path):
     (table / "_delta_log" / "notes.txt").write_text("hello")
     (table / "_delta_log" / "00000000000000000002.crc").write_text("{}")
     (table / "_delta_log" / "_last_vacuum_info").write_text("{}")  # Delta Spark's, after a VACUUM
-    (table / "_delta_log" / "_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp").write_text("{}")
-    (table / "_delta_log" / ".00000000000000000001.crc.90f14241-7f76-4229-ab55-e75e9f38d16c.tmp").write_text("{}")
+    (table / "_delta_log" / "_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp").write_text(
+        "{}"
+    )
+    (
+        table / "_delta_log" / ".00000000000000000001.crc.90f14241-7f76-4229-ab55-e75e9f38d16c.tmp"
+    ).write_text("{}")
     check = integrity.check_table(str(table))
-    assert _kinds(check) == [("stray file", "_delta_log/3.json", None), ("stray file", "_delta_log/notes.txt", None)]
+    assert _kinds(check) == [
+        ("stray file", "_delta_log/3.json", None),
+        ("stray file", "_delta_log/notes.txt", None),
+    ]
     assert "exactly 20 digits" in check.problems[0].detail
-    assert check.staged_leftovers == ["_delta_log/.00000000000000000001.crc.90f14241-7f76-4229-ab55-e75e9f38d16c.tmp",
-                                      "_delta_log/_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp"]
+    assert check.staged_leftovers == [
+        "_delta_log/.00000000000000000001.crc.90f14241-7f76-4229-ab55-e75e9f38d16c.tmp",
+        "_delta_log/_commit_0b6f5a36-1c2d-4e5f-8a9b-0c1d2e3f4a5b.json.tmp",
+    ]
     assert audit.main([str(table)]) == 1  # reported, and the exit says so
-    assert audit.audit_table(str(table)).rows_actual == 30  # readers skip stray files: the audit goes on
+    assert (
+        audit.audit_table(str(table)).rows_actual == 30
+    )  # readers skip stray files: the audit goes on
 
 
 def test_a_gap_in_versions_is_reported_by_the_auditor_not_by_a_kernel_error(tmp_path):
@@ -100,14 +126,18 @@ def test_a_log_that_starts_late_needs_a_checkpoint(tmp_path):
     (table / delta_log.commit_file(0)).unlink()
     assert [p.kind for p in integrity.check_table(str(table)).problems] == ["no starting point"]
 
-    cleaned = _table(tmp_path / "cleaned", appends=4, checkpoint_at=2)  # checkpoint at version 2, then log cleanup
+    cleaned = _table(
+        tmp_path / "cleaned", appends=4, checkpoint_at=2
+    )  # checkpoint at version 2, then log cleanup
     for version in (0, 1):
         (cleaned / delta_log.commit_file(version)).unlink()
     check = integrity.check_table(str(cleaned))
     assert (check.ok, check.start, check.rows) == (True, 2, 40)
 
 
-def test_a_file_removed_by_two_commits_is_named_and_the_rows_it_doubled_are_still_read(tmp_path, capsys):
+def test_a_file_removed_by_two_commits_is_named_and_the_rows_it_doubled_are_still_read(
+    tmp_path, capsys
+):
     """What two concurrent OPTIMIZEs leave when both commit: the second commit removes the files
     the first already removed and adds its own compacted copy of their rows."""
     table = _table(tmp_path / "t")
@@ -115,9 +145,13 @@ def test_a_file_removed_by_two_commits_is_named_and_the_rows_it_doubled_are_stil
     first = (table / delta_log.commit_file(3)).read_text()
     _, (compacted,), removed = delta_log.read_commit(first.encode())
     (table / f"again-{compacted['path']}").write_bytes((table / compacted["path"]).read_bytes())
-    (table / delta_log.commit_file(4)).write_text(first.replace(compacted["path"], f"again-{compacted['path']}"))
+    (table / delta_log.commit_file(4)).write_text(
+        first.replace(compacted["path"], f"again-{compacted['path']}")
+    )
     check = integrity.check_table(str(table))
-    assert _kinds(check) == [("removed twice", r["path"], 4) for r in sorted(removed, key=lambda r: r["path"])]
+    assert _kinds(check) == [
+        ("removed twice", r["path"], 4) for r in sorted(removed, key=lambda r: r["path"])
+    ]
     assert "version 3 already removed it" in check.problems[0].detail
     assert (check.blocking, check.rows) == ([], 60)
     assert audit.main([str(table)]) == 1
@@ -135,12 +169,18 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
 
     checkpoint.unlink()  # now _last_checkpoint points at nothing
     assert [str(p) for p in integrity.check_table(str(table)).problems] == [
-        "unreadable checkpoint: _delta_log/_last_checkpoint (version 1): it points at version 1, which has no checkpoint file"]
+        "unreadable checkpoint: _delta_log/_last_checkpoint (version 1): it points at version 1, which has no checkpoint file"
+    ]
 
 
 def test_the_command_line_exits_2_on_what_it_cannot_read_and_never_shows_a_traceback(tmp_path):
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "helpers.audit", *args], cwd=config.ROOT, capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "helpers.audit", *args],
+            cwd=config.ROOT,
+            capture_output=True,
+            text=True,
+        )
 
     unknown = run("ftp://somewhere/t")
     empty = run(str(tmp_path / "nothing"))
@@ -149,5 +189,8 @@ def test_the_command_line_exits_2_on_what_it_cannot_read_and_never_shows_a_trace
     broken = run(str(damaged))
     assert (unknown.returncode, empty.returncode, broken.returncode) == (2, 2, 1)
     assert "Unknown scheme 'ftp'" in unknown.stderr and "no commit files" in empty.stderr
-    assert "malformed commit: _delta_log/00000000000000000001.json (version 1): line 1 is not JSON" in broken.stdout
+    assert (
+        "malformed commit: _delta_log/00000000000000000001.json (version 1): line 1 is not JSON"
+        in broken.stdout
+    )
     assert all("Traceback" not in done.stdout + done.stderr for done in (unknown, empty, broken))

@@ -27,8 +27,20 @@ def deep_folder(base: Path, depth: int = DEPTH) -> Path:
 
 
 def _notebook(source: str) -> dict:
-    return {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}],
-            "metadata": {"kernelspec": dict(workbook.KERNELSPEC)}, "nbformat": 4, "nbformat_minor": 4}
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+        ],
+        "metadata": {"kernelspec": dict(workbook.KERNELSPEC)},
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
 
 
 def test_the_limit_is_the_one_pyzmq_enforces():
@@ -41,12 +53,16 @@ def test_the_socket_folder_is_private_short_and_removed_afterwards():
     with kernels.socket_folder() as folder:
         assert folder is not None and folder.is_dir()
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-        assert kernels.fits(folder) and kernels.socket_path_length(folder) <= kernels.SOCKET_PATH_MAX
+        assert (
+            kernels.fits(folder) and kernels.socket_path_length(folder) <= kernels.SOCKET_PATH_MAX
+        )
         (folder / "k0123456789ab-1").write_text("a socket left behind")
     assert not folder.exists()
 
 
-def test_a_deep_temporary_folder_falls_back_to_tmp_then_to_tcp_and_says_why_once(monkeypatch, tmp_path, capsys):
+def test_a_deep_temporary_folder_falls_back_to_tmp_then_to_tcp_and_says_why_once(
+    monkeypatch, tmp_path, capsys
+):
     deep = deep_folder(tmp_path)
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     assert kernels.candidate_parents() == [deep, Path("/tmp")]
@@ -68,18 +84,24 @@ def test_a_kernel_manager_names_its_sockets_in_the_folder(tmp_path):
     manager = kernels.papermill_kernel_manager(Path("/tmp/workbook-kernels-abcdefgh"))()
     assert manager.transport == "ipc"
     assert os.path.dirname(manager.ip) == "/tmp/workbook-kernels-abcdefgh"
-    assert manager.ip != kernels.papermill_kernel_manager(Path("/tmp/workbook-kernels-abcdefgh"))().ip  # one name per kernel
+    assert (
+        manager.ip != kernels.papermill_kernel_manager(Path("/tmp/workbook-kernels-abcdefgh"))().ip
+    )  # one name per kernel
     arguments = kernels.lab_arguments(Path("/tmp/workbook-kernels-abcdefgh"))
     assert "--LabKernelManager.socket_folder=/tmp/workbook-kernels-abcdefgh" in arguments
     assert "--KernelManager.transport=ipc" in arguments
-    assert kernels.LabKernelManager.__name__ == "LabKernelManager"  # what JupyterLab imports by name
+    assert (
+        kernels.LabKernelManager.__name__ == "LabKernelManager"
+    )  # what JupyterLab imports by name
 
 
 def test_a_notebook_runs_from_a_deep_folder_over_unix_sockets(monkeypatch, tmp_path, capfd):
     """papermill's kernel, as ``make workbook`` starts it, from a folder 150 characters deep with
     Jupyter's runtime folder in it: Jupyter's own socket names would be past the limit there."""
     deep = deep_folder(tmp_path)
-    assert not kernels.fits(deep / "runtime", kernels.JUPYTER_SOCKET_NAME)  # where the sockets would have gone
+    assert not kernels.fits(
+        deep / "runtime", kernels.JUPYTER_SOCKET_NAME
+    )  # where the sockets would have gone
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(deep / "runtime"))
     monkeypatch.chdir(deep)
     used = []
@@ -97,13 +119,21 @@ def test_a_notebook_runs_from_a_deep_folder_over_unix_sockets(monkeypatch, tmp_p
     done = workbook.execute(source, deep / "out.ipynb")
     assert done.ok, done.error
     assert "42 True" in json.dumps(json.loads(done.output.read_text())["cells"][0]["outputs"])
-    assert "without encryption" not in capfd.readouterr().err  # ipykernel's warning for a kernel on TCP: none over IPC
+    assert (
+        "without encryption" not in capfd.readouterr().err
+    )  # ipykernel's warning for a kernel on TCP: none over IPC
     (folder,) = used
-    assert folder is not None and len(str(folder)) < 40 and not folder.exists()  # short, and removed afterwards
+    assert (
+        folder is not None and len(str(folder)) < 40 and not folder.exists()
+    )  # short, and removed afterwards
 
 
-def test_preflight_says_when_the_clone_is_too_deep_and_what_the_workbook_does(monkeypatch, tmp_path):
-    assert kernels.preflight_note(Path("/srv/wb")) is None  # shallow clone, short temporary folder: nothing to say
+def test_preflight_says_when_the_clone_is_too_deep_and_what_the_workbook_does(
+    monkeypatch, tmp_path
+):
+    assert (
+        kernels.preflight_note(Path("/srv/wb")) is None
+    )  # shallow clone, short temporary folder: nothing to say
     deep = deep_folder(tmp_path)
     note = kernels.preflight_note(deep)
     assert f"this clone's path is {len(str(deep))} bytes long" in note
@@ -116,7 +146,11 @@ def test_preflight_says_when_the_clone_is_too_deep_and_what_the_workbook_does(mo
 
 
 def test_make_lab_and_the_docker_image_start_jupyterlab_the_same_way():
-    lab = next(line for line in (config.ROOT / "Makefile").read_text().splitlines() if "helpers.kernels lab" in line)
+    lab = next(
+        line
+        for line in (config.ROOT / "Makefile").read_text().splitlines()
+        if "helpers.kernels lab" in line
+    )
     assert lab.strip() == "$(PY) -m helpers.kernels lab $(LAB_DIR)"
     dockerfile = (config.ROOT / "Dockerfile").read_text()
     assert 'CMD [".venv/bin/python", "-m", "helpers.kernels", "lab", "notebooks",' in dockerfile
@@ -125,4 +159,7 @@ def test_make_lab_and_the_docker_image_start_jupyterlab_the_same_way():
 
 def test_a_folder_that_is_not_there_is_refused(capsys):
     assert kernels.main(["lab", "no-such-folder"]) == 2
-    assert "no-such-folder is not a folder: use notebooks (the default) or student" in capsys.readouterr().err
+    assert (
+        "no-such-folder is not a folder: use notebooks (the default) or student"
+        in capsys.readouterr().err
+    )

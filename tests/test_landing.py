@@ -10,7 +10,9 @@ from helpers import config, landing
 def test_shipped_landing_files_are_what_the_generator_makes(tmp_path):
     for batch in range(1, 9):
         shipped = config.DATA_DIR / "landing" / landing.landing_file_name(batch)
-        assert shipped.read_bytes() == landing.write_landing_file(batch, tmp_path).read_bytes(), shipped.name
+        assert shipped.read_bytes() == landing.write_landing_file(batch, tmp_path).read_bytes(), (
+            shipped.name
+        )
 
 
 @pytest.mark.parametrize("batch", [1, 2, 9, 10])

@@ -59,7 +59,11 @@ GLOSSARY_LINK = re.compile(r"\[[^\]]*\]\((?:\.\./)?(?:docs/)?glossary\.md(?:#[\w
 
 
 def _markdown(path) -> list[str]:
-    return ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "markdown"]
+    return [
+        "".join(cell["source"])
+        for cell in json.loads(path.read_text())["cells"]
+        if cell["cell_type"] == "markdown"
+    ]
 
 
 def used_before_defined(notebooks: list[tuple[str, list[str]]]) -> list[str]:
@@ -76,13 +80,18 @@ def used_before_defined(notebooks: list[tuple[str, list[str]]]) -> list[str]:
                 defined |= set(GLOSSARY_ONLY)
             for term, pattern in GLOSSARY_TERMS.items():
                 if term not in defined and re.search(rf"\b{pattern}\b", text, re.IGNORECASE):
-                    problems.append(f"{name} markdown cell {number}: '{term}' used before it is defined")
+                    problems.append(
+                        f"{name} markdown cell {number}: '{term}' used before it is defined"
+                    )
                     defined.add(term)  # one report per term
     return problems
 
 
 def workbook_notebooks() -> list[tuple[str, list[str]]]:
-    return [(path.stem, _markdown(path)) for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))]
+    return [
+        (path.stem, _markdown(path))
+        for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    ]
 
 
 def test_every_term_is_defined_before_the_prose_uses_it():
@@ -93,24 +102,40 @@ def test_notebook_00_defines_every_term():
     first = workbook_notebooks()[0]
     assert first[0].startswith("00_")
     text = "\n".join(first[1])
-    assert [term for term, pattern in TERMS.items() if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)] == []
+    assert [
+        term
+        for term, pattern in TERMS.items()
+        if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)
+    ] == []
 
 
 @pytest.mark.parametrize("term", list(TERMS))
 def test_a_term_used_before_the_glossary_is_found(term):
-    crafted = [("00_crafted", [f"An intro that mentions the {term} too early.", _glossary()]), ("01_next", [f"The {term}."])]
+    crafted = [
+        ("00_crafted", [f"An intro that mentions the {term} too early.", _glossary()]),
+        ("01_next", [f"The {term}."]),
+    ]
     found = used_before_defined(crafted)
     assert f"00_crafted markdown cell 0: '{term}' used before it is defined" in found
-    assert all(problem.startswith("00_crafted markdown cell 0:") for problem in found)  # ("commit gate" is a "gate" too)
+    assert all(
+        problem.startswith("00_crafted markdown cell 0:") for problem in found
+    )  # ("commit gate" is a "gate" too)
 
 
 def test_a_notebook_read_after_the_glossary_may_use_every_term():
-    assert used_before_defined([("00_crafted", [_glossary()]), ("01_next", [" ".join(TERMS)])]) == []
+    assert (
+        used_before_defined([("00_crafted", [_glossary()]), ("01_next", [" ".join(TERMS)])]) == []
+    )
 
 
 def test_a_term_defined_in_no_notebook_is_found_in_the_notebook_that_first_uses_it():
-    crafted = [("00_crafted", ["Nothing yet."]), ("05_crafted", ["intro", "Its orphans stay in the bucket."])]
-    assert used_before_defined(crafted) == ["05_crafted markdown cell 1: 'orphan' used before it is defined"]
+    crafted = [
+        ("00_crafted", ["Nothing yet."]),
+        ("05_crafted", ["intro", "Its orphans stay in the bucket."]),
+    ]
+    assert used_before_defined(crafted) == [
+        "05_crafted markdown cell 1: 'orphan' used before it is defined"
+    ]
 
 
 def _glossary() -> str:
@@ -118,11 +143,15 @@ def _glossary() -> str:
 
 
 def test_a_glossary_term_is_defined_by_a_link_to_the_glossary():
-    crafted = [("00_crafted", [_glossary() + "\nThe rest is in the [glossary](../docs/glossary.md)."]),
-               ("01_next", ["Each writer loads a snapshot, then its staged commit meets a tombstone."])]
+    crafted = [
+        ("00_crafted", [_glossary() + "\nThe rest is in the [glossary](../docs/glossary.md)."]),
+        ("01_next", ["Each writer loads a snapshot, then its staged commit meets a tombstone."]),
+    ]
     assert used_before_defined(crafted) == []
     unlinked = [("00_crafted", [_glossary()]), ("01_next", ["Each writer loads a snapshot."])]
-    assert used_before_defined(unlinked) == ["01_next markdown cell 0: 'snapshot' used before it is defined"]
+    assert used_before_defined(unlinked) == [
+        "01_next markdown cell 0: 'snapshot' used before it is defined"
+    ]
 
 
 def test_notebook_00_links_the_glossary_in_its_first_cell():
@@ -133,8 +162,13 @@ def test_notebook_00_links_the_glossary_in_its_first_cell():
 # The glossary, and the pages a reader reads outside the notebooks
 # ---------------------------------------------------------------------------------------------
 
+
 def undefined_in_glossary(text: str) -> list[str]:
-    return [term for term, pattern in GLOSSARY_TERMS.items() if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)]
+    return [
+        term
+        for term, pattern in GLOSSARY_TERMS.items()
+        if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)
+    ]
 
 
 def test_the_glossary_defines_every_term():
@@ -150,30 +184,45 @@ def used_before_the_glossary(name: str, text: str) -> list[str]:
     for term, pattern in GLOSSARY_TERMS.items():
         use = re.search(rf"\b{pattern}\b", text, re.IGNORECASE)
         definition = re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)
-        if use and use.start() < linked_at and not (definition and definition.start() <= use.start()):
+        if (
+            use
+            and use.start() < linked_at
+            and not (definition and definition.start() <= use.start())
+        ):
             problems.append(f"{name}: '{term}' used before the glossary is linked")
     return problems
 
 
 def reader_pages() -> list:
-    pages = [config.ROOT / "README.md", *sorted((config.ROOT / "docs").glob("*.md")), config.NOTEBOOKS_DIR / "README.md"]
+    pages = [
+        config.ROOT / "README.md",
+        *sorted((config.ROOT / "docs").glob("*.md")),
+        config.NOTEBOOKS_DIR / "README.md",
+    ]
     return [page for page in pages if page != GLOSSARY]
 
 
 def test_readme_docs_and_the_notebooks_readme_link_the_glossary_before_its_terms():
     problems = []
     for page in reader_pages():
-        problems += used_before_the_glossary(str(page.relative_to(config.ROOT)), page.read_text(encoding="utf-8"))
+        problems += used_before_the_glossary(
+            str(page.relative_to(config.ROOT)), page.read_text(encoding="utf-8")
+        )
     assert problems == []
 
 
 def test_a_page_that_uses_a_term_before_the_glossary_is_found():
     page = "# A page\nThe seeds' writers race from one snapshot.\n\nTerms: [glossary](glossary.md). A tombstone."
-    assert used_before_the_glossary("crafted.md", page) == ["crafted.md: 'seeds' used before the glossary is linked",
-                                                             "crafted.md: 'snapshot' used before the glossary is linked"]
-    assert used_before_the_glossary("crafted.md", page.replace("one snapshot", "one **snapshot** (defined here)")) == [
-        "crafted.md: 'seeds' used before the glossary is linked"]
-    assert undefined_in_glossary(GLOSSARY.read_text(encoding="utf-8").replace("**tombstone**", "tombstone")) == ["tombstone"]
+    assert used_before_the_glossary("crafted.md", page) == [
+        "crafted.md: 'seeds' used before the glossary is linked",
+        "crafted.md: 'snapshot' used before the glossary is linked",
+    ]
+    assert used_before_the_glossary(
+        "crafted.md", page.replace("one snapshot", "one **snapshot** (defined here)")
+    ) == ["crafted.md: 'seeds' used before the glossary is linked"]
+    assert undefined_in_glossary(
+        GLOSSARY.read_text(encoding="utf-8").replace("**tombstone**", "tombstone")
+    ) == ["tombstone"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,21 +269,34 @@ def _libraries(tree: ast.AST) -> set[str]:
     bound = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names if not alias.name.startswith("helpers")}
+            bound |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if not alias.name.startswith("helpers")
+            }
         elif isinstance(node, ast.ImportFrom) and not (node.module or "").startswith("helpers"):
             bound |= {alias.asname or alias.name for alias in node.names}
     return bound
 
 
-def unseen_in_answers(notebooks: list[tuple[str, list[dict]]], helpers: set[str]) -> dict[str, list[str]]:
+def unseen_in_answers(
+    notebooks: list[tuple[str, list[dict]]], helpers: set[str]
+) -> dict[str, list[str]]:
     """``{"<notebook> cell <n>": [names]}``: what each answer uses that no lesson cell up to its
     notebook showed."""
     seen: set[str] = set()
     libraries: set[str] = set()
     found = {}
     for name, cells in notebooks:
-        exercises = next((i for i, cell in enumerate(cells)
-                          if cell["cell_type"] == "markdown" and "".join(cell["source"]).startswith("## Exercises")), len(cells))
+        exercises = next(
+            (
+                i
+                for i, cell in enumerate(cells)
+                if cell["cell_type"] == "markdown"
+                and "".join(cell["source"]).startswith("## Exercises")
+            ),
+            len(cells),
+        )
         for cell in cells[:exercises]:
             seen |= _shown(cell)
             if cell["cell_type"] == "code":
@@ -249,17 +311,38 @@ def unseen_in_answers(notebooks: list[tuple[str, list[dict]]], helpers: set[str]
                 continue
             whole = ast.parse(re.sub(r"### (BEGIN|END) SOLUTION", "", text))
             theirs = libraries | _libraries(whole)
-            bound = {node.id for node in ast.walk(whole) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+            bound = {
+                node.id
+                for node in ast.walk(whole)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            }
             bound |= {node.name for node in ast.walk(whole) if isinstance(node, ast.FunctionDef)}
-            bound |= {arg.arg for node in ast.walk(whole) if isinstance(node, (ast.FunctionDef, ast.Lambda)) for arg in node.args.args}
+            bound |= {
+                arg.arg
+                for node in ast.walk(whole)
+                if isinstance(node, (ast.FunctionDef, ast.Lambda))
+                for arg in node.args.args
+            }
             used = set()
             for node in ast.walk(ast.parse(textwrap.dedent(answer.group(1)))):
-                if isinstance(node, ast.Attribute) and node.attr in helpers and not (
-                        isinstance(node.value, ast.Name) and node.value.id in theirs):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in helpers
+                    and not (isinstance(node.value, ast.Name) and node.value.id in theirs)
+                ):
                     used.add(node.attr)
-                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in helpers and node.id not in bound:
+                elif (
+                    isinstance(node, ast.Name)
+                    and isinstance(node.ctx, ast.Load)
+                    and node.id in helpers
+                    and node.id not in bound
+                ):
                     used.add(node.id)
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"[A-Za-z_]\w*", node.value):
+                elif (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and re.fullmatch(r"[A-Za-z_]\w*", node.value)
+                ):
                     used.add(node.value)  # a column, a key, an attribute by name
             unseen = sorted(used - seen)
             if unseen:
@@ -268,7 +351,10 @@ def unseen_in_answers(notebooks: list[tuple[str, list[dict]]], helpers: set[str]
 
 
 def _all_cells() -> list[tuple[str, list[dict]]]:
-    return [(path.stem, json.loads(path.read_text())["cells"]) for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))]
+    return [
+        (path.stem, json.loads(path.read_text())["cells"])
+        for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    ]
 
 
 def test_every_exercise_uses_only_what_a_lesson_showed():
@@ -286,32 +372,82 @@ EXERCISE = _cell("markdown", "## Exercises\nFind the orphans.")
 
 
 def _answer(code: str) -> dict:
-    return _cell("code", f"from helpers import delta_log\nstore = storage.table_store(uri)\n### BEGIN SOLUTION\n{code}\n### END SOLUTION\n")
+    return _cell(
+        "code",
+        f"from helpers import delta_log\nstore = storage.table_store(uri)\n### BEGIN SOLUTION\n{code}\n### END SOLUTION\n",
+    )
 
 
 def test_an_answer_calling_a_helper_no_lesson_called_is_found():
-    crafted = [("03_crafted", [_cell("code", "audit = audit.audit(run)"), EXERCISE,
-                                _answer("commits = delta_log.commit_files(store)\nadded = audit.parse_commit(1, b'').added")])]
-    assert unseen_in_answers(crafted, helper_names()) == {"03_crafted cell 2": ["added", "commit_files", "parse_commit"]}
+    crafted = [
+        (
+            "03_crafted",
+            [
+                _cell("code", "audit = audit.audit(run)"),
+                EXERCISE,
+                _answer(
+                    "commits = delta_log.commit_files(store)\nadded = audit.parse_commit(1, b'').added"
+                ),
+            ],
+        )
+    ]
+    assert unseen_in_answers(crafted, helper_names()) == {
+        "03_crafted cell 2": ["added", "commit_files", "parse_commit"]
+    }
 
 
 def test_an_answer_is_solvable_once_a_lesson_shows_it_in_code_output_or_a_code_span():
-    lessons = [_cell("code", "commits = delta_log.commit_files(store)"),
-               _cell("code", "print(parsed)", [{"output_type": "stream", "name": "stdout", "text": ["Commit(added=[...])"]}]),
-               _cell("markdown", "`audit.parse_commit(version, body)` reads one commit file.")]
-    crafted = [("01_lesson", lessons), ("03_crafted", [EXERCISE, _answer(
-        "commits = delta_log.commit_files(store)\nadded = audit.parse_commit(1, b'').added")])]
+    lessons = [
+        _cell("code", "commits = delta_log.commit_files(store)"),
+        _cell(
+            "code",
+            "print(parsed)",
+            [{"output_type": "stream", "name": "stdout", "text": ["Commit(added=[...])"]}],
+        ),
+        _cell("markdown", "`audit.parse_commit(version, body)` reads one commit file."),
+    ]
+    crafted = [
+        ("01_lesson", lessons),
+        (
+            "03_crafted",
+            [
+                EXERCISE,
+                _answer(
+                    "commits = delta_log.commit_files(store)\nadded = audit.parse_commit(1, b'').added"
+                ),
+            ],
+        ),
+    ]
     assert unseen_in_answers(crafted, helper_names()) == {}
 
 
 def test_a_column_no_lesson_displayed_is_found_and_a_later_lesson_does_not_count():
-    crafted = [("07_crafted", [_cell("code", "claims = gate.lock_requests(uri)"), EXERCISE,
-                                _answer('won = set(claims.loc[claims["status"] == 200, "temp_path"])')]),
-               ("08_later", [_cell("markdown", "`temp_path` and `status`")])]
-    assert unseen_in_answers(crafted, helper_names()) == {"07_crafted cell 2": ["status", "temp_path"]}
+    crafted = [
+        (
+            "07_crafted",
+            [
+                _cell("code", "claims = gate.lock_requests(uri)"),
+                EXERCISE,
+                _answer('won = set(claims.loc[claims["status"] == 200, "temp_path"])'),
+            ],
+        ),
+        ("08_later", [_cell("markdown", "`temp_path` and `status`")]),
+    ]
+    assert unseen_in_answers(crafted, helper_names()) == {
+        "07_crafted cell 2": ["status", "temp_path"]
+    }
 
 
 def test_a_library_function_of_the_same_name_as_a_helper_is_not_a_helper():
     assert "read_table" in helper_names()  # helpers.matrix.deltars.read_table
-    crafted = [("05_crafted", [_cell("code", "import pyarrow.parquet as pq"), EXERCISE, _answer("rows = pq.read_table(\"t.parquet\")")])]
+    crafted = [
+        (
+            "05_crafted",
+            [
+                _cell("code", "import pyarrow.parquet as pq"),
+                EXERCISE,
+                _answer('rows = pq.read_table("t.parquet")'),
+            ],
+        )
+    ]
     assert unseen_in_answers(crafted, helper_names()) == {}

@@ -38,7 +38,9 @@ def contradictions(text: str, n_writers: int) -> list[str]:
     for match in re.finditer(r"(?<![\d.])(\d+) of (\d+)\b", text):
         if int(match[2]) not in (n_writers, 10 * n_writers) or int(match[1]) > int(match[2]):
             wrong.append(match[0])
-    counted = r"(?<![\w.])(\d+) (?:writers?|batch(?:es)?|copies|object versions|orphaned files|orphans)\b"
+    counted = (
+        r"(?<![\w.])(\d+) (?:writers?|batch(?:es)?|copies|object versions|orphaned files|orphans)\b"
+    )
     for match in re.finditer(counted, text):
         if int(match[1]) not in (0, 1, n_writers - 1, n_writers):
             wrong.append(match[0])
@@ -48,9 +50,14 @@ def contradictions(text: str, n_writers: int) -> list[str]:
 def test_contradictions_are_found_in_crafted_text():
     assert contradictions("7 of 8 writers failed", 2) == ["7 of 8", "8 writers"]
     assert contradictions("1 of 2 writers committed; 10 of 20 rows lost; 1 writer failed", 2) == []
-    assert contradictions("commit 2 has 8 object versions and 7 orphaned files", 3) == ["8 object versions", "7 orphaned files"]
+    assert contradictions("commit 2 has 8 object versions and 7 orphaned files", 3) == [
+        "8 object versions",
+        "7 orphaned files",
+    ]
     assert contradictions("Of 16 batches reported as committed", 16) == []
-    assert contradictions("16 deltalake 0.22.3 writers: 16/16 done", 16) == []  # a version is not a count
+    assert (
+        contradictions("16 deltalake 0.22.3 writers: 16/16 done", 16) == []
+    )  # a version is not a count
 
 
 @pytest.mark.parametrize(("number", "n_writers"), RUNS, ids=[f"{n}-n_writers={w}" for n, w in RUNS])
@@ -60,5 +67,7 @@ def test_the_lesson_holds_and_the_prose_follows(stores, monkeypatch, tmp_path, n
     assert run.ok, run.error
     text = rendered_text(json.loads(run.output.read_text()))
     assert "All checks passed" in text
-    assert f"{n_writers} writers" in text or f"of {n_writers}" in text, "the run's own writer count is rendered"
+    assert f"{n_writers} writers" in text or f"of {n_writers}" in text, (
+        "the run's own writer count is rendered"
+    )
     assert contradictions(text, n_writers) == [], text

@@ -15,43 +15,90 @@ BASE = {"columns": ["id", "value"], "properties": {}, "rows": [[1, 10], [2, 20],
 
 
 def state(rows, columns=("id", "value"), properties=None) -> dict:
-    return {"columns": list(columns), "properties": dict(properties or {}), "rows": [list(r) for r in rows]}
+    return {
+        "columns": list(columns),
+        "properties": dict(properties or {}),
+        "rows": [list(r) for r in rows],
+    }
 
 
-def record(first, second, race_rows, *, ab, ba, alone, b_error=None, problems=(), race_state=None) -> dict:
+def record(
+    first, second, race_rows, *, ab, ba, alone, b_error=None, problems=(), race_state=None
+) -> dict:
     """A pair record as the worker writes it, around crafted tables."""
-    return {"first": first, "second": second, "status": "ran", "alone_a": alone,
-            "race": {"a_error": None, "error": b_error, "note": None, "problems": list(problems),
-                     "state": race_state or state(race_rows)},
-            "serial_ab": {"state": ab, "error": None, "problems": []},
-            "serial_ba": {"state": ba, "error": None, "problems": []}}
+    return {
+        "first": first,
+        "second": second,
+        "status": "ran",
+        "alone_a": alone,
+        "race": {
+            "a_error": None,
+            "error": b_error,
+            "note": None,
+            "problems": list(problems),
+            "state": race_state or state(race_rows),
+        },
+        "serial_ab": {"state": ab, "error": None, "problems": []},
+        "serial_ba": {"state": ba, "error": None, "problems": []},
+    }
 
 
-CONFLICT = {"class": "CommitFailedError",
-            "message": "Failed to commit transaction: Commit failed: a concurrent transaction deleted data this operation read."}
+CONFLICT = {
+    "class": "CommitFailedError",
+    "message": "Failed to commit transaction: Commit failed: a concurrent transaction deleted data this operation read.",
+}
 
 
 def test_refused_when_b_raised_and_the_table_is_a_alone():
     alone = state([(1, 10), (3, 30)])
-    verdict = classify.classify(record("delete", "append", [(1, 10), (3, 30)], ab=alone, ba=alone, alone=alone,
-                                       b_error=CONFLICT), BASE)
-    assert (verdict.outcome, verdict.error_class, verdict.conflict) == ("refused", "CommitFailedError", "ConcurrentDeleteRead")
+    verdict = classify.classify(
+        record(
+            "delete",
+            "append",
+            [(1, 10), (3, 30)],
+            ab=alone,
+            ba=alone,
+            alone=alone,
+            b_error=CONFLICT,
+        ),
+        BASE,
+    )
+    assert (verdict.outcome, verdict.error_class, verdict.conflict) == (
+        "refused",
+        "CommitFailedError",
+        "ConcurrentDeleteRead",
+    )
 
 
 def test_serializable_names_the_serial_order_it_equals():
     ab, ba = state([(1, 10), (3, 30)]), state([(1, 10), (3, 30), (4, 40)])
-    verdict = classify.classify(record("append", "delete", [(1, 10), (3, 30), (4, 40)], ab=ab, ba=ba, alone=ab), BASE)
+    verdict = classify.classify(
+        record("append", "delete", [(1, 10), (3, 30), (4, 40)], ab=ab, ba=ba, alone=ab), BASE
+    )
     assert (verdict.outcome, verdict.matched) == ("serializable", "B→A")
-    same = classify.classify(record("append", "append", [(1, 10), (1, 10)], ab=state([(1, 10), (1, 10)]),
-                                    ba=state([(1, 10), (1, 10)]), alone=state([(1, 10)])), BASE)
+    same = classify.classify(
+        record(
+            "append",
+            "append",
+            [(1, 10), (1, 10)],
+            ab=state([(1, 10), (1, 10)]),
+            ba=state([(1, 10), (1, 10)]),
+            alone=state([(1, 10)]),
+        ),
+        BASE,
+    )
     assert (same.outcome, same.matched) == ("serializable", "A→B = B→A")
 
 
 def test_two_compactions_from_one_snapshot_are_duplicated_rows_and_a_file_removed_twice():
     base = BASE["rows"]
     problem = {"kind": "removed twice", "file": "part-0.parquet", "version": 5, "detail": "..."}
-    verdict = classify.classify(record("optimize", "optimize", base + base, ab=BASE, ba=BASE, alone=BASE,
-                                       problems=[problem]), BASE)
+    verdict = classify.classify(
+        record(
+            "optimize", "optimize", base + base, ab=BASE, ba=BASE, alone=BASE, problems=[problem]
+        ),
+        BASE,
+    )
     assert verdict.outcome == "anomaly"
     assert verdict.kinds == ("duplicated rows", "removed twice")
     assert "ids 1, 2, 3" in verdict.detail
@@ -60,44 +107,79 @@ def test_two_compactions_from_one_snapshot_are_duplicated_rows_and_a_file_remove
 def test_a_table_equal_to_neither_serial_order_is_an_anomaly_even_with_a_clean_log():
     # B committed and every serial order says id 2 is gone and id 3 is 31: the race kept 2, and 3 is 30
     ab = ba = state([(1, 10), (3, 31)])
-    verdict = classify.classify(record("update", "delete", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE)
+    verdict = classify.classify(
+        record("update", "delete", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE
+    )
     assert verdict.outcome == "anomaly"
     assert verdict.kinds == ("lost update", "resurrected rows")
 
 
 def test_rows_every_serial_order_keeps_missing_are_a_lost_update():
     ab = ba = state([(1, 10), (2, 20), (3, 30), (7, 70)])
-    verdict = classify.classify(record("append", "overwrite", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE)
+    verdict = classify.classify(
+        record("append", "overwrite", [(1, 10), (2, 20), (3, 30)], ab=ab, ba=ba, alone=ab), BASE
+    )
     assert verdict.kinds == ("lost update",) and "rows of id 7 missing" in verdict.detail
 
 
 def test_a_property_lost_to_a_stale_metadata_commit_is_a_lost_update():
-    both = state(BASE["rows"], ("id", "value", "note"), {"delta.logRetentionDuration": "interval 30 days"})
+    both = state(
+        BASE["rows"], ("id", "value", "note"), {"delta.logRetentionDuration": "interval 30 days"}
+    )
     race = state([r + [None] for r in BASE["rows"]], ("id", "value", "note"))
     rec = record("set_property", "add_column", [], ab=both, ba=both, alone=both, race_state=race)
-    rec["serial_ab"]["state"]["rows"] = rec["serial_ba"]["state"]["rows"] = [r + [None] for r in BASE["rows"]]
+    rec["serial_ab"]["state"]["rows"] = rec["serial_ba"]["state"]["rows"] = [
+        r + [None] for r in BASE["rows"]
+    ]
     verdict = classify.classify(rec, BASE)
     assert verdict.kinds == ("lost update",) and "delta.logRetentionDuration" in verdict.detail
 
 
 def test_an_unreadable_table_is_a_broken_log():
-    unreadable = {"unreadable": {"class": "DeltaError", "message": "Object at location <table>/part-1.parquet not found"}}
-    verdict = classify.classify(record("vacuum", "append", [], ab=BASE, ba=BASE, alone=BASE, race_state=unreadable), BASE)
+    unreadable = {
+        "unreadable": {
+            "class": "DeltaError",
+            "message": "Object at location <table>/part-1.parquet not found",
+        }
+    }
+    verdict = classify.classify(
+        record("vacuum", "append", [], ab=BASE, ba=BASE, alone=BASE, race_state=unreadable), BASE
+    )
     assert (verdict.outcome, verdict.kinds) == ("anomaly", ("broken log",))
 
 
 def test_a_refusal_that_changed_the_table_is_an_anomaly():
     alone = state([(1, 10)])
-    verdict = classify.classify(record("optimize", "vacuum", [(1, 10), (1, 10)], ab=alone, ba=alone, alone=alone,
-                                       b_error=CONFLICT), BASE)
+    verdict = classify.classify(
+        record(
+            "optimize",
+            "vacuum",
+            [(1, 10), (1, 10)],
+            ab=alone,
+            ba=alone,
+            alone=alone,
+            b_error=CONFLICT,
+        ),
+        BASE,
+    )
     assert verdict.outcome == "anomaly" and verdict.kinds == ("duplicated rows",)
 
 
 def test_a_retry_is_judged_against_the_append_alone_from_its_snapshot_and_after_reloading():
     alone = state([(1, 10), (101, 1010)])
     twice = state([(1, 10), (101, 1010), (101, 1010)])
-    rec = record("append_txn", "retry_txn", [(1, 10), (101, 1010)], ab=twice, ba=None, alone=alone,
-                 b_error={"class": "CommitFailedError", "message": "Failed to commit transaction: Concurrent transaction failed."})
+    rec = record(
+        "append_txn",
+        "retry_txn",
+        [(1, 10), (101, 1010)],
+        ab=twice,
+        ba=None,
+        alone=alone,
+        b_error={
+            "class": "CommitFailedError",
+            "message": "Failed to commit transaction: Concurrent transaction failed.",
+        },
+    )
     del rec["serial_ba"]
     assert classify.classify(rec, BASE).conflict == "ConcurrentTransaction"
     reloaded = classify.retry_after_reload(rec, BASE)
@@ -105,16 +187,34 @@ def test_a_retry_is_judged_against_the_append_alone_from_its_snapshot_and_after_
 
 
 def test_not_available_and_harness_errors_are_their_own_outcomes():
-    assert classify.classify({"first": "append", "second": "retry_checked", "status": "not available",
-                              "reason": "transaction_version is missing"}, BASE).outcome == "not available"
-    assert classify.classify({"first": "a", "second": "b", "status": "error", "reason": "x"}, BASE).outcome == "error"
+    assert (
+        classify.classify(
+            {
+                "first": "append",
+                "second": "retry_checked",
+                "status": "not available",
+                "reason": "transaction_version is missing",
+            },
+            BASE,
+        ).outcome
+        == "not available"
+    )
+    assert (
+        classify.classify(
+            {"first": "a", "second": "b", "status": "error", "reason": "x"}, BASE
+        ).outcome
+        == "error"
+    )
 
 
 def test_the_documented_table_loads_with_its_pages_and_date():
     table = documented.table()
     assert len(table) == 39
     assert table[("COMPACTION", "INSERT", "WriteSerializable")]["says"] == "cannot conflict"
-    assert table[("UPDATE, DELETE, MERGE INTO", "INSERT", "WriteSerializable")]["says"] == "cannot conflict"
+    assert (
+        table[("UPDATE, DELETE, MERGE INTO", "INSERT", "WriteSerializable")]["says"]
+        == "cannot conflict"
+    )
     assert table[("UPDATE, DELETE, MERGE INTO", "INSERT", "Serializable")]["says"] == "can conflict"
     pages = dict(documented.sources())
     assert "https://docs.delta.io/concurrency-control" in pages and all(pages.values())
@@ -123,35 +223,57 @@ def test_the_documented_table_loads_with_its_pages_and_date():
 
 
 def test_the_docs_comparison_names_needless_failures_and_commits_where_they_conflict():
-    needless = documented.compare(classify.Verdict("refused", conflict="ConcurrentDeleteRead"),
-                                  documented.expectation("optimize", "append"))
+    needless = documented.compare(
+        classify.Verdict("refused", conflict="ConcurrentDeleteRead"),
+        documented.expectation("optimize", "append"),
+    )
     assert needless[0] == "no" and needless[1].startswith("needless failure")
-    committed = documented.compare(classify.Verdict("anomaly", ("duplicated rows",)), documented.expectation("optimize", "optimize"))
+    committed = documented.compare(
+        classify.Verdict("anomaly", ("duplicated rows",)),
+        documented.expectation("optimize", "optimize"),
+    )
     assert committed[0] == "no" and "can conflict" in committed[1]
-    assert documented.compare(classify.Verdict("refused"), documented.expectation("add_column", "append")) == ("yes", "")
+    assert documented.compare(
+        classify.Verdict("refused"), documented.expectation("add_column", "append")
+    ) == ("yes", "")
     assert documented.expectation("vacuum", "append").write_serializable == "not covered"
-    assert documented.compare(classify.Verdict("serializable"), documented.expectation("append", "retry")) == ("", "")
+    assert documented.compare(
+        classify.Verdict("serializable"), documented.expectation("append", "retry")
+    ) == ("", "")
 
 
 def test_pairs_are_every_ordered_pair_then_each_retry_after_its_original():
     pairs = operations.pairs()
-    assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS) + len(operations.APART_OPS)
+    assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS) + len(
+        operations.APART_OPS
+    )
     assert pairs[0] == ("append", "append") and ("append_txn", "retry_checked") in pairs
     # each second job on a part of its own after the same operation's first job, the MERGE in two forms
     assert pairs[-2:] == [("merge", "merge_apart"), ("merge_on_id", "merge_on_id_apart")]
-    assert operations.pairs(["optimize", "append"]) == [("append", "append"), ("append", "optimize"),
-                                                        ("optimize", "append"), ("optimize", "optimize")]
+    assert operations.pairs(["optimize", "append"]) == [
+        ("append", "append"),
+        ("append", "optimize"),
+        ("optimize", "append"),
+        ("optimize", "optimize"),
+    ]
 
 
 def test_unknown_names_are_refused_by_name_with_the_valid_choices(capsys):
-    with pytest.raises(operations.UnknownName, match=r"unknown operation 'upsert'; choose from append, .*retry_checked"):
+    with pytest.raises(
+        operations.UnknownName,
+        match=r"unknown operation 'upsert'; choose from append, .*retry_checked",
+    ):
         operations.pairs(["append", "upsert"])
     assert cli.main(["--ops", "append,upsert"]) == 2
     assert cli.main(["--engines", "deltalake-0.6.0"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[0] == ("python -m helpers.matrix: unknown operation 'upsert'; choose from "
-                        + ", ".join(operations.CHOICES))
-    assert lines[1].startswith("python -m helpers.matrix: unknown engine 'deltalake-0.6.0'; choose from deltalake-0.22.3")
+    assert lines[0] == (
+        "python -m helpers.matrix: unknown operation 'upsert'; choose from "
+        + ", ".join(operations.CHOICES)
+    )
+    assert lines[1].startswith(
+        "python -m helpers.matrix: unknown engine 'deltalake-0.6.0'; choose from deltalake-0.22.3"
+    )
     assert len(lines) == 2
 
 
@@ -159,38 +281,81 @@ def test_every_default_engine_is_an_installed_era():
     from helpers import eras
 
     specs = [engines.ENGINES[name] for name in engines.DEFAULT_ENGINES]
-    delta_rs = {s.name for s in specs if s.module == "helpers.matrix.deltars" and s.store == "local" and not s.variant_of}
+    delta_rs = {
+        s.name
+        for s in specs
+        if s.module == "helpers.matrix.deltars" and s.store == "local" and not s.variant_of
+    }
     assert delta_rs == {"deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", "deltalake-1.6.6"}
     assert all(eras.era(spec.era) for spec in engines.ENGINES.values())
 
 
 def test_a_small_real_run_brackets_the_double_optimize_regression(tmp_path):
-    newer = [("append", "append"), ("optimize", "optimize"), ("append_txn", "retry_txn"), ("append_txn", "retry_checked")]
+    newer = [
+        ("append", "append"),
+        ("optimize", "optimize"),
+        ("append_txn", "retry_txn"),
+        ("append_txn", "retry_checked"),
+    ]
     # 1.6.6 its own pairs; `also` adds 1.6.3 for one pair, and to 1.6.6 a pair of an operation not named
     # (a pair it has already is raced once)
-    also = {"deltalake-1.6.3": [("optimize", "optimize")], "deltalake-1.6.6": [("optimize", "optimize"), ("append", "retry")]}
-    rows = run.run(["deltalake-1.6.6"], ["append", "optimize", "retry_txn", "retry_checked"], tmp_path / "small",
-                   echo=lambda line: None, only={"deltalake-1.6.6": newer}, also=also)
+    also = {
+        "deltalake-1.6.3": [("optimize", "optimize")],
+        "deltalake-1.6.6": [("optimize", "optimize"), ("append", "retry")],
+    }
+    rows = run.run(
+        ["deltalake-1.6.6"],
+        ["append", "optimize", "retry_txn", "retry_checked"],
+        tmp_path / "small",
+        echo=lambda line: None,
+        only={"deltalake-1.6.6": newer},
+        also=also,
+    )
     cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
-    assert sorted(cell) == sorted([("deltalake-1.6.3", "optimize", "optimize"), ("deltalake-1.6.6", "append", "retry"),
-                                   *(("deltalake-1.6.6", *pair) for pair in newer)])
+    assert sorted(cell) == sorted(
+        [
+            ("deltalake-1.6.3", "optimize", "optimize"),
+            ("deltalake-1.6.6", "append", "retry"),
+            *(("deltalake-1.6.6", *pair) for pair in newer),
+        ]
+    )
     assert len(rows) == len(cell)
     blind = cell[("deltalake-1.6.6", "append", "retry")]
     assert (blind["outcome"], blind["anomaly_kind"]) == ("anomaly", "duplicated rows")
-    old, new = cell[("deltalake-1.6.3", "optimize", "optimize")], cell[("deltalake-1.6.6", "optimize", "optimize")]
+    old, new = (
+        cell[("deltalake-1.6.3", "optimize", "optimize")],
+        cell[("deltalake-1.6.6", "optimize", "optimize")],
+    )
     assert (old["outcome"], old["conflict"]) == ("refused", "ConcurrentDeleteDelete")
     assert (new["outcome"], new["anomaly_kind"]) == ("anomaly", "duplicated rows + removed twice")
     assert new["agrees_with_docs"] == "no" and old["agrees_with_docs"] == "yes"
     assert (new["rows_race"], new["rows_serial_ab"], new["rows_serial_ba"]) == (22, 11, 11)
     appends = cell[("deltalake-1.6.6", "append", "append")]
-    assert (appends["outcome"], appends["rows_race"], appends["agrees_with_docs"]) == ("serializable", 19, "yes")
+    assert (appends["outcome"], appends["rows_race"], appends["agrees_with_docs"]) == (
+        "serializable",
+        19,
+        "yes",
+    )
     retried = cell[("deltalake-1.6.6", "append_txn", "retry_txn")]
-    assert (retried["retry_after_reload"], retried["retry_after_reload_kind"]) == ("anomaly", "duplicated rows")
+    assert (retried["retry_after_reload"], retried["retry_after_reload_kind"]) == (
+        "anomaly",
+        "duplicated rows",
+    )
     checked = cell[("deltalake-1.6.6", "append_txn", "retry_checked")]
-    assert (checked["outcome"], checked["retry_after_reload"], checked["rows_race"]) == ("serializable", "serializable", 15)
+    assert (checked["outcome"], checked["retry_after_reload"], checked["rows_race"]) == (
+        "serializable",
+        "serializable",
+        15,
+    )
     assert checked["b_note"].startswith("skipped")
     written = sorted(p.name for p in (tmp_path / "small").iterdir())
-    assert {"matrix.csv", "grid-deltalake-1.6.3.png", "grid-deltalake-1.6.6.png", "meta.json", "pairs.jsonl"} <= set(written)
+    assert {
+        "matrix.csv",
+        "grid-deltalake-1.6.3.png",
+        "grid-deltalake-1.6.6.png",
+        "meta.json",
+        "pairs.jsonl",
+    } <= set(written)
 
 
 def test_a_grid_of_retries_alone_draws_their_strip():
@@ -203,40 +368,78 @@ def test_a_grid_of_retries_alone_draws_their_strip():
     from helpers.matrix import plots
 
     def row(second, outcome, reloaded):
-        return {"engine": "deltalake-0.22.3", "engine_version": "0.22.3", "first": "append_txn" if second == "retry_txn" else "append",
-                "second": second, "outcome": outcome, "conflict": "ConcurrentTransaction" if outcome == "refused" else "",
-                "error_class": "", "anomaly_kind": "duplicated rows" if outcome == "anomaly" else "", "matched": "",
-                "agrees_with_docs": "", "retry_after_reload": reloaded, "retry_after_reload_kind": "duplicated rows"}
+        return {
+            "engine": "deltalake-0.22.3",
+            "engine_version": "0.22.3",
+            "first": "append_txn" if second == "retry_txn" else "append",
+            "second": second,
+            "outcome": outcome,
+            "conflict": "ConcurrentTransaction" if outcome == "refused" else "",
+            "error_class": "",
+            "anomaly_kind": "duplicated rows" if outcome == "anomaly" else "",
+            "matched": "",
+            "agrees_with_docs": "",
+            "retry_after_reload": reloaded,
+            "retry_after_reload_kind": "duplicated rows",
+        }
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # matplotlib warned of a zero-width axis and a layout it could not fit
-        figure = plots.grid([row("retry", "anomaly", "anomaly"), row("retry_txn", "refused", "anomaly")], "deltalake-0.22.3")
+        warnings.simplefilter(
+            "error"
+        )  # matplotlib warned of a zero-width axis and a layout it could not fit
+        figure = plots.grid(
+            [row("retry", "anomaly", "anomaly"), row("retry_txn", "refused", "anomaly")],
+            "deltalake-0.22.3",
+        )
     axes = figure.axes[0]
     assert axes.get_xlim() == (0.0, 2.0)
-    assert sorted((p.get_x(), p.get_y(), p.get_width()) for p in axes.patches) == \
-        [(0.0, 1.6, 1.0), (0.0, 2.6, 1.0), (1.0, 1.6, 1.0), (1.0, 2.6, 1.0)]
+    assert sorted((p.get_x(), p.get_y(), p.get_width()) for p in axes.patches) == [
+        (0.0, 1.6, 1.0),
+        (0.0, 2.6, 1.0),
+        (1.0, 1.6, 1.0),
+        (1.0, 2.6, 1.0),
+    ]
 
 
 def test_each_engine_races_the_other_interleaving_and_the_other_layouts_as_variants():
     spark, rs = engines.ENGINES["delta-spark-4.4"], engines.ENGINES["deltalake-1.6.6"]
     assert (spark.interleaving, rs.interleaving) == ("b-files-first", "b-files-after")
-    assert engines.ENGINES["spark-then-deltalake-1.6.6"].interleaving == "b-files-after"  # B is delta-rs
-    held_rs, held_spark = engines.ENGINES["deltalake-1.6.6+b-files-first"], engines.ENGINES["delta-spark-4.4+b-files-after"]
+    assert (
+        engines.ENGINES["spark-then-deltalake-1.6.6"].interleaving == "b-files-after"
+    )  # B is delta-rs
+    held_rs, held_spark = (
+        engines.ENGINES["deltalake-1.6.6+b-files-first"],
+        engines.ENGINES["delta-spark-4.4+b-files-after"],
+    )
     assert (held_rs.interleaving, held_spark.interleaving) == ("b-files-first", "b-files-after")
     assert (held_rs.base_of, held_rs.variant_of, held_rs.process_key) == ("deltalake-1.6.6",) * 3
     every = operations.pairs()
     # the other interleaving: only pairs whose B writes data files (no metadata change, no DELETE of every row)
-    assert ("vacuum", "append") in held_rs.chosen(every) and ("append", "delete_all") not in held_rs.chosen(every)
-    assert not [b for _, b in held_rs.chosen(every) if b in ("add_column", "set_property", "retry_checked")]
+    assert ("vacuum", "append") in held_rs.chosen(every) and (
+        "append",
+        "delete_all",
+    ) not in held_rs.chosen(every)
+    assert not [
+        b for _, b in held_rs.chosen(every) if b in ("add_column", "set_property", "retry_checked")
+    ]
     # another layout: only the operations with a predicate or rows of their own there
     partitions = engines.ENGINES["deltalake-1.6.6+partitions"]
     apart = [(operations.OPERATIONS[x].apart_of, x) for x in operations.APART_OPS]
-    assert partitions.chosen(every) == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS] + apart
-    assert rs.chosen(every) == every[:-len(apart)] and not set(apart) & set(held_rs.chosen(every))
+    assert (
+        partitions.chosen(every)
+        == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS] + apart
+    )
+    assert rs.chosen(every) == every[: -len(apart)] and not set(apart) & set(held_rs.chosen(every))
     # the same operation from two jobs on parts of their own, in the other interleaving too, sharing the layout's base
-    for name in ("deltalake-1.6.6+partitions+b-files-first", "delta-spark-4.4+file-stats+b-files-after"):
+    for name in (
+        "deltalake-1.6.6+partitions+b-files-first",
+        "delta-spark-4.4+file-stats+b-files-after",
+    ):
         spec = engines.ENGINES[name]
-        assert spec.chosen(every) == apart and spec.base_of == spec.variant_of == name.rsplit("+", 1)[0]
+        assert (
+            spec.chosen(every) == apart
+            and spec.base_of == spec.variant_of == name.rsplit("+", 1)[0]
+        )
         assert spec.process_key == engines.ENGINES[spec.base_of].process_key
 
 
@@ -244,31 +447,59 @@ def test_on_disjoint_files_the_docs_can_conflict_reads_cannot_except_an_operatio
     shared = documented.expectation("delete", "update")
     assert shared.write_serializable == documented.CAN
     apart = documented.expectation("delete", "update", "partitions")
-    assert (apart.delta_io, apart.write_serializable, apart.serializable) == (documented.CANNOT,) * 3
+    assert (apart.delta_io, apart.write_serializable, apart.serializable) == (
+        documented.CANNOT,
+    ) * 3
     assert "different files" in apart.why
-    assert documented.expectation("delete", "delete", "file-stats").write_serializable == documented.CAN
-    assert documented.expectation("append", "append", "partitions") == documented.expectation("append", "append")
+    assert (
+        documented.expectation("delete", "delete", "file-stats").write_serializable
+        == documented.CAN
+    )
+    assert documented.expectation("append", "append", "partitions") == documented.expectation(
+        "append", "append"
+    )
     # two jobs of one operation on parts of their own: apart when each condition names its part; a MERGE
     # whose condition does not name it reads every file and can conflict (the docs' warning)
     for first, second in operations.pairs(operations.APART_OPS):
         said = documented.expectation(first, second, "partitions").write_serializable
-        assert said == (documented.CAN if first == "merge_on_id" else documented.CANNOT), (first, second)
+        assert said == (documented.CAN if first == "merge_on_id" else documented.CANNOT), (
+            first,
+            second,
+        )
 
 
 def test_a_second_job_on_a_part_of_its_own_keeps_off_the_first_jobs_part():
     for layout in (operations.PARTITIONS, operations.FILE_STATS):
         other = layout.apart
         assert other is not None and other.base == layout.base and other.columns == layout.columns
-        assert {len(row) for row in (*other.append_rows, *other.replace_rows, *other.merge_source)} == {len(layout.columns)}
-        for field in ("append_rows", "replace_predicate", "replace_rows", "delete_predicate", "update_predicate",
-                      "merge_source", "merge_condition"):
+        assert {
+            len(row) for row in (*other.append_rows, *other.replace_rows, *other.merge_source)
+        } == {len(layout.columns)}
+        for field in (
+            "append_rows",
+            "replace_predicate",
+            "replace_rows",
+            "delete_predicate",
+            "update_predicate",
+            "merge_source",
+            "merge_condition",
+        ):
             assert getattr(other, field) != getattr(layout, field), (layout.name, field)
         assert layout.for_op("delete_apart") == (other, "delete")
         merged, op = layout.for_op("merge_on_id_apart")
-        assert op == "merge" and merged.merge_condition == "t.id = s.id" and merged.merge_source == other.merge_source
-        assert "part" not in layout.merge_on_id_condition and "<=" not in layout.merge_on_id_condition
+        assert (
+            op == "merge"
+            and merged.merge_condition == "t.id = s.id"
+            and merged.merge_source == other.merge_source
+        )
+        assert (
+            "part" not in layout.merge_on_id_condition and "<=" not in layout.merge_on_id_condition
+        )
     parts = operations.PARTITIONS
-    assert [r[2] for r in parts.apart.merge_source] == ["a", "a"] and parts.apart.replace_predicate == "part = 'b'"
+    assert [r[2] for r in parts.apart.merge_source] == [
+        "a",
+        "a",
+    ] and parts.apart.replace_predicate == "part = 'b'"
     with pytest.raises(ValueError, match="parts of their own"):
         operations.SHARED_FILES.for_op("delete_apart")
 
@@ -276,30 +507,54 @@ def test_a_second_job_on_a_part_of_its_own_keeps_off_the_first_jobs_part():
 def test_each_layout_gives_every_operation_its_rows_and_predicate():
     for layout in operations.LAYOUTS.values():
         width = len(layout.columns)
-        rows = [*layout.append_rows, *layout.overwrite_rows, *layout.replace_rows, *layout.merge_source,
-                *(row for batch in layout.base for row in batch)]
+        rows = [
+            *layout.append_rows,
+            *layout.overwrite_rows,
+            *layout.replace_rows,
+            *layout.merge_source,
+            *(row for batch in layout.base for row in batch),
+        ]
         assert {len(row) for row in rows} == {width}, layout.name
         assert set(layout.partition_by) <= set(layout.columns)
     parts = operations.PARTITIONS
     # each operation keeps to a partition of its own: the partitions its rows and predicate name differ
-    named = {"append": {r[2] for r in parts.append_rows}, "replace_where": {"a"}, "delete": {"b"}, "update": {"c"},
-             "merge": {r[2] for r in parts.merge_source}}
+    named = {
+        "append": {r[2] for r in parts.append_rows},
+        "replace_where": {"a"},
+        "delete": {"b"},
+        "update": {"c"},
+        "merge": {r[2] for r in parts.merge_source},
+    }
     assert named["replace_where"] == {r[2] for r in parts.replace_rows}
-    assert all(f"part = '{p}'" in text for p, text in (("a", parts.replace_predicate), ("b", parts.delete_predicate),
-                                                         ("c", parts.update_predicate), ("d", parts.merge_condition)))
+    assert all(
+        f"part = '{p}'" in text
+        for p, text in (
+            ("a", parts.replace_predicate),
+            ("b", parts.delete_predicate),
+            ("c", parts.update_predicate),
+            ("d", parts.merge_condition),
+        )
+    )
     assert len(set().union(*named.values())) == sum(map(len, named.values())) == 5
 
 
 def test_the_other_interleaving_and_layouts_race_for_real(tmp_path):
     # deltalake 1.6.6: B held at its commit's link while A commits (B's files first), and the partitioned layout
     names = ["deltalake-1.6.6", "deltalake-1.6.6+b-files-first", "deltalake-1.6.6+partitions"]
-    rows = run.run(names, ["append", "delete", "delete_all", "optimize", "vacuum"], tmp_path / "variants",
-                   echo=lambda line: None)
+    rows = run.run(
+        names,
+        ["append", "delete", "delete_all", "optimize", "vacuum"],
+        tmp_path / "variants",
+        echo=lambda line: None,
+    )
     cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
     # the delete that deletes nothing: a DELETE of every row after a concurrent OPTIMIZE commits, every row stays
     nothing = cell[("deltalake-1.6.6", "optimize", "delete_all")]
-    assert (nothing["outcome"], nothing["anomaly_kind"], nothing["rows_race"]) == \
-        ("anomaly", "resurrected rows + removed twice", 11)
+    assert (nothing["outcome"], nothing["anomaly_kind"], nothing["rows_race"]) == (
+        "anomaly",
+        "resurrected rows + removed twice",
+        11,
+    )
     # disjoint partitions: the DELETE after an append commits; on shared files delta-rs refuses it
     assert cell[("deltalake-1.6.6", "append", "delete")]["conflict"] == "ConcurrentAppend"
     assert cell[("deltalake-1.6.6+partitions", "append", "delete")]["outcome"] == "serializable"
@@ -311,16 +566,30 @@ def test_the_other_interleaving_and_layouts_race_for_real(tmp_path):
     assert (in_flight["outcome"], in_flight["anomaly_kind"]) == ("anomaly", "broken log")
     races = [json.loads(line) for line in (tmp_path / "variants" / "pairs.jsonl").open()]
     held = [r for r in races if r["engine"] == "deltalake-1.6.6+b-files-first"]
-    assert held and all(r["race"]["held_at"] == f"{r['race']['base_version'] + 1:020d}.json" for r in held)
-    assert all(("deltalake-1.6.6+b-files-first", a, "delete_all") not in cell for a in ("append", "delete"))
+    assert held and all(
+        r["race"]["held_at"] == f"{r['race']['base_version'] + 1:020d}.json" for r in held
+    )
+    assert all(
+        ("deltalake-1.6.6+b-files-first", a, "delete_all") not in cell for a in ("append", "delete")
+    )
 
 
 def test_a_short_run_races_its_spark_engines_in_one_driver():
     # notebook 13 adds Delta Spark's partitioned variant for one backfill: a second driver would cost a JVM's start
     names = ["delta-spark-4.4", "delta-spark-4.4+partitions", "deltalake-1.6.6"]
-    short = engines.processes(names, {"delta-spark-4.4": 20, "delta-spark-4.4+partitions": 1, "deltalake-1.6.6": 30})
-    assert [group for _, group in short] == [["delta-spark-4.4", "delta-spark-4.4+partitions"], ["deltalake-1.6.6"]]
-    full = engines.processes(names, {"delta-spark-4.4": 148, "delta-spark-4.4+partitions": 31, "deltalake-1.6.6": 148})
-    assert sorted(map(tuple, (group for _, group in full))) == [("delta-spark-4.4",), ("delta-spark-4.4+partitions",),
-                                                                 ("deltalake-1.6.6",)]
+    short = engines.processes(
+        names, {"delta-spark-4.4": 20, "delta-spark-4.4+partitions": 1, "deltalake-1.6.6": 30}
+    )
+    assert [group for _, group in short] == [
+        ["delta-spark-4.4", "delta-spark-4.4+partitions"],
+        ["deltalake-1.6.6"],
+    ]
+    full = engines.processes(
+        names, {"delta-spark-4.4": 148, "delta-spark-4.4+partitions": 31, "deltalake-1.6.6": 148}
+    )
+    assert sorted(map(tuple, (group for _, group in full))) == [
+        ("delta-spark-4.4",),
+        ("delta-spark-4.4+partitions",),
+        ("deltalake-1.6.6",),
+    ]
     assert len(engines.processes(names)) == 3  # no counts given: every engine in its own process

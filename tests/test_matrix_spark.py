@@ -20,15 +20,28 @@ SPARK, MIXED = "delta-spark-4.4", "spark-then-deltalake-1.6.6"
 
 
 def test_spark_mixed_and_s3_engines_are_registered_and_share_two_drivers():
-    assert {SPARK, MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}@s3", "deltalake-1.6.6@s3"} <= set(engines.DEFAULT_ENGINES)
+    assert {SPARK, MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}@s3", "deltalake-1.6.6@s3"} <= set(
+        engines.DEFAULT_ENGINES
+    )
     assert engines.ENGINES[MIXED].parts == (SPARK, "deltalake-1.6.6")
     assert engines.ENGINES["deltalake-1.6.6-then-spark"].after() == (MIXED,)
     assert engines.ENGINES[f"{SPARK}@s3"].after() == (SPARK,)
-    assert engines.ENGINES[f"{SPARK}+b-files-after"].after() == (SPARK,)  # it shares Spark's serial results
+    assert engines.ENGINES[f"{SPARK}+b-files-after"].after() == (
+        SPARK,
+    )  # it shares Spark's serial results
     groups = [(era, set(names)) for era, names in engines.processes(list(engines.DEFAULT_ENGINES))]
     # Delta Spark's driver: Spark alone, then its S3 sample and its other interleaving, which need its results
-    assert groups[0] == ("deltalake-1.6.6", {MIXED, "deltalake-1.6.6-then-spark", f"{SPARK}+partitions", f"{SPARK}+file-stats",
-                                             f"{SPARK}+partitions+b-files-after", f"{SPARK}+file-stats+b-files-after"})
+    assert groups[0] == (
+        "deltalake-1.6.6",
+        {
+            MIXED,
+            "deltalake-1.6.6-then-spark",
+            f"{SPARK}+partitions",
+            f"{SPARK}+file-stats",
+            f"{SPARK}+partitions+b-files-after",
+            f"{SPARK}+file-stats+b-files-after",
+        },
+    )
     assert groups[1] == ("deltalake-1.6.6", {SPARK, f"{SPARK}@s3", f"{SPARK}+b-files-after"})
     # the two drivers (the kernel's environment: pyspark and deltalake 1.6.6) start before any delta-rs era
     assert all(not any(engines.ENGINES[n].threads > 1 for n in names) for _, names in groups[2:])
@@ -39,22 +52,37 @@ def _record(first, second, outcome):
     base = {"columns": ["id"], "properties": {}, "rows": [[1]]}
     state = {"columns": ["id"], "properties": {}, "rows": [[1]]}
     error = {"class": "ConcurrentAppendException", "message": "x"} if outcome == "refused" else None
-    return {"first": first, "second": second, "status": "ran", "alone_a": state,
-            "race": {"a_error": None, "error": error, "note": None, "problems": [], "state": state},
-            "serial_ab": {"state": state, "error": None, "problems": []},
-            "serial_ba": {"state": state, "error": None, "problems": []}}, base
+    return {
+        "first": first,
+        "second": second,
+        "status": "ran",
+        "alone_a": state,
+        "race": {"a_error": None, "error": error, "note": None, "problems": [], "state": state},
+        "serial_ab": {"state": state, "error": None, "problems": []},
+        "serial_ba": {"state": state, "error": None, "problems": []},
+    }, base
 
 
 def test_a_sampling_confirmation_reruns_every_pair_not_refused_every_retry_and_every_kth_refused_one():
-    outcomes = ["refused", "serializable", "refused", "refused", "refused", "serializable", "refused"]
-    firsts = operations.MATRIX_OPS[:len(outcomes)]
+    outcomes = [
+        "refused",
+        "serializable",
+        "refused",
+        "refused",
+        "refused",
+        "serializable",
+        "refused",
+    ]
+    firsts = operations.MATRIX_OPS[: len(outcomes)]
     records, base = [], None
     for first, outcome in zip(firsts, outcomes):
         record, base = _record(first, "append", outcome)
         records.append(record)
     retried, base = _record("append_txn", "retry_txn", "refused")
     chosen = worker.confirmation_pairs([*records, retried], base, every=2)
-    assert chosen == [(firsts[i], "append") for i in (0, 1, 3, 5, 6)] + [("append_txn", "retry_txn")]
+    assert chosen == [(firsts[i], "append") for i in (0, 1, 3, 5, 6)] + [
+        ("append_txn", "retry_txn")
+    ]
 
 
 def test_a_process_runs_each_engine_once_what_it_needs_has_finished():
@@ -70,12 +98,28 @@ def test_a_process_runs_each_engine_once_what_it_needs_has_finished():
 
 def test_the_summary_names_every_cell_the_store_changed():
     def row(engine, first, outcome, conflict=""):
-        return {"engine": engine, "first": first, "second": "append", "outcome": outcome, "conflict": conflict,
-                "anomaly_kind": "", "matched": "", "rows_race": 15, "retry_after_reload": "",
-                "retry_after_reload_kind": ""}
+        return {
+            "engine": engine,
+            "first": first,
+            "second": "append",
+            "outcome": outcome,
+            "conflict": conflict,
+            "anomaly_kind": "",
+            "matched": "",
+            "rows_race": 15,
+            "retry_after_reload": "",
+            "retry_after_reload_kind": "",
+        }
 
-    rows = [row(SPARK, "delete", "serializable"), row(SPARK, "optimize", "refused", "ConcurrentAppend"),
-            row(f"{SPARK}@s3", "delete", "serializable"), row(f"{SPARK}@s3", "optimize", "serializable")]
+    rows = [
+        row(SPARK, "delete", "serializable"),
+        row(SPARK, "optimize", "refused", "ConcurrentAppend"),
+        row(f"{SPARK}@s3", "delete", "serializable"),
+        row(f"{SPARK}@s3", "optimize", "serializable"),
+    ]
     lines = run.confirmations(rows)
     assert lines[0].strip() == f"{SPARK}@s3 against {SPARK}: 2 cells compared, 1 differ:"
-    assert lines[1] == "- optimize → append: outcome: 'refused' → 'serializable'; conflict: 'ConcurrentAppend' → ''"
+    assert (
+        lines[1]
+        == "- optimize → append: outcome: 'refused' → 'serializable'; conflict: 'ConcurrentAppend' → ''"
+    )

@@ -43,13 +43,27 @@ OPS = {
     "vacuum": r"\bVACUUM\b",
     "rerun": r"\brerun\w*|\bretried\b|\bre-run\w*",
 }
-PAIR_CUE = re.compile(r"\btwo\b|\bsecond\b|\bboth\b|\banother\b|\bbeside\b|\bconcurrent\w*|\bat once\b|from one snapshot"
-                      r"|older snapshot|stale snapshot|\braces?\b|\bagainst\b", re.I)
-VERDICT_WORDS = re.compile(r"\bcaught\b|\bconflicts?\b|\bsurviv\w*|\bsafe(?:ly)?\b|\bunsafe\b|\bharmless\b", re.I)
+PAIR_CUE = re.compile(
+    r"\btwo\b|\bsecond\b|\bboth\b|\banother\b|\bbeside\b|\bconcurrent\w*|\bat once\b|from one snapshot"
+    r"|older snapshot|stale snapshot|\braces?\b|\bagainst\b",
+    re.I,
+)
+VERDICT_WORDS = re.compile(
+    r"\bcaught\b|\bconflicts?\b|\bsurviv\w*|\bsafe(?:ly)?\b|\bunsafe\b|\bharmless\b", re.I
+)
 """Words that state an outcome beyond the vocabulary of tests/test_answer_claims.py: a sentence with them
 must carry a tag too, and say its verdict in that vocabulary's words."""
-ENGINES_TOGETHER = re.compile(r"(?=.*\bSpark\b)(?=.*\b(?:deltalake|delta-rs)\b)(?=.*\b(?:same|one) table|\bshare)", re.I | re.S)
-PROSE = ("README.md", "notebooks/README.md", "notebooks/solutions/*.md", "docs/*.md", "notebooks/*.ipynb")
+ENGINES_TOGETHER = re.compile(
+    r"(?=.*\bSpark\b)(?=.*\b(?:deltalake|delta-rs)\b)(?=.*\b(?:same|one) table|\bshare)",
+    re.I | re.S,
+)
+PROSE = (
+    "README.md",
+    "notebooks/README.md",
+    "notebooks/solutions/*.md",
+    "docs/*.md",
+    "notebooks/*.ipynb",
+)
 GENERATED = {"docs/answer.md"}
 
 
@@ -73,12 +87,17 @@ def states_a_verdict(sentence: str) -> bool:
     if sentence.rstrip().endswith("?") or sentence.lstrip().startswith("|"):
         return False
     ops = operations(sentence)
-    return bool(ops) and (len(ops) >= 2 or "other engine" in ops or bool(PAIR_CUE.search(sentence))) and (
-        bool(claim_classes(sentence)) or bool(VERDICT_WORDS.search(sentence)))
+    return (
+        bool(ops)
+        and (len(ops) >= 2 or "other engine" in ops or bool(PAIR_CUE.search(sentence)))
+        and (bool(claim_classes(sentence)) or bool(VERDICT_WORDS.search(sentence)))
+    )
 
 
 def _split(text: str) -> list[str]:
-    text = re.sub(r"\n\s*(?:[-*]|\d+\.) ", "\n\n", text)  # a bullet or a numbered item is a sentence of its own
+    text = re.sub(
+        r"\n\s*(?:[-*]|\d+\.) ", "\n\n", text
+    )  # a bullet or a numbered item is a sentence of its own
     out = []
     for block in re.split(r"\n\s*\n", text):
         if block.lstrip().startswith(("|", "#", "```")):
@@ -97,15 +116,22 @@ def sentences(where: str, text: str) -> list[Sentence]:
         tags.append((match.group(1), match.group(2)))
         return f" \u27e6{len(tags) - 1}\u27e7"
 
-    text = re.sub(r"`[^`\n]*`", lambda m: "`a tag`" if "<!--" in m.group(0) else m.group(0), text)  # an example
+    text = re.sub(
+        r"`[^`\n]*`", lambda m: "`a tag`" if "<!--" in m.group(0) else m.group(0), text
+    )  # an example
     found: list[Sentence] = []
     for piece in _split(TAG.sub(mark, text)):
         leading = re.match("^(?:\u27e6\\d+\u27e7\\s*)+", piece)
         if leading and found:  # tags that open a piece close the sentence before it
             last = found.pop()
-            found.append(Sentence(last.where, last.text,
-                                  last.tags + tuple(tags[int(i)] for i in re.findall("\\d+", leading.group(0)))))
-            piece = piece[leading.end():]
+            found.append(
+                Sentence(
+                    last.where,
+                    last.text,
+                    last.tags + tuple(tags[int(i)] for i in re.findall("\\d+", leading.group(0))),
+                )
+            )
+            piece = piece[leading.end() :]
         marks = [int(m) for m in re.findall("\u27e6(\\d+)\u27e7", piece)]
         body = re.sub(" ?\u27e6\\d+\u27e7", "", piece).strip()
         if body:
@@ -127,7 +153,9 @@ def prose(root: Path = config.ROOT) -> dict[str, str]:
                 continue
             if path.suffix == ".ipynb":
                 cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-                texts[name] = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+                texts[name] = "\n\n".join(
+                    "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+                )
             else:
                 texts[name] = path.read_text(encoding="utf-8")
     return texts
@@ -150,14 +178,23 @@ def cell_verdicts(item: str, grid: dict, results: answer.Results) -> tuple[str, 
     if ":" in item:
         engine, pair = item.split(":", 1)
         first, second = (p.strip() for p in pair.split("/"))
-        rows = [r for r in results.rows if fnmatch.fnmatchcase(r["engine"], engine.strip())
-                and r["first"] == first and r["second"] == second]
+        rows = [
+            r
+            for r in results.rows
+            if fnmatch.fnmatchcase(r["engine"], engine.strip())
+            and r["first"] == first
+            and r["second"] == second
+        ]
         assert rows, f"the conflict matrix has no rows {item!r}"
         return f"matrix {item}", {answer.verdict_of(rows)} | {answer.verdict_of([r]) for r in rows}
     row, _, column = item.partition("/")
-    assert (row, column) in grid, f"the answer has no cell {item!r} (row/column keys of helpers.answer)"
+    assert (row, column) in grid, (
+        f"the answer has no cell {item!r} (row/column keys of helpers.answer)"
+    )
     cell = grid[row, column]
-    return f"answer {item}", {cell.verdict} | {v for _, v in cell.conditions} | {v for _, v in cell.orders}
+    return f"answer {item}", {cell.verdict} | {v for _, v in cell.conditions} | {
+        v for _, v in cell.orders
+    }
 
 
 def problems(texts: dict[str, str], root: Path = config.ROOT) -> list[str]:
@@ -175,7 +212,9 @@ def problems(texts: dict[str, str], root: Path = config.ROOT) -> list[str]:
                     number = kind.split()[1] if " " in kind else where.split("/")[-1][:2]
                     code = _code_of(_notebook_named(number, root), root)
                     if body not in code:
-                        found.append(f"{where}: measured by {body!r}, which notebook {number}'s code does not check")
+                        found.append(
+                            f"{where}: measured by {body!r}, which notebook {number}'s code does not check"
+                        )
                     continue
                 if body.startswith("none"):
                     continue
@@ -187,8 +226,10 @@ def problems(texts: dict[str, str], root: Path = config.ROOT) -> list[str]:
                         found.append(f"{where}: {error}")
                         continue
                     if not any(agrees(v, classes) for v in verdicts if v != answer.NOT_MEASURED):
-                        found.append(f"{where}: {s.text[:160]!r} reads as {sorted(classes)}, but {bound} is "
-                                     f"{' / '.join(sorted(verdicts))}")
+                        found.append(
+                            f"{where}: {s.text[:160]!r} reads as {sorted(classes)}, but {bound} is "
+                            f"{' / '.join(sorted(verdicts))}"
+                        )
     return found
 
 
@@ -196,18 +237,38 @@ def test_every_verdict_in_the_prose_agrees_with_the_answers_data():
     assert problems(prose()) == []
 
 
-@pytest.mark.parametrize("where, sentence, message", [
-    ("notebooks/07_transaction_retries.ipynb", "With deltalake 1.6.6, two OPTIMIZEs from one snapshot are refused: "
-     "the second fails loudly.", "states a verdict with no tag"),
-    ("notebooks/solutions/13.md", "With deltalake 1.6.6, two OPTIMIZEs from one snapshot are refused: the second "
-     "fails loudly. <!-- verdict: rs-put-today/optimize -->", r"reads as \['refused'\], but answer rs-put-today/optimize"),
-    ("docs/torture.md", "Two appends from one snapshot lose rows. <!-- verdict: rs-put-today/append -->",
-     r"reads as \['loss'\], but answer rs-put-today/append is safe"),
-    ("docs/running.md", "A DELETE and an OPTIMIZE are refused either way round. <!-- verdict: deltalake-1.6.6:optimize/delete_all -->",
-     "matrix deltalake-1.6.6:optimize/delete_all is wrong result"),
-    ("notebooks/12_torture.ipynb", "Two OPTIMIZEs commit both. <!-- measured: no such check -->",
-     "which notebook 12's code does not check"),
-])
+@pytest.mark.parametrize(
+    "where, sentence, message",
+    [
+        (
+            "notebooks/07_transaction_retries.ipynb",
+            "With deltalake 1.6.6, two OPTIMIZEs from one snapshot are refused: "
+            "the second fails loudly.",
+            "states a verdict with no tag",
+        ),
+        (
+            "notebooks/solutions/13.md",
+            "With deltalake 1.6.6, two OPTIMIZEs from one snapshot are refused: the second "
+            "fails loudly. <!-- verdict: rs-put-today/optimize -->",
+            r"reads as \['refused'\], but answer rs-put-today/optimize",
+        ),
+        (
+            "docs/torture.md",
+            "Two appends from one snapshot lose rows. <!-- verdict: rs-put-today/append -->",
+            r"reads as \['loss'\], but answer rs-put-today/append is safe",
+        ),
+        (
+            "docs/running.md",
+            "A DELETE and an OPTIMIZE are refused either way round. <!-- verdict: deltalake-1.6.6:optimize/delete_all -->",
+            "matrix deltalake-1.6.6:optimize/delete_all is wrong result",
+        ),
+        (
+            "notebooks/12_torture.ipynb",
+            "Two OPTIMIZEs commit both. <!-- measured: no such check -->",
+            "which notebook 12's code does not check",
+        ),
+    ],
+)
 def test_a_sentence_that_contradicts_the_data_is_caught(where, sentence, message):
     texts = prose()
     texts[where] = texts[where] + "\n\n" + sentence + "\n"
@@ -216,6 +277,10 @@ def test_a_sentence_that_contradicts_the_data_is_caught(where, sentence, message
 
 
 def test_a_tag_after_the_full_stop_belongs_to_the_sentence_before_it():
-    found = sentences("x", "Two appends both commit. <!-- verdict: rs-put-today/append --> Next one.")
-    assert [(s.text, s.tags) for s in found] == [("Two appends both commit.", (("verdict", "rs-put-today/append"),)),
-                                                 ("Next one.", ())]
+    found = sentences(
+        "x", "Two appends both commit. <!-- verdict: rs-put-today/append --> Next one."
+    )
+    assert [(s.text, s.tags) for s in found] == [
+        ("Two appends both commit.", (("verdict", "rs-put-today/append"),)),
+        ("Next one.", ()),
+    ]

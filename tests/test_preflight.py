@@ -7,7 +7,12 @@ from helpers import preflight
 
 @pytest.mark.parametrize(
     "text, major",
-    [('openjdk version "17.0.15" 2025-04-15', 17), ('java version "1.8.0_292"', 8), ('openjdk version "21" 2023-09-19', 21), ("garbage", None)],
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_292"', 8),
+        ('openjdk version "21" 2023-09-19', 21),
+        ("garbage", None),
+    ],
 )
 def test_java_major(text, major):
     assert preflight.java_major(text) == major
@@ -17,7 +22,10 @@ def test_missing_java_and_node_are_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no java, no node
     assert "Java is not on PATH" in preflight.check_java()
     assert "Node.js is not on PATH" in preflight.check_node()
-    assert "No C compiler (cc) on PATH" in preflight.check_cc() and "apt-get install gcc" in preflight.check_cc()
+    assert (
+        "No C compiler (cc) on PATH" in preflight.check_cc()
+        and "apt-get install gcc" in preflight.check_cc()
+    )
 
 
 def test_this_machine_passes():
@@ -33,19 +41,30 @@ def test_putting_the_jdk_and_node_on_path_fixes_it(monkeypatch, tmp_path):
     for program in ("java", "javac", "node", "npm", "cc"):
         (tools / program).symlink_to(shutil.which(program))
     monkeypatch.setenv("PATH", str(tools))
-    assert (preflight.check_java(), preflight.check_javac(), preflight.check_cc(), preflight.check_node()) == (None,) * 4
+    assert (
+        preflight.check_java(),
+        preflight.check_javac(),
+        preflight.check_cc(),
+        preflight.check_node(),
+    ) == (None,) * 4
 
 
 def test_too_little_disk_is_explained_before_installing(monkeypatch, tmp_path):
     import collections
 
     usage = collections.namedtuple("usage", "total used free")
-    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 98 * 2**30, 2 * 2**30))
-    assert "2.0 GB free" in preflight.check_disk(tmp_path) and "make distclean" in preflight.check_disk(tmp_path)
+    monkeypatch.setattr(
+        preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 98 * 2**30, 2 * 2**30)
+    )
+    assert "2.0 GB free" in preflight.check_disk(
+        tmp_path
+    ) and "make distclean" in preflight.check_disk(tmp_path)
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / ".installed").touch()
     assert preflight.check_disk(tmp_path) is None, "an installed folder needs no more room"
-    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 90 * 2**30, 10 * 2**30))
+    monkeypatch.setattr(
+        preflight.shutil, "disk_usage", lambda path: usage(100 * 2**30, 90 * 2**30, 10 * 2**30)
+    )
     (tmp_path / ".venv" / ".installed").unlink()
     assert preflight.check_disk(tmp_path) is None, "freeing space fixes it"
 

@@ -21,7 +21,10 @@ import pytest
 from helpers import config, eras, landing
 
 NO_EGRESS = config.ROOT / "tests" / "no_egress"
-DAFT_ERAS = [eras.CURRENT, "deltalake-0.22.3"]  # the two Dafts the workbook installs (0.7.26, 0.7.9)
+DAFT_ERAS = [
+    eras.CURRENT,
+    "deltalake-0.22.3",
+]  # the two Dafts the workbook installs (0.7.26, 0.7.9)
 TELEMETRY_HOSTS = {"daft.gateway.scarf.sh", "osstelemetry.io"}
 
 # A Daft writer's first append (``daft_engine.first_write``, the Daft write path the writers use),
@@ -53,8 +56,12 @@ def _without_telemetry_switches() -> dict[str, str]:
 @pytest.mark.parametrize("era", DAFT_ERAS)
 def test_a_daft_writer_sends_nothing_beyond_loopback(era, tmp_path):
     env, log = _watched(tmp_path, _without_telemetry_switches())
-    done = eras.run_in_era(era, ["-c", DAFT_WRITE, str(tmp_path / "table"), str(landing.landing_file(1))],
-                           env=env, timeout=300)  # eras adds config.NO_TELEMETRY, as for every writer
+    done = eras.run_in_era(
+        era,
+        ["-c", DAFT_WRITE, str(tmp_path / "table"), str(landing.landing_file(1))],
+        env=env,
+        timeout=300,
+    )  # eras adds config.NO_TELEMETRY, as for every writer
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1])["outcome"] == "committed"
     assert _refused(log) == [], f"{era} tried to reach beyond loopback"
@@ -63,11 +70,24 @@ def test_a_daft_writer_sends_nothing_beyond_loopback(era, tmp_path):
 def test_without_the_switches_the_hook_catches_daft_telemetry(tmp_path):
     """The control: the same write, started without the workbook's switches (not through eras)."""
     env, log = _watched(tmp_path, _without_telemetry_switches())
-    done = subprocess.run([str(eras.python_for(eras.CURRENT)), "-c", DAFT_WRITE, str(tmp_path / "table"),
-                           str(landing.landing_file(1))], cwd=config.ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            str(eras.python_for(eras.CURRENT)),
+            "-c",
+            DAFT_WRITE,
+            str(tmp_path / "table"),
+            str(landing.landing_file(1)),
+        ],
+        cwd=config.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1])["outcome"] == "committed"  # refused telemetry breaks nothing
+    assert (
+        json.loads(done.stdout.splitlines()[-1])["outcome"] == "committed"
+    )  # refused telemetry breaks nothing
     assert {r["host"] for r in _refused(log)} == TELEMETRY_HOSTS
 
 
@@ -78,11 +98,31 @@ def test_notebook_00_imports_everything_and_sends_nothing_beyond_loopback(stores
     trips (`stores` empty): the hook watches Python, and the requests those make go to the emulators
     (a Spark JVM's own connections are not Python's to see); its own run in `make test` makes them."""
     env, log = _watched(tmp_path, _without_telemetry_switches())
-    done = subprocess.run([sys.executable, "-m", "papermill", "--no-progress-bar", "--cwd", str(config.NOTEBOOKS_DIR),
-                           "-y", "stores: []", "-p", "table_prefix", "00_environment_check-privacy",
-                           "-p", "check_writer_eras", "False",
-                           str(config.NOTEBOOKS_DIR / "00_environment_check.ipynb"), str(tmp_path / "00.ipynb")],
-                          cwd=config.ROOT, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            "--no-progress-bar",
+            "--cwd",
+            str(config.NOTEBOOKS_DIR),
+            "-y",
+            "stores: []",
+            "-p",
+            "table_prefix",
+            "00_environment_check-privacy",
+            "-p",
+            "check_writer_eras",
+            "False",
+            str(config.NOTEBOOKS_DIR / "00_environment_check.ipynb"),
+            str(tmp_path / "00.ipynb"),
+        ],
+        cwd=config.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert _refused(log) == [], "notebook 00 tried to reach beyond loopback"
 
@@ -90,13 +130,26 @@ def test_notebook_00_imports_everything_and_sends_nothing_beyond_loopback(stores
 def test_every_way_in_sets_the_same_switches():
     """make, the kernel spec, the Docker image: the same variables as config.NO_TELEMETRY."""
     makefile = (config.ROOT / "Makefile").read_text()
-    assert dict(re.findall(r"^export (\w+) := (\S+)$", makefile, re.M)).items() >= config.NO_TELEMETRY.items()
+    assert (
+        dict(re.findall(r"^export (\w+) := (\S+)$", makefile, re.M)).items()
+        >= config.NO_TELEMETRY.items()
+    )
     dockerfile = (config.ROOT / "Dockerfile").read_text()
     (env_line,) = re.findall(r"^ENV (.*DO_NOT_TRACK.*)$", dockerfile, re.M)
     assert dict(pair.split("=") for pair in env_line.split()) == config.NO_TELEMETRY
     from helpers import workbook
 
-    spec = json.loads((config.ROOT / ".venv/share/jupyter/kernels" / workbook.KERNEL_NAME / "kernel.json").read_text())
+    spec = json.loads(
+        (
+            config.ROOT / ".venv/share/jupyter/kernels" / workbook.KERNEL_NAME / "kernel.json"
+        ).read_text()
+    )
     assert spec["env"] == config.NO_TELEMETRY
-    assert eras.run_in_era(eras.CURRENT, ["-c", "import os; print(os.environ.get('DAFT_ANALYTICS_ENABLED'))"],
-                           env={"PATH": os.environ["PATH"]}).stdout.strip() == "0"
+    assert (
+        eras.run_in_era(
+            eras.CURRENT,
+            ["-c", "import os; print(os.environ.get('DAFT_ANALYTICS_ENABLED'))"],
+            env={"PATH": os.environ["PATH"]},
+        ).stdout.strip()
+        == "0"
+    )

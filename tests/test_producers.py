@@ -13,7 +13,18 @@ import pytest
 from deltalake import DeltaTable
 
 from helpers import config
-from helpers.producers import answer, cleanup, committer, layout, producer, profile, queue, results, run, spark_stream
+from helpers.producers import (
+    answer,
+    cleanup,
+    committer,
+    layout,
+    producer,
+    profile,
+    queue,
+    results,
+    run,
+    spark_stream,
+)
 from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
 from helpers.producers.check import exactly_once
 
@@ -47,7 +58,9 @@ def test_commit_batch_commits_a_batch_once_however_often_it_is_asked(local_table
     files = _staged(local_table, 1, (1, 2))
     table = DeltaTable(local_table)
     assert committer.commit_batch(table, "c", 1, files) == "committed"
-    assert committer.commit_batch(DeltaTable(local_table), "c", 1, files) == "landed already"  # a restart, a retry
+    assert (
+        committer.commit_batch(DeltaTable(local_table), "c", 1, files) == "landed already"
+    )  # a restart, a retry
     verdict = exactly_once(local_table, {}, layout.expected_ids({1: 2}, 10))
     assert verdict.exactly_once, verdict
     assert DeltaTable(local_table).version() == 1
@@ -75,15 +88,25 @@ def test_clean_up_deletes_landed_markers_and_orphans_never_a_file_the_table_hold
     files = _staged(local_table, 1, (1, 2))
     committer.commit_batch(DeltaTable(local_table), "c", 1, files[:1])  # file 2 waits in the queue
     fs = layout.filesystem(local_table, {})
-    pq.write_table(layout.file_rows(1, 3, 10), layout.data_path(1, 3, "deadbeef"), filesystem=fs)  # a killed producer's
-    assert cleanup.clean_up(local_table, {}, orphans_older_than_s=0.0) == {"markers": 1, "orphaned data files": 1, "waiting": 1}
+    pq.write_table(
+        layout.file_rows(1, 3, 10), layout.data_path(1, 3, "deadbeef"), filesystem=fs
+    )  # a killed producer's
+    assert cleanup.clean_up(local_table, {}, orphans_older_than_s=0.0) == {
+        "markers": 1,
+        "orphaned data files": 1,
+        "waiting": 1,
+    }
     assert layout.listed(fs, layout.PRODUCED_DIR) == sorted(path for path, _, _ in files)
     assert [s.data_path for s in layout.ready(fs)] == [files[1][0]]
 
 
 def _committer(uri: str, tmp_path, max_files: int) -> committer.Committer:
-    (tmp_path / "stop").touch()  # stopping from the start: the loop ends once a listing finds nothing waiting
-    return committer.Committer({"committer": "c1", "table_uri": uri, "storage_options": {}, "max_files": max_files})
+    (
+        tmp_path / "stop"
+    ).touch()  # stopping from the start: the loop ends once a listing finds nothing waiting
+    return committer.Committer(
+        {"committer": "c1", "table_uri": uri, "storage_options": {}, "max_files": max_files}
+    )
 
 
 def _drain(found: committer.Committer, tmp_path) -> list[dict]:
@@ -102,12 +125,17 @@ def test_the_committers_listing_never_reads_a_marker_it_took(local_table, tmp_pa
     verdict = exactly_once(local_table, {}, layout.expected_ids({1: 25, 2: 7}, 10))
     assert verdict.exactly_once and verdict.staged_left == [], verdict
     assert [c["files"] for c in first_commits] == [10, 10, 5]
-    assert (first.queue.listed, first.queue.listings) == (25, 4)  # each marker read once; the last listing found none
+    assert (first.queue.listed, first.queue.listings) == (
+        25,
+        4,
+    )  # each marker read once; the last listing found none
     assert [c["files"] for c in restarted_commits] == [7]
     assert restarted.queue.listed == 7  # none of the 25 the table holds
 
 
-def test_a_committer_killed_before_deleting_its_markers_takes_them_off_without_committing_again(local_table, tmp_path):
+def test_a_committer_killed_before_deleting_its_markers_takes_them_off_without_committing_again(
+    local_table, tmp_path
+):
     _staged(local_table, 1, range(1, 5))
     killed = _committer(local_table, tmp_path, max_files=10)
     killed.one_batch(killed.queue.waiting(10))  # committed, and killed before the markers went
@@ -134,21 +162,27 @@ def test_a_listing_that_skips_a_marker_fails_the_exactly_once_check(local_table,
     found.queue = _AfterTheLastTaken(local_table)
     _staged(local_table, 2, (1, 2))
     _drain(found, tmp_path)
-    _staged(local_table, 1, (1,))  # handed over later, named before producer 2's: the cursor skips it
+    _staged(
+        local_table, 1, (1,)
+    )  # handed over later, named before producer 2's: the cursor skips it
     _drain(found, tmp_path)
     verdict = exactly_once(local_table, {}, layout.expected_ids({1: 1, 2: 2}, 10))
     assert (verdict.missing_ids, verdict.exactly_once) == (10, False)
 
 
 @pytest.mark.parametrize("backend", ["s3", "azure"])
-def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_handed_over_behind_the_cursor_is_found(stores, backend):
+def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_handed_over_behind_the_cursor_is_found(
+    stores, backend
+):
     table = run.Table.fresh(backend, f"test-producers/queue-{uuid.uuid4().hex[:8]}")
     try:
         profile.stage(table, 2, range(1, 26), data=False)
         found = queue.open_queue(table.uri, table.options)
         seen: list[str] = []
         first = found.waiting(10)
-        profile.stage(table, 1, (1,), data=False)  # handed over mid-pass, named before every marker listed
+        profile.stage(
+            table, 1, (1,), data=False
+        )  # handed over mid-pass, named before every marker listed
         batch = first
         while batch or not found.from_start:
             seen += [s.marker_path for s in batch]
@@ -162,25 +196,39 @@ def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_hande
 
 
 def _function(source: str, name: str) -> ast.FunctionDef:
-    return next(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef) and node.name == name)
+    return next(
+        node
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    )
 
 
 def _body(function: ast.FunctionDef) -> list[str]:
     """The statements of a function, without its docstring and imports."""
-    return [ast.dump(s) for s in function.body
-            if not isinstance(s, (ast.Import, ast.ImportFrom)) and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return [
+        ast.dump(s)
+        for s in function.body
+        if not isinstance(s, (ast.Import, ast.ImportFrom))
+        and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
 
 
 def copy_cell_matches(cell: str) -> bool:
     """Does the notebook's ``commit_batch`` make the committer's calls, statement for statement?"""
     import inspect
 
-    return _body(_function(cell, "commit_batch")) == _body(_function(inspect.getsource(committer), "commit_batch"))
+    return _body(_function(cell, "commit_batch")) == _body(
+        _function(inspect.getsource(committer), "commit_batch")
+    )
 
 
 def _copy_cell() -> str:
     cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "def commit_batch(" in "".join(c["source"]))
+    return next(
+        "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code" and "def commit_batch(" in "".join(c["source"])
+    )
 
 
 def test_the_notebooks_call_to_copy_is_the_committers():
@@ -188,7 +236,9 @@ def test_the_notebooks_call_to_copy_is_the_committers():
 
 
 def test_a_copy_cell_without_the_check_is_found():
-    crafted = _copy_cell().replace("if ask_first and (table.transaction_version(app_id) or 0) >= batch:", "if False:")
+    crafted = _copy_cell().replace(
+        "if ask_first and (table.transaction_version(app_id) or 0) >= batch:", "if False:"
+    )
     assert not copy_cell_matches(crafted)
 
 
@@ -199,7 +249,9 @@ def test_the_answer_section_is_rendered_from_the_committed_run():
     top = found.runs[found.runs.producers == found.runs.producers.max()]
     assert text.count("\n| ") == 2 + len(top)  # the header, its rule, one row per store
     for store, row in top.set_index("backend").iterrows():  # s3, or s3@moto and s3@versitygw
-        assert f"| {answer.STORES[store]} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} |" in text
+        assert (
+            f"| {answer.STORES[store]} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} |" in text
+        )
     assert found.meta["date"][:10] in text
 
 
@@ -208,7 +260,11 @@ def test_the_answer_section_is_rendered_from_the_committed_run():
 
 def _spark_copy_cell() -> str:
     cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "def append_batch(" in "".join(c["source"]))
+    return next(
+        "".join(c["source"])
+        for c in cells
+        if c["cell_type"] == "code" and "def append_batch(" in "".join(c["source"])
+    )
 
 
 def spark_copy_cell_matches(cell: str) -> bool:
@@ -216,7 +272,10 @@ def spark_copy_cell_matches(cell: str) -> bool:
     import inspect
 
     source = inspect.getsource(spark_stream)
-    return all(_body(_function(cell, name)) == _body(_function(source, name)) for name in ("append_batch", "start_stream"))
+    return all(
+        _body(_function(cell, name)) == _body(_function(source, name))
+        for name in ("append_batch", "start_stream")
+    )
 
 
 def test_the_notebooks_spark_call_to_copy_is_the_drivers():
@@ -224,7 +283,9 @@ def test_the_notebooks_spark_call_to_copy_is_the_drivers():
 
 
 def test_a_spark_copy_cell_without_the_txn_options_is_found():
-    crafted = _spark_copy_cell().replace('.option("txnAppId", app_id).option("txnVersion", batch_id)', "")
+    crafted = _spark_copy_cell().replace(
+        '.option("txnAppId", app_id).option("txnVersion", batch_id)', ""
+    )
     assert not spark_copy_cell_matches(crafted)
 
 
@@ -238,9 +299,13 @@ def test_the_checkpoint_says_which_batches_were_planned_and_which_done(tmp_path)
 
 
 def test_a_batch_two_drivers_ran_is_a_replay():
-    events = [{"process": "driver-1", "event": "session"}, {"process": "driver-1", "event": "batch", "batch": 0},
-              {"process": "driver-1", "event": "batch", "batch": 1}, {"process": "driver-2", "event": "batch", "batch": 1},
-              {"process": "driver-2", "event": "batch", "batch": 2}]
+    events = [
+        {"process": "driver-1", "event": "session"},
+        {"process": "driver-1", "event": "batch", "batch": 0},
+        {"process": "driver-1", "event": "batch", "batch": 1},
+        {"process": "driver-2", "event": "batch", "batch": 1},
+        {"process": "driver-2", "event": "batch", "batch": 2},
+    ]
     assert spark_stream.replayed(events) == [1]
     assert spark_stream.replayed(events[:3] + events[4:]) == []
 
@@ -248,8 +313,10 @@ def test_a_batch_two_drivers_ran_is_a_replay():
 def test_the_log_shows_each_commits_txn_and_batch(local_table):
     committer.commit_batch(DeltaTable(local_table), "c", 1, _staged(local_table, 1, (1, 2)))
     found = spark_stream.log_commits(local_table)
-    assert found == [{"version": 0, "batch": None, "txn": [], "files": 0, "rows": 0},
-                     {"version": 1, "batch": 1, "txn": ["c:1"], "files": 2, "rows": 20}]
+    assert found == [
+        {"version": 0, "batch": None, "txn": [], "files": 0, "rows": 0},
+        {"version": 1, "batch": 1, "txn": ["c:1"], "files": 2, "rows": 20},
+    ]
 
 
 def test_the_inputs_hold_the_producers_ids(tmp_path):

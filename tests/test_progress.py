@@ -7,13 +7,21 @@ from helpers import progress
 
 def test_outside_a_notebook_each_new_status_is_one_line_and_the_end_is_stated(capsys):
     shown = progress.RunProgress("4 Spark drivers", 4)
-    for status in ("0 at the barrier, 0 gone", "0 at the barrier, 0 gone", "4 at the barrier, 0 gone", "released"):
+    for status in (
+        "0 at the barrier, 0 gone",
+        "0 at the barrier, 0 gone",
+        "4 at the barrier, 0 gone",
+        "released",
+    ):
         shown.status(status)
     shown.done(4)
     shown.finish("4/4 done, 4 committed, 0 failed")
     out, err = capsys.readouterr()
-    assert err.splitlines() == ["4 Spark drivers: 0 at the barrier, 0 gone", "4 Spark drivers: 4 at the barrier, 0 gone",
-                                "4 Spark drivers: released"]
+    assert err.splitlines() == [
+        "4 Spark drivers: 0 at the barrier, 0 gone",
+        "4 Spark drivers: 4 at the barrier, 0 gone",
+        "4 Spark drivers: released",
+    ]
     assert out == "4 Spark drivers: 4/4 done, 4 committed, 0 failed\n"
 
 
@@ -25,8 +33,10 @@ def test_a_log_gets_the_first_statuses_then_one_per_interval(capsys, monkeypatch
         shown.status(f"{done}/100 acknowledged")
     lines = capsys.readouterr().err.splitlines()
     first = [f"torture: {done}/100 acknowledged" for done in range(1, progress.LOG_FIRST + 1)]
-    assert lines[:progress.LOG_FIRST] == first
-    assert len(lines) == progress.LOG_FIRST + (100 - progress.LOG_FIRST) * 2 // int(progress.LOG_EVERY_S)
+    assert lines[: progress.LOG_FIRST] == first
+    assert len(lines) == progress.LOG_FIRST + (100 - progress.LOG_FIRST) * 2 // int(
+        progress.LOG_EVERY_S
+    )
 
 
 def test_a_disabled_progress_says_nothing(capsys):

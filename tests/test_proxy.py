@@ -38,7 +38,9 @@ def refusing_proxy():
                 try:
                     first = conn.recv(65536).split(b"\r\n", 1)[0]
                     seen.append(first.decode("latin-1"))
-                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    conn.sendall(
+                        b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
                 except OSError:
                     pass
 
@@ -48,19 +50,31 @@ def refusing_proxy():
 
 
 def _env(proxy: str, tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "no_proxy", "uv_offline")}
-    env.update(HTTPS_PROXY=proxy, NO_PROXY="127.0.0.1,localhost", npm_config_offline="false", npm_config_cache=str(tmp_path / "npm"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("https_proxy", "http_proxy", "no_proxy", "uv_offline")
+    }
+    env.update(
+        HTTPS_PROXY=proxy,
+        NO_PROXY="127.0.0.1,localhost",
+        npm_config_offline="false",
+        npm_config_cache=str(tmp_path / "npm"),
+    )
     return env
 
 
 def test_java_gets_the_proxy_and_loopback_stays_direct():
     env = {"HTTPS_PROXY": "http://proxy.corp.example:3128", "NO_PROXY": "127.0.0.1,.corp.example"}
     assert sessions.proxy_java_options(env) == [
-        "-Dhttps.proxyHost=proxy.corp.example", "-Dhttps.proxyPort=3128",
+        "-Dhttps.proxyHost=proxy.corp.example",
+        "-Dhttps.proxyPort=3128",
         "-Dhttp.nonProxyHosts=localhost|127.*|[::1]|127.0.0.1|*.corp.example",
     ]
     assert sessions.proxy_java_options({}) == []
-    with pytest.raises(sessions.SessionError, match="HTTPS_PROXY='proxy:port'.*http://proxy.example.com:3128"):
+    with pytest.raises(
+        sessions.SessionError, match="HTTPS_PROXY='proxy:port'.*http://proxy.example.com:3128"
+    ):
         sessions.proxy_java_options({"HTTPS_PROXY": "proxy:port"})
 
 
@@ -68,9 +82,19 @@ def test_spark_fetches_its_jars_through_the_proxy(refusing_proxy, tmp_path):
     proxy, seen = refusing_proxy
     env = _env(proxy, tmp_path)
     # an empty Ivy cache, so Spark must download; no class-data archive to build
-    env.update(WORKBOOK_CACHE_DIR=str(tmp_path / "cache"), WORKBOOK_STATE_DIR=str(tmp_path / "state"), WORKBOOK_SPARK_CDS="0")
-    done = subprocess.run([sys.executable, "-m", "helpers.sessions", "fetch-jars"], env=env, cwd=config.ROOT,
-                          capture_output=True, text=True, timeout=600)
+    env.update(
+        WORKBOOK_CACHE_DIR=str(tmp_path / "cache"),
+        WORKBOOK_STATE_DIR=str(tmp_path / "state"),
+        WORKBOOK_SPARK_CDS="0",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.sessions", "fetch-jars"],
+        env=env,
+        cwd=config.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "could not download its jars" in done.stderr and "HTTPS_PROXY" in done.stderr
     assert any(CONNECT.match(line) for line in seen), seen
@@ -81,15 +105,26 @@ def test_uv_installs_through_the_proxy(refusing_proxy, tmp_path):
     env = _env(proxy, tmp_path)
     env.update(UV_CACHE_DIR=str(tmp_path / "uv"), UV_HTTP_RETRIES="0")
     uv = config.CACHE_DIR / "bootstrap" / "bin" / "uv"
-    done = subprocess.run([str(uv), "pip", "install", "--dry-run", "--reinstall", "--python", sys.executable, "six"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(uv), "pip", "install", "--dry-run", "--reinstall", "--python", sys.executable, "six"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert any(CONNECT.match(line) for line in seen), (seen, done.stderr[-2000:])
 
 
 def test_npm_installs_through_the_proxy(refusing_proxy, tmp_path):
     proxy, seen = refusing_proxy
-    done = subprocess.run(["npm", "view", "azurite", "version", "--prefer-online", "--fetch-retries=0"],
-                          env=_env(proxy, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["npm", "view", "azurite", "version", "--prefer-online", "--fetch-retries=0"],
+        env=_env(proxy, tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0
     assert any(CONNECT.match(line) for line in seen), (seen, done.stderr[-2000:])

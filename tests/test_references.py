@@ -35,6 +35,7 @@ NOTEBOOKS = ROOT / "notebooks"
 # What is read
 # ---------------------------------------------------------------------------------------------
 
+
 def _cells(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
@@ -42,16 +43,30 @@ def _cells(path: Path) -> list[dict]:
 def documents() -> list[tuple[str, Path, list[str], str | None]]:
     """``(name, path, paragraphs, own notebook number)`` for every text a reader reads."""
     found = []
-    markdown = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), NOTEBOOKS / "README.md",
-                *sorted((NOTEBOOKS / "solutions").glob("*.md")), ROOT / "student" / "README.md"]
+    markdown = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        NOTEBOOKS / "README.md",
+        *sorted((NOTEBOOKS / "solutions").glob("*.md")),
+        ROOT / "student" / "README.md",
+    ]
     for path in markdown:
         own = path.stem if path.parent.name == "solutions" else None
-        found.append((str(path.relative_to(ROOT)), path, _paragraphs(path.read_text(encoding="utf-8")), own))
+        found.append(
+            (str(path.relative_to(ROOT)), path, _paragraphs(path.read_text(encoding="utf-8")), own)
+        )
     for folder in (NOTEBOOKS, ROOT / "student"):
         for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
             for number, cell in enumerate(_cells(path)):
                 if cell["cell_type"] == "markdown":
-                    found.append((f"{path.relative_to(ROOT)} cell {number}", path, _paragraphs("".join(cell["source"])), path.name[:2]))
+                    found.append(
+                        (
+                            f"{path.relative_to(ROOT)} cell {number}",
+                            path,
+                            _paragraphs("".join(cell["source"])),
+                            path.name[:2],
+                        )
+                    )
     return found
 
 
@@ -68,6 +83,7 @@ def _paragraphs(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Headings and anchors
 # ---------------------------------------------------------------------------------------------
+
 
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation but hyphens and underscores dropped,
@@ -110,13 +126,16 @@ def notebook_path(number: str, near: Path) -> Path | None:
 # ---------------------------------------------------------------------------------------------
 
 LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-MENTION = re.compile(r"\b(?:[Nn]otebooks?\s+(\d\d)\b|(\d\d)(?:'s)?\s+(?=§|[Aa]ppendi|cells?\s+\d)|(\d\d)_\w+\.ipynb)")
+MENTION = re.compile(
+    r"\b(?:[Nn]otebooks?\s+(\d\d)\b|(\d\d)(?:'s)?\s+(?=§|[Aa]ppendi|cells?\s+\d)|(\d\d)_\w+\.ipynb)"
+)
 REFERENCE = re.compile(
     r"§\s?(?P<sec>\d+)"
     r"|\b[Ss]ections?\s+(?P<secs>\d+(?:(?:,\s+|\s+and\s+|\s+or\s+|\s+to\s+)\d+)*)\b"
     r"|\b[Aa]ppendix\s+(?P<app>[A-Z])\b"
     r"|\b[Aa]ppendices\s+(?P<apps>[A-Z](?:(?:,\s+|\s+and\s+)[A-Z])*)\b"
-    r"|\bcells?\s+(?P<cells>\d+(?:(?:,\s+|\s+and\s+)\d+)*)\b")
+    r"|\bcells?\s+(?P<cells>\d+(?:(?:,\s+|\s+and\s+)\d+)*)\b"
+)
 
 
 def broken_links(name: str, path: Path, paragraph: str) -> list[str]:
@@ -151,18 +170,31 @@ def unresolved_references(name: str, path: Path, paragraph: str, own: str | None
             continue
         if match.group("cells"):
             count = len(_cells(notebook))
-            problems += [f"{name}: {quoted!r}: notebook {number} has {count} cells"
-                         for n in re.findall(r"\d+", match.group("cells")) if int(n) >= count]
+            problems += [
+                f"{name}: {quoted!r}: notebook {number} has {count} cells"
+                for n in re.findall(r"\d+", match.group("cells"))
+                if int(n) >= count
+            ]
             continue
-        wanted = ([match.group("sec")] if match.group("sec") else
-                  re.findall(r"\d+", match.group("secs")) if match.group("secs") else
-                  [f"appendix {x}" for x in re.findall(r"[A-Z]", match.group("app") or match.group("apps"))])
+        wanted = (
+            [match.group("sec")]
+            if match.group("sec")
+            else re.findall(r"\d+", match.group("secs"))
+            if match.group("secs")
+            else [
+                f"appendix {x}"
+                for x in re.findall(r"[A-Z]", match.group("app") or match.group("apps"))
+            ]
+        )
         if match.group("secs") and re.search(r"\sto\s", match.group("secs")):
             low, high = map(int, re.findall(r"\d+", match.group("secs"))[:2])
             wanted = [str(n) for n in range(low, high + 1)]
         have = sections(notebook)
-        problems += [f"{name}: {quoted!r}: notebook {notebook.name} has no {'section ' + w if w.isdigit() else w}"
-                     for w in wanted if w not in have]
+        problems += [
+            f"{name}: {quoted!r}: notebook {notebook.name} has no {'section ' + w if w.isdigit() else w}"
+            for w in wanted
+            if w not in have
+        ]
     return problems
 
 
@@ -183,8 +215,12 @@ def next_links(folder: Path = NOTEBOOKS) -> dict[str, str | None]:
     """Each notebook's last "Next:" link target (None if it has none)."""
     found = {}
     for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
-        targets = [LINK.search(m.group(0)) for c in _cells(path) if c["cell_type"] == "markdown"
-                   for m in re.finditer(r"^Next:.*(?:\n(?!\n).*)*", "".join(c["source"]), re.M)]
+        targets = [
+            LINK.search(m.group(0))
+            for c in _cells(path)
+            if c["cell_type"] == "markdown"
+            for m in re.finditer(r"^Next:.*(?:\n(?!\n).*)*", "".join(c["source"]), re.M)
+        ]
         targets = [t.group(1) for t in targets if t]
         found[path.name] = targets[-1] if targets else None
     return found
@@ -194,7 +230,11 @@ def wrong_next(links: dict[str, str | None]) -> list[str]:
     names = sorted(links)
     expected = {name: following for name, following in zip(names, names[1:])}
     expected[names[-1]] = "../docs/answer.md"
-    return [f"{name}: Next leads to {links[name]}, not {expected[name]}" for name in names if links[name] != expected[name]]
+    return [
+        f"{name}: Next leads to {links[name]}, not {expected[name]}"
+        for name in names
+        if links[name] != expected[name]
+    ]
 
 
 def test_every_next_leads_to_the_next_notebook():
@@ -205,37 +245,47 @@ def test_every_next_leads_to_the_next_notebook():
 # The checks find what they are meant to find
 # ---------------------------------------------------------------------------------------------
 
+
 def _doc(text: str, own: str | None = None, path: Path = ROOT / "docs" / "crafted.md"):
     return [("crafted", path, _paragraphs(text), own)]
 
 
-@pytest.mark.parametrize("text, found", [
-    ("See [the torture page](torture.md#no-such-heading).", "no heading with that anchor"),
-    ("See [a page](no-such-page.md).", "no such file"),
-    ("Notebook 06 shows it in section 7.", "notebook 06_dynamodb_lock.ipynb has no section 7"),
-    ("[13 §9](../notebooks/13_conflict_matrix.ipynb)", "has no section 9"),
-    ("notebook 12's appendices B and D", "has no appendix D"),
-    ("Section 2 says so.", "names no notebook"),
-    ("notebook 13 cell 999", "notebook 13 has"),
-])
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("See [the torture page](torture.md#no-such-heading).", "no heading with that anchor"),
+        ("See [a page](no-such-page.md).", "no such file"),
+        ("Notebook 06 shows it in section 7.", "notebook 06_dynamodb_lock.ipynb has no section 7"),
+        ("[13 §9](../notebooks/13_conflict_matrix.ipynb)", "has no section 9"),
+        ("notebook 12's appendices B and D", "has no appendix D"),
+        ("Section 2 says so.", "names no notebook"),
+        ("notebook 13 cell 999", "notebook 13 has"),
+    ],
+)
 def test_a_broken_reference_is_found(text, found):
     problems = problems_in(_doc(text))
     assert len(problems) == 1 and found in problems[0], problems
 
 
 def test_references_that_resolve_pass():
-    text = ("Notebook 12, section 7, and its appendices A, B and C; [09 §5](../notebooks/09_spark_multi_cluster_s3.ipynb); "
-            "notebook 13 cell 25; [the probe](store-probe.md#the-s3-lessons-on-versitygw); `section 99` quoted as code."
-            "\n\nIn notebook 10, sections 1 to 3, and notebook 06's appendices A and B.")
+    text = (
+        "Notebook 12, section 7, and its appendices A, B and C; [09 §5](../notebooks/09_spark_multi_cluster_s3.ipynb); "
+        "notebook 13 cell 25; [the probe](store-probe.md#the-s3-lessons-on-versitygw); `section 99` quoted as code."
+        "\n\nIn notebook 10, sections 1 to 3, and notebook 06's appendices A and B."
+    )
     assert problems_in(_doc(text)) == []
 
 
 def test_a_solution_refers_to_its_own_notebook():
     assert problems_in(_doc("As section 5 showed, and Appendix B.", own="06")) == []
-    assert problems_in(_doc("As section 6 showed.", own="06")) == ["crafted: 'section 6': notebook 06_dynamodb_lock.ipynb has no section 6"]
+    assert problems_in(_doc("As section 6 showed.", own="06")) == [
+        "crafted: 'section 6': notebook 06_dynamodb_lock.ipynb has no section 6"
+    ]
 
 
 def test_a_next_that_goes_back_is_found():
     links = next_links()
     links["11_commit_throughput.ipynb"] = "../README.md"
-    assert wrong_next(links) == ["11_commit_throughput.ipynb: Next leads to ../README.md, not 12_torture.ipynb"]
+    assert wrong_next(links) == [
+        "11_commit_throughput.ipynb: Next leads to ../README.md, not 12_torture.ipynb"
+    ]

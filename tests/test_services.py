@@ -56,7 +56,11 @@ def test_a_service_that_dies_while_starting_shows_its_log(private_services, free
         host=lambda: config.LOCALHOST,
         port=free_port,
         identify=lambda host, port: None,
-        command=lambda port: [sys.executable, "-c", "print('cannot open the pod bay doors'); raise SystemExit(3)"],
+        command=lambda port: [
+            sys.executable,
+            "-c",
+            "print('cannot open the pod bay doors'); raise SystemExit(3)",
+        ],
         port_variable="WORKBOOK_DOOMED_PORT",
     )
     with pytest.raises(services.ServiceError, match="exited with code 3") as error:
@@ -87,11 +91,17 @@ def test_running_leaves_alone_what_another_command_started_meanwhile(private_ser
         with monkeypatch.context() as other:
             other.setenv(services.OWNER_VARIABLE, "another-command")
             assert services.up(["moto"], quiet=True) == ["moto"]
-        inside = services.up(["moto"], quiet=True)  # as a notebook in this block would: already answering
+        inside = services.up(
+            ["moto"], quiet=True
+        )  # as a notebook in this block would: already answering
         assert inside == []
     states = {s.name: s.answering for s in services.status()}
-    assert states == {"moto": True, "azurite": False}, "the block stopped its own Azurite and left the other's moto"
-    assert os.environ.get(services.OWNER_VARIABLE) == outer, "the block gives back the owner it found"
+    assert states == {"moto": True, "azurite": False}, (
+        "the block stopped its own Azurite and left the other's moto"
+    )
+    assert os.environ.get(services.OWNER_VARIABLE) == outer, (
+        "the block gives back the owner it found"
+    )
 
 
 def test_a_block_that_started_nothing_stops_nothing(private_services, monkeypatch):
@@ -107,7 +117,9 @@ def test_a_block_that_started_nothing_stops_nothing(private_services, monkeypatc
 
 def test_running_stops_what_a_process_inside_it_started(private_services):
     with services.running(["azurite"]):
-        assert services.up(["moto"], quiet=True) == ["moto"]  # a notebook's kernel inherits the block's owner
+        assert services.up(["moto"], quiet=True) == [
+            "moto"
+        ]  # a notebook's kernel inherits the block's owner
     assert {s.name: s.answering for s in services.status()} == {"moto": False, "azurite": False}
 
 

@@ -77,18 +77,30 @@ def child(state: str, uri: str, s3a_endpoint: str = "") -> int:
     from helpers import config, sessions, storage
 
     extra = {"spark.hadoop.fs.s3a.endpoint": s3a_endpoint} if s3a_endpoint else None
-    spark = sessions.spark_session("s3", "dynamodb", app_name=f"log-store-{state}", extra_conf=extra)
+    spark = sessions.spark_session(
+        "s3", "dynamodb", app_name=f"log-store-{state}", extra_conf=extra
+    )
     spark.range(0, 3).write.format("delta").save(uri)
     spark.range(3, 6).write.format("delta").mode("append").save(uri)
     if state == "a":
-        storage.dynamodb_client().put_item(TableName=config.names().dynamodb_lock_table, Item={
-            "tablePath": {"S": uri}, "fileName": {"S": "00000000000000000002.json"},
-            "tempPath": {"S": MISSING_STAGED}, "complete": {"S": "false"}})
+        storage.dynamodb_client().put_item(
+            TableName=config.names().dynamodb_lock_table,
+            Item={
+                "tablePath": {"S": uri},
+                "fileName": {"S": "00000000000000000002.json"},
+                "tempPath": {"S": MISSING_STAGED},
+                "complete": {"S": "false"},
+            },
+        )
     # (a): the read and the listing first, so that a hung append (which ends the child) does not hide them;
     # (b): the append first, then whether the read and the listing see its commit
-    _calls(spark, uri, ("read", "listing", "append") if state == "a" else ("append", "read", "listing"))
+    _calls(
+        spark, uri, ("read", "listing", "append") if state == "a" else ("append", "read", "listing")
+    )
     if state == "b":
-        window = uri + WINDOW  # a new table, so a new log store, made with the session's settings of now
+        window = (
+            uri + WINDOW
+        )  # a new table, so a new log store, made with the session's settings of now
         spark.conf.set("spark.workbook.storage.ddb.publishTimeoutSeconds", "1")
         spark.range(0, 3).write.format("delta").save(window)
         spark.range(3, 6).write.format("delta").mode("append").save(window)
@@ -102,12 +114,16 @@ def _calls(spark, uri: str, order: tuple[str, ...], prefix: str = "") -> None:
     calls = {
         "append": lambda: spark.range(6, 9).write.format("delta").mode("append").save(uri),
         "read": lambda: spark.read.format("delta").load(uri).count(),
-        "listing": lambda: sorted(r.version for r in spark.sql(f"DESCRIBE HISTORY delta.`{uri}`").collect()),
+        "listing": lambda: sorted(
+            r.version for r in spark.sql(f"DESCRIBE HISTORY delta.`{uri}`").collect()
+        ),
     }
     for op in order:
         result = _bounded(prefix + op, calls[op])
         print(RESULT_MARK + json.dumps(result), flush=True)
-        if result["outcome"] == "hung":  # the JVM is stuck in that call: nothing after it would answer
+        if (
+            result["outcome"] == "hung"
+        ):  # the JVM is stuck in that call: nothing after it would answer
             os._exit(3)
 
 
@@ -128,20 +144,36 @@ def emulators():
 def _run_child(state: str, uri: str, s3a_endpoint: str = "") -> dict[str, dict]:
     env = {**os.environ, "WORKBOOK_SPARK_LOG_LEVEL": "WARN"}
     try:
-        done = subprocess.run([sys.executable, __file__, state, uri, s3a_endpoint], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=CHILD_BOUND_S)
+        done = subprocess.run(
+            [sys.executable, __file__, state, uri, s3a_endpoint],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_BOUND_S,
+        )
     except subprocess.TimeoutExpired as expired:
-        pytest.fail(f"the Spark driver for state ({state}) ran past {CHILD_BOUND_S:.0f} s; output: {str(expired.stdout)[-2000:]}")
+        pytest.fail(
+            f"the Spark driver for state ({state}) ran past {CHILD_BOUND_S:.0f} s; output: {str(expired.stdout)[-2000:]}"
+        )
     results = {}
     for line in done.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK):])
+            result = json.loads(line[len(RESULT_MARK) :])
             results[result["op"]] = result
-            error = " ".join(text.strip() for text in result.get("error", "").splitlines() if not text.startswith("\tat "))
-            print(f"state ({state}) {result['op']}: {result['outcome']} in {result['seconds']} s: "
-                  f"{result['value'] if 'value' in result else error!s:.900}")
+            error = " ".join(
+                text.strip()
+                for text in result.get("error", "").splitlines()
+                if not text.startswith("\tat ")
+            )
+            print(
+                f"state ({state}) {result['op']}: {result['outcome']} in {result['seconds']} s: "
+                f"{result['value'] if 'value' in result else error!s:.900}"
+            )
     if not results:
-        pytest.fail(f"the Spark driver for state ({state}) reported nothing (exit {done.returncode}): {done.stderr[-3000:]}")
+        pytest.fail(
+            f"the Spark driver for state ({state}) reported nothing (exit {done.returncode}): {done.stderr[-3000:]}"
+        )
     return results
 
 
@@ -158,11 +190,18 @@ def test_an_item_whose_staged_file_is_gone_fails_the_append_by_name_and_hangs_no
     results = _run_child("a", uri)
     assert _outcomes(results) == {"append": "raised", "read": "ok", "listing": "ok"}, results
     error = results["append"]["error"]
-    for named in (f"Version 2 of {uri}", "00000000000000000002.json", MISSING_STAGED, "delete that item"):
+    for named in (
+        f"Version 2 of {uri}",
+        "00000000000000000002.json",
+        MISSING_STAGED,
+        "delete that item",
+    ):
         assert named in error, f"the append's error does not name {named!r}: {error}"
     assert results["read"]["value"] == 6 and results["listing"]["value"] == [0, 1], results
     items = {i["fileName"]: i["complete"] for i in storage.lock_entries(uri)}
-    assert items["00000000000000000002.json"] == "false"  # left for its operator: nothing guessed it away
+    assert (
+        items["00000000000000000002.json"] == "false"
+    )  # left for its operator: nothing guessed it away
 
 
 class RefusingGate:
@@ -180,11 +219,21 @@ class RefusingGate:
             def forward(self, method, path, headers, body):
                 key = path.split("?", 1)[0]
                 ending = next((end for end in refusals if key.endswith(end)), None)
-                if method == "PUT" and ending is not None and outer.refused[ending] < refusals[ending]:
+                if (
+                    method == "PUT"
+                    and ending is not None
+                    and outer.refused[ending] < refusals[ending]
+                ):
                     outer.refused[ending] += 1
-                    return 403, "Forbidden", [("Content-Type", "application/xml")], (
-                        b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-                        b"<Message>refused by the test's gate</Message></Error>")
+                    return (
+                        403,
+                        "Forbidden",
+                        [("Content-Type", "application/xml")],
+                        (
+                            b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
+                            b"<Message>refused by the test's gate</Message></Error>"
+                        ),
+                    )
                 return super().forward(method, path, headers, body)
 
         self.gate = Gate()
@@ -202,15 +251,31 @@ def test_a_won_claim_whose_copy_is_refused_for_a_while_is_reported_committed(emu
     refusing = RefusingGate({second: REFUSALS, second_in_window: WINDOW_REFUSALS})
     with refusing.gate as gate:
         results = _run_child("b", uri, gate.endpoint)
-    assert refusing.refused == {second: REFUSALS, second_in_window: WINDOW_REFUSALS}, refusing.refused
-    assert _outcomes(results) == {"append": "ok", "read": "ok", "listing": "ok", "window append": "raised",
-                                  "window read": "ok", "window listing": "ok"}, results
+    assert refusing.refused == {second: REFUSALS, second_in_window: WINDOW_REFUSALS}, (
+        refusing.refused
+    )
+    assert _outcomes(results) == {
+        "append": "ok",
+        "read": "ok",
+        "listing": "ok",
+        "window append": "raised",
+        "window read": "ok",
+        "window listing": "ok",
+    }, results
     assert results["read"]["value"] == 9 and results["listing"]["value"] == [0, 1, 2], results
     # past its window the writer fails, and says that its version is committed: the read finds it
     error = results["window append"]["error"]
-    for named in (f"Version 2 of {window} IS COMMITTED", "Do not run this write again", delta_log.commit_file_name(2)):
+    for named in (
+        f"Version 2 of {window} IS COMMITTED",
+        "Do not run this write again",
+        delta_log.commit_file_name(2),
+    ):
         assert named in error, f"the append's error does not say {named!r}: {error}"
-    assert results["window read"]["value"] == 9 and results["window listing"]["value"] == [0, 1, 2], results
+    assert results["window read"]["value"] == 9 and results["window listing"]["value"] == [
+        0,
+        1,
+        2,
+    ], results
     for table in (uri, window):
         items = {i["fileName"]: i["complete"] for i in storage.lock_entries(table)}
         assert items[delta_log.commit_file_name(2)] == "true", (table, items)

@@ -6,8 +6,12 @@ import pytest
 
 from helpers import spark_start
 
-CONF = {"spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0", "spark.jars.excludes": "x:y",
-        "spark.jars": "/opt/own.jar", "spark.app.name": "t"}
+CONF = {
+    "spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0",
+    "spark.jars.excludes": "x:y",
+    "spark.jars": "/opt/own.jar",
+    "spark.app.name": "t",
+}
 
 
 @pytest.fixture
@@ -18,7 +22,10 @@ def resolved_dir(tmp_path, monkeypatch):
 
 def test_the_first_start_asks_ivy_and_later_ones_pass_the_jars_it_found(resolved_dir):
     first = spark_start.launch_conf(CONF)
-    assert first["spark.jars.packages"] == CONF["spark.jars.packages"] and first[spark_start.ASKED_PACKAGES] == CONF["spark.jars.packages"]
+    assert (
+        first["spark.jars.packages"] == CONF["spark.jars.packages"]
+        and first[spark_start.ASKED_PACKAGES] == CONF["spark.jars.packages"]
+    )
     jars = [resolved_dir / "delta.jar", resolved_dir / "storage.jar"]
     for jar in jars:
         jar.write_bytes(b"jar")
@@ -50,7 +57,9 @@ def test_the_class_archive_can_be_turned_off(monkeypatch, tmp_path):
     assert spark_start.class_archive_options() == []
 
 
-def test_a_new_session_removes_the_scratch_folders_of_processes_that_are_gone(tmp_path, monkeypatch):
+def test_a_new_session_removes_the_scratch_folders_of_processes_that_are_gone(
+    tmp_path, monkeypatch
+):
     import os
     import subprocess
     import sys
@@ -58,12 +67,14 @@ def test_a_new_session_removes_the_scratch_folders_of_processes_that_are_gone(tm
     monkeypatch.setattr(spark_start, "SCRATCH_DIR", tmp_path)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    (tmp_path / str(gone.pid) / "userFiles-x").mkdir(parents=True)      # a killed driver's jars
-    (tmp_path / str(os.getppid())).mkdir()                               # a running process's
-    (tmp_path / "notes").mkdir()                                         # not a process's folder
+    (tmp_path / str(gone.pid) / "userFiles-x").mkdir(parents=True)  # a killed driver's jars
+    (tmp_path / str(os.getppid())).mkdir()  # a running process's
+    (tmp_path / "notes").mkdir()  # not a process's folder
     assert spark_start.scratch_dir() == tmp_path / str(os.getpid())
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([str(os.getppid()), "notes"])
-    assert spark_start.launch_conf({"spark.app.name": "x"})["spark.local.dir"] == str(tmp_path / str(os.getpid()))
+    assert spark_start.launch_conf({"spark.app.name": "x"})["spark.local.dir"] == str(
+        tmp_path / str(os.getpid())
+    )
 
 
 def test_drivers_keep_a_full_size_code_cache_with_the_first_compiler_tier_only():
@@ -71,9 +82,16 @@ def test_drivers_keep_a_full_size_code_cache_with_the_first_compiler_tier_only()
     cannot link the method handles a task needs and Spark stops the driver (spark_start's text)."""
     import subprocess
 
-    flags = subprocess.run(["java", *spark_start.DRIVER_JVM_OPTIONS, "-XX:+PrintFlagsFinal", "-version"],
-                           capture_output=True, text=True, timeout=120).stdout
-    sizes = {line.split()[1]: int(line.split()[3]) for line in flags.splitlines()
-             if line.split()[1:2] in (["ReservedCodeCacheSize"], ["TieredStopAtLevel"])}
+    flags = subprocess.run(
+        ["java", *spark_start.DRIVER_JVM_OPTIONS, "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    sizes = {
+        line.split()[1]: int(line.split()[3])
+        for line in flags.splitlines()
+        if line.split()[1:2] in (["ReservedCodeCacheSize"], ["TieredStopAtLevel"])
+    }
     assert sizes["TieredStopAtLevel"] == 1
     assert sizes["ReservedCodeCacheSize"] >= 240 * 2**20

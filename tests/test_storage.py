@@ -32,9 +32,18 @@ def test_bucket_is_versioned():
 def test_remove_table_clears_objects_and_lock_items():
     uri = f"s3://{storage.ensure_bucket()}/test-storage-{uuid.uuid4().hex[:8]}"
     table = storage.ensure_lock_table()
-    storage.s3_client().put_object(Bucket=uri.split("/")[2], Key=uri.split("/", 3)[3] + "/_delta_log/00000000000000000000.json", Body=b"{}")
+    storage.s3_client().put_object(
+        Bucket=uri.split("/")[2],
+        Key=uri.split("/", 3)[3] + "/_delta_log/00000000000000000000.json",
+        Body=b"{}",
+    )
     storage.dynamodb_client().put_item(
-        TableName=table, Item={"tablePath": {"S": uri}, "fileName": {"S": "00000000000000000000.json"}, "complete": {"S": "true"}}
+        TableName=table,
+        Item={
+            "tablePath": {"S": uri},
+            "fileName": {"S": "00000000000000000000.json"},
+            "complete": {"S": "true"},
+        },
     )
     assert [e["fileName"] for e in storage.lock_entries(uri)] == ["00000000000000000000.json"]
     assert storage.remove_table(uri) == 2  # one object version + one lock item
@@ -62,9 +71,18 @@ def test_one_lister_reads_a_table_in_every_store(tmp_path):
     for uri, options in targets.items():
         write_deltalake(uri, landing.batch(1), storage_options=options or None)
     expected = storage.list_table(local)
-    assert expected[0] == delta_log.commit_file(0) and len(expected) == 2 and expected[1].endswith(".parquet")
-    same_table = [local.as_uri(), tables.s3_uri(name), tables.s3_uri(name, scheme="s3a"), tables.azure_uri(name),
-                  tables.abfs_uri(name)]
+    assert (
+        expected[0] == delta_log.commit_file(0)
+        and len(expected) == 2
+        and expected[1].endswith(".parquet")
+    )
+    same_table = [
+        local.as_uri(),
+        tables.s3_uri(name),
+        tables.s3_uri(name, scheme="s3a"),
+        tables.azure_uri(name),
+        tables.abfs_uri(name),
+    ]
     for uri in same_table:
         listed = storage.list_table(uri)
         assert [f.split("-", 1)[0] for f in listed] == [f.split("-", 1)[0] for f in expected], uri

@@ -44,25 +44,51 @@ def test_the_kernel_drops_only_the_lock_options_it_no_longer_has():
 
 
 def test_the_seeds_lock_client_has_its_own_keys():
-    old = tables.s3_storage_options(locking_provider="dynamodb", lock_client="dynamodb_lock", lock_partition_key="06/t")
+    old = tables.s3_storage_options(
+        locking_provider="dynamodb", lock_client="dynamodb_lock", lock_partition_key="06/t"
+    )
     assert old["AWS_S3_LOCKING_PROVIDER"] == "dynamodb"
     assert old["DYNAMO_LOCK_TABLE_NAME"] == tables.OLD_LOCK_TABLE == "delta_rs_lock_table"
     assert old["DYNAMO_LOCK_PARTITION_KEY_VALUE"] == "06/t"
     assert old["DYNAMO_LOCK_REFRESH_PERIOD_MILLIS"] == str(tables.OLD_LOCK_REFRESH_MILLIS)
     assert "DELTA_DYNAMO_TABLE_NAME" not in old
-    named = tables.s3_storage_options(locking_provider="dynamodb", lock_client="dynamodb_lock",
-                                      lock_partition_key="06/t", lock_table="delta_log")
+    named = tables.s3_storage_options(
+        locking_provider="dynamodb",
+        lock_client="dynamodb_lock",
+        lock_partition_key="06/t",
+        lock_table="delta_log",
+    )
     assert named["DYNAMO_LOCK_TABLE_NAME"] == "delta_log"
-    assert tables.s3_storage_options(locking_provider="dynamodb", lock_table="other")["DELTA_DYNAMO_TABLE_NAME"] == "other"
-    assert not set(tables.kernel_storage_options(old)) & {"DYNAMO_LOCK_TABLE_NAME", "DYNAMO_LOCK_PARTITION_KEY_VALUE"}
+    assert (
+        tables.s3_storage_options(locking_provider="dynamodb", lock_table="other")[
+            "DELTA_DYNAMO_TABLE_NAME"
+        ]
+        == "other"
+    )
+    assert not set(tables.kernel_storage_options(old)) & {
+        "DYNAMO_LOCK_TABLE_NAME",
+        "DYNAMO_LOCK_PARTITION_KEY_VALUE",
+    }
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"locking_provider": "dynamodb", "lock_client": "dynamodb_lock"}, "needs lock_partition_key"),
-    ({"locking_provider": "dynamodb", "lock_client": "zookeeper"}, "lock_client must be one of"),
-    ({"lock_table": "delta_log"}, "need locking_provider"),
-    ({"locking_provider": "dynamodb", "lock_partition_key": "k"}, "belongs to lock_client='dynamodb_lock'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"locking_provider": "dynamodb", "lock_client": "dynamodb_lock"},
+            "needs lock_partition_key",
+        ),
+        (
+            {"locking_provider": "dynamodb", "lock_client": "zookeeper"},
+            "lock_client must be one of",
+        ),
+        ({"lock_table": "delta_log"}, "need locking_provider"),
+        (
+            {"locking_provider": "dynamodb", "lock_partition_key": "k"},
+            "belongs to lock_client='dynamodb_lock'",
+        ),
+    ],
+)
 def test_lock_options_that_cannot_work_are_refused(kwargs, message):
     with pytest.raises(tables.TableError, match=message):
         tables.s3_storage_options(**kwargs)

@@ -36,20 +36,61 @@ sys.exit(main(sys.argv[1:]))
 def test_a_run_whose_writer_stopped_early_exits_non_zero_naming_the_shortfall():
     name = f"test-stopped-early-{uuid.uuid4().hex[:8]}"
     try:
-        done = subprocess.run([sys.executable, "-c", STOPS_EARLY, "--name", name, "--protocols", "azure", "--per-writer", "5",
-                               "--kills", "0", "--restarts", "0", "--without-spark-read"], cwd=config.ROOT, capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                STOPS_EARLY,
+                "--name",
+                name,
+                "--protocols",
+                "azure",
+                "--per-writer",
+                "5",
+                "--kills",
+                "0",
+                "--restarts",
+                "0",
+                "--without-spark-read",
+            ],
+            cwd=config.ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
         assert "the run falls short" in done.stderr
         assert "azure: operations made: expected 40, found 39" in done.stderr, done.stderr[-2000:]
-        assert "spark" not in run.load(name).protocols.loc[0, "readers"].split(", ")  # left out, as asked
+        assert "spark" not in run.load(name).protocols.loc[0, "readers"].split(
+            ", "
+        )  # left out, as asked
     finally:
         shutil.rmtree(run.RESULTS_DIR / name, ignore_errors=True)
 
 
 def test_a_spark_protocol_without_the_spark_read_is_refused_before_anything_runs():
     name = f"test-no-spark-read-{uuid.uuid4().hex[:8]}"
-    done = subprocess.run([sys.executable, "-m", "helpers.torture", "--name", name, "--protocols", "spark-dynamodb",
-                           "--per-writer", "5", "--without-spark-read"], cwd=config.ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers.torture",
+            "--name",
+            name,
+            "--protocols",
+            "spark-dynamodb",
+            "--per-writer",
+            "5",
+            "--without-spark-read",
+        ],
+        cwd=config.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 1
-    assert "A Spark protocol's VACUUM runs in the Spark read" in done.stderr and "spark-dynamodb" in done.stderr, done.stderr
+    assert (
+        "A Spark protocol's VACUUM runs in the Spark read" in done.stderr
+        and "spark-dynamodb" in done.stderr
+    ), done.stderr
     assert not (run.RESULTS_DIR / name).exists()  # refused before its folder was made

@@ -25,7 +25,9 @@ def test_operations_are_numbered_by_writer_and_mix_deletes_and_compactions():
     kinds = [o["kind"] for o in ops["w1"]]
     assert kinds.count("delete") == 1 and kinds[-1] == "compact" and kinds.count("append") == 8
     assert [o["kind"] for o in ops["w2"]].count("compact") == 0  # only the compactors compact
-    eight = plan.operations(writers=8, per_writer=10, compactors=plan.PROTOCOLS["s3-dynamodb-lock"].compactors)
+    eight = plan.operations(
+        writers=8, per_writer=10, compactors=plan.PROTOCOLS["s3-dynamodb-lock"].compactors
+    )
     assert [w for w, o in eight.items() if o[-1]["kind"] == "compact"] == ["w1", "w5"]
     with pytest.raises(plan.PlanError, match="whole number"):
         plan.operations(writers=2, per_writer=0)
@@ -38,40 +40,96 @@ def test_deltalake_1_6_protocols_compact_from_one_writer_and_the_others_race_the
 
 
 def test_kills_take_each_point_in_turn_and_only_where_there_are_points():
-    assert plan.kill_schedule(plan.PROTOCOLS["s3-conditional-put"], 3) == ["data-written", "claimed", "data-written"]
+    assert plan.kill_schedule(plan.PROTOCOLS["s3-conditional-put"], 3) == [
+        "data-written",
+        "claimed",
+        "data-written",
+    ]
     with pytest.raises(plan.PlanError, match="no kill points"):
         plan.kill_schedule(plan.PROTOCOLS["s3-unsafe-rename"], 1)
     with pytest.raises(plan.PlanError, match="Unknown protocol 'azur'"):
         plan.protocol("azur")
 
 
-@pytest.mark.parametrize("method, path, headers, body, style, step", [
-    ("PUT", "/bucket/t/part-0001.parquet", [], b"x", "object", "data"),
-    ("PUT", LOG + delta_log.commit_file_name(7), [("If-None-Match", "*")], b"{}", "object", "claim"),
-    ("PUT", LOG + delta_log.commit_file_name(7), [], b"{}", "object", None),  # a plain copy under the lock: not a claim
-    ("PUT", LOG + "_commit_0b6f5c1e-6f0e-4a43-9d0a-5d3c1e2a9b7f.json.tmp", [], b"{}", "dynamodb", "staged"),
-    ("PUT", LOG + ".tmp/" + delta_log.commit_file_name(7) + ".0b6f5c1e", [], b"{}", "dynamodb", "staged"),
-    ("GET", LOG + delta_log.commit_file_name(7), [], None, "object", None),
-])
+@pytest.mark.parametrize(
+    "method, path, headers, body, style, step",
+    [
+        ("PUT", "/bucket/t/part-0001.parquet", [], b"x", "object", "data"),
+        (
+            "PUT",
+            LOG + delta_log.commit_file_name(7),
+            [("If-None-Match", "*")],
+            b"{}",
+            "object",
+            "claim",
+        ),
+        (
+            "PUT",
+            LOG + delta_log.commit_file_name(7),
+            [],
+            b"{}",
+            "object",
+            None,
+        ),  # a plain copy under the lock: not a claim
+        (
+            "PUT",
+            LOG + "_commit_0b6f5c1e-6f0e-4a43-9d0a-5d3c1e2a9b7f.json.tmp",
+            [],
+            b"{}",
+            "dynamodb",
+            "staged",
+        ),
+        (
+            "PUT",
+            LOG + ".tmp/" + delta_log.commit_file_name(7) + ".0b6f5c1e",
+            [],
+            b"{}",
+            "dynamodb",
+            "staged",
+        ),
+        ("GET", LOG + delta_log.commit_file_name(7), [], None, "object", None),
+    ],
+)
 def test_each_request_is_one_step_of_a_commit(method, path, headers, body, style, step):
     assert faults.step_of(method, path, headers, body, style) == step
 
 
 def test_dynamodb_claims_and_marks_are_told_apart():
-    item = {"tablePath": {"S": "s3://bucket/t"}, "fileName": {"S": delta_log.commit_file_name(3)}, "tempPath": {"S": "x.tmp"}}
-    claim = json.dumps({"TableName": "delta_log", "Item": item, "ConditionExpression": "attribute_not_exists(fileName)"}).encode()
-    mark = json.dumps({"TableName": "delta_log", "Key": {k: item[k] for k in ("tablePath", "fileName")}}).encode()
+    item = {
+        "tablePath": {"S": "s3://bucket/t"},
+        "fileName": {"S": delta_log.commit_file_name(3)},
+        "tempPath": {"S": "x.tmp"},
+    }
+    claim = json.dumps(
+        {
+            "TableName": "delta_log",
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(fileName)",
+        }
+    ).encode()
+    mark = json.dumps(
+        {"TableName": "delta_log", "Key": {k: item[k] for k in ("tablePath", "fileName")}}
+    ).encode()
     target = [("X-Amz-Target", "DynamoDB_20120810.PutItem")]
     assert faults.step_of("POST", "/", target, claim, "dynamodb") == "claim"
-    assert faults.step_of("POST", "/", [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")], mark, "dynamodb") == "mark"
+    assert (
+        faults.step_of(
+            "POST", "/", [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")], mark, "dynamodb"
+        )
+        == "mark"
+    )
 
 
 def test_the_copied_kill_point_is_the_mark_of_the_process_own_item_only():
     """A writer also marks items it finishes for a killed writer; ``copied`` means its own commit."""
     gate = faults.KillGate("http://127.0.0.1:9", claim_style="dynamodb")
     try:
+
         def mark(version: int) -> bytes:
-            key = {"tablePath": {"S": "s3://bucket/t"}, "fileName": {"S": delta_log.commit_file_name(version)}}
+            key = {
+                "tablePath": {"S": "s3://bucket/t"},
+                "fileName": {"S": delta_log.commit_file_name(version)},
+            }
             return json.dumps({"TableName": "delta_log", "Key": key}).encode()
 
         target = [("X-Amz-Target", "DynamoDB_20120810.UpdateItem")]
@@ -83,30 +141,62 @@ def test_the_copied_kill_point_is_the_mark_of_the_process_own_item_only():
 
 
 def test_operations_are_classified_by_what_the_log_holds():
-    assert [check.classify(True, n) for n in (1, 0, 2)] == [check.KEPT, check.LOST, check.DUPLICATED]
-    assert [check.classify(False, n) for n in (0, 1, 2)] == [check.ABSENT, check.LANDED, check.DUPLICATED]
-    logged = [LoggedOperation(1, "w1", 1, "append", None), LoggedOperation(2, "w1", 2, "append", None),
-              LoggedOperation(3, "w1", 3, "delete", 1), LoggedOperation(4, "w2", 9, "compact", None)]
-    rows = check.account([{"writer": "w1", "op": 2, "outcome": check.ACKNOWLEDGED},
-                          {"writer": "w1", "op": 4, "outcome": check.ACKNOWLEDGED},
-                          {"writer": "w2", "op": 9, "outcome": "killed"}], logged)
-    assert [(r["op"], r["verdict"]) for r in rows] == [(2, check.KEPT), (4, check.LOST), (9, check.LANDED)]
+    assert [check.classify(True, n) for n in (1, 0, 2)] == [
+        check.KEPT,
+        check.LOST,
+        check.DUPLICATED,
+    ]
+    assert [check.classify(False, n) for n in (0, 1, 2)] == [
+        check.ABSENT,
+        check.LANDED,
+        check.DUPLICATED,
+    ]
+    logged = [
+        LoggedOperation(1, "w1", 1, "append", None),
+        LoggedOperation(2, "w1", 2, "append", None),
+        LoggedOperation(3, "w1", 3, "delete", 1),
+        LoggedOperation(4, "w2", 9, "compact", None),
+    ]
+    rows = check.account(
+        [
+            {"writer": "w1", "op": 2, "outcome": check.ACKNOWLEDGED},
+            {"writer": "w1", "op": 4, "outcome": check.ACKNOWLEDGED},
+            {"writer": "w2", "op": 9, "outcome": "killed"},
+        ],
+        logged,
+    )
+    assert [(r["op"], r["verdict"]) for r in rows] == [
+        (2, check.KEPT),
+        (4, check.LOST),
+        (9, check.LANDED),
+    ]
     assert check.expected_batches(logged) == {2}
 
 
 def test_rows_are_compared_batch_by_batch():
     assert check.rows_match({2: 10}, {2}) == []
     problems = check.rows_match({"2": 9, "5": 10}, {2, 3})
-    assert problems == ["1 batch(es) missing (e.g. [3])", "1 batch(es) that should not be there (e.g. [5])",
-                        "1 batch(es) without exactly 10 rows (e.g. {2: 9})"]
+    assert problems == [
+        "1 batch(es) missing (e.g. [3])",
+        "1 batch(es) that should not be there (e.g. [5])",
+        "1 batch(es) without exactly 10 rows (e.g. {2: 9})",
+    ]
 
 
 def _torture_spark_target() -> dict[str, object]:
     """The arguments of `make torture-spark` (the Spark protocol's bounded run, in CI)."""
-    (line,) = re.findall(r"^\t\$\(PY\) -m helpers\.torture --name spark-subset (.*)$", (config.ROOT / "Makefile").read_text(), re.M)
+    (line,) = re.findall(
+        r"^\t\$\(PY\) -m helpers\.torture --name spark-subset (.*)$",
+        (config.ROOT / "Makefile").read_text(),
+        re.M,
+    )
     args = dict(re.findall(r"--([\w-]+) ((?:[^-\s][^\s]*\s?)+)", line))
-    return {"protocols": args["protocols"].split(), "spark_per_writer": int(args["per-writer"]),
-            "kills": int(args["kills"]), "min_commits": int(args["min-commits"])}
+    return {
+        "protocols": args["protocols"].split(),
+        "spark_per_writer": int(args["per-writer"]),
+        "kills": int(args["kills"]),
+        "min_commits": int(args["min-commits"]),
+    }
 
 
 def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises():
@@ -118,15 +208,22 @@ def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises()
     declared = papermill.inspect_notebook(str(config.ROOT / "notebooks" / "12_torture.ipynb"))
     defaults = {name: ast.literal_eval(p["default"]) for name, p in declared.items()}
     spark_run = _torture_spark_target()
-    assert (spark_run["spark_per_writer"], spark_run["kills"], spark_run["min_commits"]) == \
-        (defaults["spark_per_writer"], defaults["kills"], defaults["min_commits"])
+    assert (spark_run["spark_per_writer"], spark_run["kills"], spark_run["min_commits"]) == (
+        defaults["spark_per_writer"],
+        defaults["kills"],
+        defaults["min_commits"],
+    )
     assert "make torture-spark" in (config.ROOT / ".ci" / "run").read_text()
     safe = [p for p in plan.PROTOCOLS.values() if p.safe]
     assert {p.name for p in safe if not p.spark} <= set(defaults["protocols"])
     assert {p.name for p in safe if p.spark} <= set(spark_run["protocols"])
     assert defaults["min_commits"] >= 50  # docs/torture.md: the bounded subset's promise
     for proto in safe:
-        ops = plan.operations(proto.writers, defaults["spark_per_writer" if proto.spark else "per_writer"], proto.compactors)
+        ops = plan.operations(
+            proto.writers,
+            defaults["spark_per_writer" if proto.spark else "per_writer"],
+            proto.compactors,
+        )
         appends = sum(o["kind"] == "append" for writer in ops.values() for o in writer)
         if proto.spark:  # a kill takes a whole driver: every writer thread's operation in flight
             in_flight = defaults["kills"] * max(g.threads for g in proto.groups)
@@ -140,7 +237,11 @@ def test_notebook_12_and_make_torture_spark_run_the_bounded_subset_ci_promises()
 def test_a_service_is_stopped_only_when_no_writer_is_still_opening_its_table():
     """deltalake 1.5.1 opening a table while DynamoDB is down says only "error in DynamoDb": the
     harness never stops a service under a process that has not journaled ``go`` yet."""
-    events = [{"event": "go", "process": "p1.1"}, {"event": "ack", "writer": "w1", "op": 1}, {"event": "go", "process": "p2.2"}]
+    events = [
+        {"event": "go", "process": "p1.1"},
+        {"event": "ack", "writer": "w1", "op": 1},
+        {"event": "go", "process": "p2.2"},
+    ]
     assert protocol_run.still_setting_up(events, ["p1.1", "p2.2"]) == []
     assert protocol_run.still_setting_up(events, ["p1.1", "p3.2"]) == ["p3.2"]
 
@@ -176,8 +277,14 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
         # how the journal says it was found: in the message, by asking, or not at all
         named = f"Generic S3 error: error sending request for url (http://127.0.0.1:{nothing}/bucket/t/_delta_log/)"
         assert worker.service_down(named, gate) == (("127.0.0.1", nothing), worker.FOUND_IN_ERROR)
-        assert worker.service_down("Generic error: error in DynamoDb", gate) == (("127.0.0.1", stopped), worker.FOUND_BY_PROBE)
-        assert worker.service_down("Transaction failed: version already exists", gate) == (None, None)
+        assert worker.service_down("Generic error: error in DynamoDb", gate) == (
+            ("127.0.0.1", stopped),
+            worker.FOUND_BY_PROBE,
+        )
+        assert worker.service_down("Transaction failed: version already exists", gate) == (
+            None,
+            None,
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -185,13 +292,17 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
 
 def test_integrity_problems_are_reported_one_line_per_kind(tmp_path):
     """Hundreds of files removed twice by an unsafe protocol make one line, with a count and examples."""
-    problems = [integrity.Problem("removed twice", f"f{i}.parquet", 28, "version 27 already removed it") for i in range(5)]
+    problems = [
+        integrity.Problem("removed twice", f"f{i}.parquet", 28, "version 27 already removed it")
+        for i in range(5)
+    ]
     problems.append(integrity.Problem("stray file", "_delta_log/x", None, "not a log file"))
     found = integrity.Check("s3://b/t", [0], [], -1, {}, [], problems=problems)
     assert run.integrity_findings("table", found) == [
         "table: 5 x removed twice (e.g. removed twice: f0.parquet (version 28): version 27 already removed it; "
         "removed twice: f1.parquet (version 28): version 27 already removed it)",
-        "table: 1 x stray file (e.g. stray file: _delta_log/x: not a log file)"]
+        "table: 1 x stray file (e.g. stray file: _delta_log/x: not a log file)",
+    ]
 
 
 def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
@@ -203,15 +314,33 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
 
     log = "/delta-root/t/_delta_log/"
     assert faults.copy_completion("POST", log + "00000000000000000086.json?uploadId=abc", [])
-    assert faults.copy_completion("PUT", log + "00000000000000000086.json", [("x-amz-copy-source", "delta-root/t/_delta_log/_commit_x.json.tmp")])
-    assert not faults.copy_completion("PUT", log + "00000000000000000086.json?partNumber=1&uploadId=abc", [("x-amz-copy-source", "x")])
-    assert not faults.copy_completion("PUT", log + "00000000000000000086.json", [("if-none-match", "*")])  # a conditional put is the commit itself
+    assert faults.copy_completion(
+        "PUT",
+        log + "00000000000000000086.json",
+        [("x-amz-copy-source", "delta-root/t/_delta_log/_commit_x.json.tmp")],
+    )
+    assert not faults.copy_completion(
+        "PUT",
+        log + "00000000000000000086.json?partNumber=1&uploadId=abc",
+        [("x-amz-copy-source", "x")],
+    )
+    assert not faults.copy_completion(
+        "PUT", log + "00000000000000000086.json", [("if-none-match", "*")]
+    )  # a conditional put is the commit itself
     assert not faults.copy_completion("POST", "/delta-root/t/part-0.parquet?uploadId=abc", [])
-    assert faults.staged_cleanup("DELETE", log + "_commit_dd7e06cb-73d4-43a2-a791-406e90504ace.json.tmp")
+    assert faults.staged_cleanup(
+        "DELETE", log + "_commit_dd7e06cb-73d4-43a2-a791-406e90504ace.json.tmp"
+    )
     assert not faults.staged_cleanup("DELETE", log + "00000000000000000086.json")
     bulk = b"<Delete><Object><Key>t/_delta_log/_commit_dd7e06cb-73d4-43a2-a791-406e90504ace.json.tmp</Key></Object></Delete>"
-    assert faults.staged_cleanup("POST", "/delta-root?delete", bulk)  # deltalake 1.5.1 deletes it this way
-    assert not faults.staged_cleanup("POST", "/delta-root?delete", b"<Delete><Object><Key>t/part-0.parquet</Key></Object></Delete>")
+    assert faults.staged_cleanup(
+        "POST", "/delta-root?delete", bulk
+    )  # deltalake 1.5.1 deletes it this way
+    assert not faults.staged_cleanup(
+        "POST",
+        "/delta-root?delete",
+        b"<Delete><Object><Key>t/part-0.parquet</Key></Object></Delete>",
+    )
 
     windows, copying, other = faults.StopWindows(), object(), object()
     windows.enter(copying, windows.COPY)
@@ -223,7 +352,9 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
 
     restarting = threading.Thread(target=restart)
     restarting.start()
-    assert not stopped.wait(timeout=1.0)  # a copy is open: the stop waits (whatever the wait, it is not over yet)
+    assert not stopped.wait(
+        timeout=1.0
+    )  # a copy is open: the stop waits (whatever the wait, it is not over yet)
     windows.leave(copying, windows.COPY)
     restarting.join()
     assert stopped.is_set()
@@ -270,12 +401,18 @@ def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
     store.daemon_threads = True
     threading.Thread(target=store.serve_forever, daemon=True).start()
     windows = faults.StopWindows()
-    gate = faults.KillGate(f"http://127.0.0.1:{store.server_address[1]}", claim_style="object", windows=windows)
+    gate = faults.KillGate(
+        f"http://127.0.0.1:{store.server_address[1]}", claim_style="object", windows=windows
+    )
     answered = []
 
     def claim(version):
-        request = urllib.request.Request(f"{gate.endpoint}/c/t/_delta_log/{version:020d}.json", data=b"{}", method="PUT",
-                                         headers={"If-None-Match": "*"})
+        request = urllib.request.Request(
+            f"{gate.endpoint}/c/t/_delta_log/{version:020d}.json",
+            data=b"{}",
+            method="PUT",
+            headers={"If-None-Match": "*"},
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             answered.append((version, response.status))
 
@@ -302,7 +439,9 @@ def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
         assert stopped.wait(timeout=60), "the stop still waited after both answers had passed"
         late = threading.Thread(target=claim, args=(9,), daemon=True)
         late.start()
-        assert not claims_seen.acquire(timeout=1.0), "a claim reached the store while it was being stopped"
+        assert not claims_seen.acquire(timeout=1.0), (
+            "a claim reached the store while it was being stopped"
+        )
         restarted.set()
         assert claims_seen.acquire(timeout=60), "the held claim was not sent once the stop was over"
         late.join(timeout=60)
@@ -322,12 +461,22 @@ def test_orphans_are_the_data_files_no_commit_ever_added(tmp_path):
 
     table = tmp_path / "t"
     for n in range(3):
-        write_deltalake(str(table), pa.table({"id": pa.array(range(10 * n, 10 * n + 10), pa.int64())}), mode="append")
-    DeltaTable(str(table)).optimize.compact()  # removes the three files it rewrote; they stay on disk until VACUUM
+        write_deltalake(
+            str(table),
+            pa.table({"id": pa.array(range(10 * n, 10 * n + 10), pa.int64())}),
+            mode="append",
+        )
+    DeltaTable(
+        str(table)
+    ).optimize.compact()  # removes the three files it rewrote; they stay on disk until VACUUM
     assert check.orphans(str(table), integrity.check_table(str(table))) == []
     first = sorted(p.name for p in table.glob("*.parquet"))[0]
-    shutil.copy(table / first, table / "part-00000-lost-writer.parquet")  # data a writer wrote before its commit failed
-    assert check.orphans(str(table), integrity.check_table(str(table))) == ["part-00000-lost-writer.parquet"]
+    shutil.copy(
+        table / first, table / "part-00000-lost-writer.parquet"
+    )  # data a writer wrote before its commit failed
+    assert check.orphans(str(table), integrity.check_table(str(table))) == [
+        "part-00000-lost-writer.parquet"
+    ]
 
 
 @pytest.mark.services
@@ -338,15 +487,25 @@ def test_incomplete_lock_items_are_those_not_marked_complete(stores, table_name)
 
     uri, lock_table = tables.s3_uri(table_name), config.names().dynamodb_lock_table
     client = storage.dynamodb_client()
-    items = {1: "true", 2: "false", 3: None}  # 3: written by a claim that has not been completed (no attribute yet)
+    items = {
+        1: "true",
+        2: "false",
+        3: None,
+    }  # 3: written by a claim that has not been completed (no attribute yet)
     for version, complete in items.items():
-        item = {"tablePath": {"S": uri}, "fileName": {"S": delta_log.commit_file_name(version)},
-                "tempPath": {"S": f"_commit_{version}.json.tmp"}}
+        item = {
+            "tablePath": {"S": uri},
+            "fileName": {"S": delta_log.commit_file_name(version)},
+            "tempPath": {"S": f"_commit_{version}.json.tmp"},
+        }
         if complete is not None:
             item["complete"] = {"S": complete}
         client.put_item(TableName=lock_table, Item=item)
     try:
-        assert check.incomplete_lock_items([uri]) == [delta_log.commit_file_name(2), delta_log.commit_file_name(3)]
+        assert check.incomplete_lock_items([uri]) == [
+            delta_log.commit_file_name(2),
+            delta_log.commit_file_name(3),
+        ]
         assert check.incomplete_lock_items([uri + "-other"]) == []
     finally:
         storage.delete_lock_entries(uri)

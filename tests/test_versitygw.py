@@ -12,17 +12,27 @@ from helpers import config, preflight, versitygw
 def test_without_go_or_with_an_old_one_the_note_says_how_to_add_the_real_server(monkeypatch):
     monkeypatch.setattr(versitygw, "go_version", lambda: None)
     note = versitygw.check_go()
-    assert "Go is not on PATH" in note and "everything runs on moto" in note and "`make versitygw`" in note
-    assert note in preflight.notes() and note not in preflight.problems()  # optional: preflight still passes
+    assert (
+        "Go is not on PATH" in note
+        and "everything runs on moto" in note
+        and "`make versitygw`" in note
+    )
+    assert (
+        note in preflight.notes() and note not in preflight.problems()
+    )  # optional: preflight still passes
     monkeypatch.setattr(versitygw, "go_version", lambda: (1, 24))
     assert "Go 1.24 is on PATH; versitygw v1.8.0 needs Go 1.25+" in versitygw.check_go()
     monkeypatch.setattr(versitygw, "go_version", lambda: (1, 26))
-    assert versitygw.check_go() is None and not [n for n in preflight.notes() if "Go" in n]  # the kernel-socket note may remain, in a deep clone
+    assert versitygw.check_go() is None and not [
+        n for n in preflight.notes() if "Go" in n
+    ]  # the kernel-socket note may remain, in a deep clone
 
 
 def test_the_build_keeps_its_modules_and_cache_in_the_project_and_builds_offline_from_them():
     env = versitygw.go_environment(offline=True)
-    assert env["GOMODCACHE"] == str(config.CACHE_DIR / "go" / "mod") and env["GOCACHE"] == str(config.CACHE_DIR / "go" / "build")
+    assert env["GOMODCACHE"] == str(config.CACHE_DIR / "go" / "mod") and env["GOCACHE"] == str(
+        config.CACHE_DIR / "go" / "build"
+    )
     assert env["GOBIN"] == str(config.CACHE_DIR / "bin") and env["GOPROXY"] == "off"
     assert versitygw.go_environment(offline=False).get("GOPROXY") != "off"
 
@@ -32,7 +42,10 @@ def test_the_server_listens_on_loopback_with_versioning_and_the_emulators_keys(t
     assert command[1:4] == ["--port", "127.0.0.1:7070", "posix"]
     assert command[-3:] == ["--versioning-dir", str(tmp_path / "versions"), str(tmp_path / "data")]
     env = versitygw.environment()
-    assert (env["ROOT_ACCESS_KEY"], env["ROOT_SECRET_KEY"]) == (config.EMULATOR_AWS_ACCESS_KEY_ID, config.EMULATOR_AWS_SECRET_ACCESS_KEY)
+    assert (env["ROOT_ACCESS_KEY"], env["ROOT_SECRET_KEY"]) == (
+        config.EMULATOR_AWS_ACCESS_KEY_ID,
+        config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+    )
 
 
 def test_ci_builds_and_probes_the_pinned_release():
@@ -43,7 +56,9 @@ def test_ci_builds_and_probes_the_pinned_release():
     assert re.fullmatch(r"v\d+\.\d+\.\d+", versitygw.VERSION)
 
 
-def test_make_prefetch_passes_without_go_and_make_versitygw_says_what_is_missing(monkeypatch, capsys):
+def test_make_prefetch_passes_without_go_and_make_versitygw_says_what_is_missing(
+    monkeypatch, capsys
+):
     monkeypatch.setattr(versitygw, "go_version", lambda: None)
     monkeypatch.setattr(versitygw, "built", lambda: False)
     assert versitygw.main(["build", "--if-go"]) == 0

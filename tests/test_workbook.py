@@ -12,7 +12,13 @@ from helpers import config, workbook
 def _notebook(cells):
     return {
         "cells": [
-            {"cell_type": "code", "metadata": {"tags": tags}, "execution_count": None, "outputs": [], "source": source}
+            {
+                "cell_type": "code",
+                "metadata": {"tags": tags},
+                "execution_count": None,
+                "outputs": [],
+                "source": source,
+            }
             for source, tags in cells
         ],
         "metadata": {"kernelspec": workbook.KERNELSPEC},
@@ -39,13 +45,27 @@ def test_committed_notebooks_follow_the_output_policy():
 def test_policy_catches_what_a_reviewer_should_not_see(tmp_path):
     bad = _notebook([("x = 1", []), ("print('/home/someone/x')", [])])
     bad["cells"][0]["execution_count"] = 7
-    bad["cells"][1]["outputs"] = [{"output_type": "error", "ename": "E", "evalue": "", "traceback": []}]
+    bad["cells"][1]["outputs"] = [
+        {"output_type": "error", "ename": "E", "evalue": "", "traceback": []}
+    ]
     bad["metadata"]["papermill"] = {}
-    bad["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    bad["metadata"]["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     path = tmp_path / "99_bad.ipynb"
     path.write_text(json.dumps(bad).replace("/home/someone", str(config.ROOT)))
     problems = " | ".join(workbook.policy_problems(path))
-    for expected in ("parameters", "asserts", "execution counts", "error output", "papermill", "machine path", "kernel"):
+    for expected in (
+        "parameters",
+        "asserts",
+        "execution counts",
+        "error output",
+        "papermill",
+        "machine path",
+        "kernel",
+    ):
         assert expected in problems
 
 
@@ -58,21 +78,32 @@ def test_the_workbook_kernel_is_registered_in_its_own_environment():
     assert Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
     assert Path(spec.resource_dir).resolve().is_relative_to(Path(sys.prefix).resolve())
     makefile = (config.ROOT / "Makefile").read_text()
-    assert f"KERNEL_SPEC := .venv/share/jupyter/kernels/{workbook.KERNEL_NAME}/kernel.json" in makefile
+    assert (
+        f"KERNEL_SPEC := .venv/share/jupyter/kernels/{workbook.KERNEL_NAME}/kernel.json" in makefile
+    )
 
 
 def test_normalise_numbers_cells_like_a_clean_run_all():
     nb = _notebook([("a", []), ("b", [])])
     nb["cells"][1]["metadata"]["papermill"] = {"duration": 1}
-    nb["cells"][1]["outputs"] = [{"output_type": "execute_result", "execution_count": 9, "data": {}, "metadata": {}}]
+    nb["cells"][1]["outputs"] = [
+        {"output_type": "execute_result", "execution_count": 9, "data": {}, "metadata": {}}
+    ]
     done = workbook.normalise(nb)
     assert [c["execution_count"] for c in done["cells"]] == [1, 2]
-    assert done["cells"][1]["outputs"][0]["execution_count"] == 2 and "papermill" not in done["cells"][1]["metadata"]
+    assert (
+        done["cells"][1]["outputs"][0]["execution_count"] == 2
+        and "papermill" not in done["cells"][1]["metadata"]
+    )
 
 
 def test_parameters_are_literals_and_misspellings_are_refused():
-    assert workbook.parse_parameters(["n_writers=4", "stores=['local']", "era=deltalake-1.5.1"]) == {
-        "n_writers": 4, "stores": ["local"], "era": "deltalake-1.5.1",
+    assert workbook.parse_parameters(
+        ["n_writers=4", "stores=['local']", "era=deltalake-1.5.1"]
+    ) == {
+        "n_writers": 4,
+        "stores": ["local"],
+        "era": "deltalake-1.5.1",
     }
     with pytest.raises(workbook.NotebookError, match="NAME=VALUE"):
         workbook.parse_parameters(["n writers"])
@@ -97,7 +128,9 @@ def test_papermill_runs_the_environment_check_with_parameters(monkeypatch, tmp_p
     (run,) = workbook.run(["00"], {"stores": [], "check_writer_eras": False})  # no Spark: fast
     assert run.ok, run.error
     executed = json.loads(run.output.read_text())
-    injected = [c for c in executed["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    injected = [
+        c for c in executed["cells"] if "injected-parameters" in c["metadata"].get("tags", [])
+    ]
     assert injected and "check_writer_eras = False" in "".join(injected[0]["source"])
     assert "round trips on no store, 3 writer eras" in json.dumps(executed)
     index = (tmp_path / "executed" / "index.html").read_text()

@@ -21,8 +21,15 @@ def s3():
 
 
 def _spec(**changes) -> dict:
-    spec = dict(writer_id="w1", era=eras.CURRENT, engine="daft", table_uri="s3://delta-root/nowhere",
-                landing_file="x.jsonl", result_path="r.json", hold_snapshot=False)
+    spec = dict(
+        writer_id="w1",
+        era=eras.CURRENT,
+        engine="daft",
+        table_uri="s3://delta-root/nowhere",
+        landing_file="x.jsonl",
+        result_path="r.json",
+        hold_snapshot=False,
+    )
     spec.update(changes)
     return spec
 
@@ -44,10 +51,24 @@ def _run_writer(spec: dict, era: str | None = None) -> tuple[int, dict | None]:
         ({"max_commit_retries": 0}, "max_commit_retries=null"),
         ({"table_uri": "az://delta/t"}, "s3://, s3a:// or local paths"),
         ({"storage_options": {"conditional_put": "disabled"}}, "cannot pass storage option"),
-        ({"storage_options": {"AWS_S3_LOCKING_PROVIDER": "dynamodb"}}, "needs DELTA_DYNAMO_TABLE_NAME"),
-        ({"storage_options": {"AWS_S3_LOCKING_PROVIDER": "zookeeper", "DELTA_DYNAMO_TABLE_NAME": "t"}}, "must be 'dynamodb'"),
+        (
+            {"storage_options": {"AWS_S3_LOCKING_PROVIDER": "dynamodb"}},
+            "needs DELTA_DYNAMO_TABLE_NAME",
+        ),
+        (
+            {
+                "storage_options": {
+                    "AWS_S3_LOCKING_PROVIDER": "zookeeper",
+                    "DELTA_DYNAMO_TABLE_NAME": "t",
+                }
+            },
+            "must be 'dynamodb'",
+        ),
         ({"storage_options": {"AWS_S3_ALLOW_UNSAFE_RENAME": "yes"}}, "'true' or 'false'"),
-        ({"table_uri": "/tmp/t", "storage_options": {"AWS_REGION": "us-east-1"}}, "local table takes no storage_options"),
+        (
+            {"table_uri": "/tmp/t", "storage_options": {"AWS_REGION": "us-east-1"}},
+            "local table takes no storage_options",
+        ),
     ],
 )
 def test_what_daft_cannot_do_is_refused_by_name(changes, message):
@@ -57,17 +78,29 @@ def test_what_daft_cannot_do_is_refused_by_name(changes, message):
 
 def test_the_workbook_s3_options_translate_to_daft_parameters():
     plain = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options()))
-    assert daft_engine.DaftEngine.write_arguments(plain) == {"dynamo_table_name": None, "allow_unsafe_rename": False}
-    unsafe = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options(unsafe_rename=True)))
-    assert daft_engine.DaftEngine.write_arguments(unsafe) == {"dynamo_table_name": None, "allow_unsafe_rename": True}
-    locked = w.WriterSpec.from_dict(_spec(storage_options=tables.s3_storage_options(locking_provider="dynamodb")))
+    assert daft_engine.DaftEngine.write_arguments(plain) == {
+        "dynamo_table_name": None,
+        "allow_unsafe_rename": False,
+    }
+    unsafe = w.WriterSpec.from_dict(
+        _spec(storage_options=tables.s3_storage_options(unsafe_rename=True))
+    )
+    assert daft_engine.DaftEngine.write_arguments(unsafe) == {
+        "dynamo_table_name": None,
+        "allow_unsafe_rename": True,
+    }
+    locked = w.WriterSpec.from_dict(
+        _spec(storage_options=tables.s3_storage_options(locking_provider="dynamodb"))
+    )
     assert daft_engine.DaftEngine.write_arguments(locked)["dynamo_table_name"] == "delta_log"
 
 
 def test_io_config_carries_the_emulator_settings_to_delta_rs():
     options = tables.s3_storage_options()
     spec = w.WriterSpec.from_dict(_spec(storage_options=options))
-    derived = daft_engine.DaftEngine.delta_storage_options(spec)  # what Daft hands delta-rs, from the IOConfig
+    derived = daft_engine.DaftEngine.delta_storage_options(
+        spec
+    )  # what Daft hands delta-rs, from the IOConfig
     assert derived["endpoint_url"] == options["AWS_ENDPOINT_URL"]
     assert derived["access_key_id"] == options["AWS_ACCESS_KEY_ID"]
     assert derived["secret_access_key"] == options["AWS_SECRET_ACCESS_KEY"]
@@ -85,23 +118,40 @@ def test_a_single_daft_writer_commits_on_s3(s3, table_name, tmp_path):
     uri = tables.s3_uri(f"tests/{table_name}")
     options = tables.s3_storage_options()
     runner.create_table(uri, options)
-    spec = _spec(table_uri=uri, storage_options=options, landing_file=str(landing.landing_file(2)), batch=2,
-                 result_path=str(tmp_path / "results" / "w1.json"))  # as the runner lays out a run folder
+    spec = _spec(
+        table_uri=uri,
+        storage_options=options,
+        landing_file=str(landing.landing_file(2)),
+        batch=2,
+        result_path=str(tmp_path / "results" / "w1.json"),
+    )  # as the runner lays out a run folder
     code, result = _run_writer(spec)
     assert result is not None, f"no result (exit {code})"
     assert result["outcome"] == w.COMMITTED, result["error_message"]
-    assert result["engine"] == "daft" and result["deltalake_version"] == eras.era(eras.CURRENT).deltalake_version
+    assert (
+        result["engine"] == "daft"
+        and result["deltalake_version"] == eras.era(eras.CURRENT).deltalake_version
+    )
     assert (result["snapshot_version"], result["reported_version"]) == (0, 1)
-    assert "found in the log" in result["reported_version_source"] and "read v0" in result["reported_version_source"]
+    assert (
+        "found in the log" in result["reported_version_source"]
+        and "read v0" in result["reported_version_source"]
+    )
 
     checked = audit.audit_table(uri, options, results=_frame(result), version_before=0)
     assert checked.rows_lost == 0 and checked.rows_actual == 10
     assert list(checked.commits["writer_id"]) == [None, "w1"], "the commit carries the writer's tag"
-    assert [f.split("-")[0] for f in checked.data_files] == ["1"], "Daft names its file after the version it aimed at"
+    assert [f.split("-")[0] for f in checked.data_files] == ["1"], (
+        "Daft names its file after the version it aimed at"
+    )
     returned = daft_engine.returned_files(tmp_path)
     assert list(returned) == ["w1"] and [f.split("-")[0] for f in returned["w1"]] == ["1"]
-    assert audit.own_commit_problems(uri, {"w1": (result["reported_version"], returned["w1"])}) == []
-    assert audit.own_commit_problems(uri, {"w1": (0, returned["w1"])}), "version 0 is not this writer's commit"
+    assert (
+        audit.own_commit_problems(uri, {"w1": (result["reported_version"], returned["w1"])}) == []
+    )
+    assert audit.own_commit_problems(uri, {"w1": (0, returned["w1"])}), (
+        "version 0 is not this writer's commit"
+    )
 
 
 def _frame(result: dict):
@@ -112,8 +162,12 @@ def _frame(result: dict):
 
 def test_daft_writer_names_a_missing_table(s3, table_name, tmp_path):
     uri = tables.s3_uri(f"tests/{table_name}")
-    spec = _spec(table_uri=uri, storage_options=tables.s3_storage_options(), landing_file=str(landing.landing_file(1)),
-                 result_path=str(tmp_path / "r.json"))
+    spec = _spec(
+        table_uri=uri,
+        storage_options=tables.s3_storage_options(),
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+    )
     code, result = _run_writer(spec)
     assert code == 1 and result["outcome"] == w.FAILED
     assert result["stage"] == "snapshot" and result["error_class"] == "TableNotFoundError"
@@ -121,12 +175,19 @@ def test_daft_writer_names_a_missing_table(s3, table_name, tmp_path):
 
 
 def test_daft_in_an_era_without_daft_is_a_clear_failure(tmp_path):
-    spec = _spec(era=eras.DYNAMODB_INTEROP, table_uri=str(tmp_path / "t"), landing_file=str(landing.landing_file(1)),
-                 result_path=str(tmp_path / "r.json"))
+    spec = _spec(
+        era=eras.DYNAMODB_INTEROP,
+        table_uri=str(tmp_path / "t"),
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+    )
     code, result = _run_writer(spec, era=eras.DYNAMODB_INTEROP)
     assert code == 1 and result["outcome"] == w.FAILED and result["stage"] == "landing"
     assert result["error_class"] == "EngineUnavailable"
-    assert "Daft is not installed" in result["error_message"] and eras.CURRENT in result["error_message"]
+    assert (
+        "Daft is not installed" in result["error_message"]
+        and eras.CURRENT in result["error_message"]
+    )
     assert "deltalake 1.5.1" in result["error_message"] and eras.SEEDS in result["error_message"]
 
 
@@ -135,15 +196,29 @@ def test_daft_of_the_seeds_era_cannot_append_to_an_existing_s3_table(s3, table_n
     uri = tables.s3_uri(f"tests/{table_name}")
     options = tables.s3_storage_options()
     runner.create_table(uri, options)
-    spec = _spec(era=eras.SEEDS, table_uri=uri, storage_options=options, landing_file=str(landing.landing_file(2)),
-                 batch=2, result_path=str(tmp_path / "results" / "w1.json"))
+    spec = _spec(
+        era=eras.SEEDS,
+        table_uri=uri,
+        storage_options=options,
+        landing_file=str(landing.landing_file(2)),
+        batch=2,
+        result_path=str(tmp_path / "results" / "w1.json"),
+    )
     code, result = _run_writer(spec, era=eras.SEEDS)
     assert result["outcome"] == w.FAILED and result["stage"] == "write", result
-    assert result["error_class"] == "DeltaProtocolError" and "requires a LockClient" in result["error_message"]
+    assert (
+        result["error_class"] == "DeltaProtocolError"
+        and "requires a LockClient" in result["error_message"]
+    )
     checked = audit.audit_table(uri, options)
-    assert checked.commit_versions == [0] and checked.orphans == 1, "Daft wrote its data file, no commit references it"
+    assert checked.commit_versions == [0] and checked.orphans == 1, (
+        "Daft wrote its data file, no commit references it"
+    )
     assert daft_engine.returned_files(tmp_path) == {"w1": []}, "Daft raised: it returned no file"
-    assert any("Defaulting to unsafe writes" in warning for warning in daft_engine.daft_warnings(tmp_path)["w1"])
+    assert any(
+        "Defaulting to unsafe writes" in warning
+        for warning in daft_engine.daft_warnings(tmp_path)["w1"]
+    )
 
 
 def test_daft_first_write_in_the_seeds_era_falls_back_to_unsafe_rename(s3, table_name, tmp_path):
@@ -153,13 +228,30 @@ def test_daft_first_write_in_the_seeds_era_falls_back_to_unsafe_rename(s3, table
 
     uri = tables.s3_uri(f"tests/{table_name}")
     options = tables.s3_storage_options()
-    done = eras.run_in_era(eras.SEEDS, ["-m", "helpers.writers.daft_engine", "--first-write", uri, json.dumps(options),
-                                        str(landing.landing_file(3)), "w1"], timeout=240)
+    done = eras.run_in_era(
+        eras.SEEDS,
+        [
+            "-m",
+            "helpers.writers.daft_engine",
+            "--first-write",
+            uri,
+            json.dumps(options),
+            str(landing.landing_file(3)),
+            "w1",
+        ],
+        timeout=240,
+    )
     report = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
-    assert (report["daft"], report["deltalake"], report["outcome"]) == ("0.7.9", "0.22.3", "committed"), report
+    assert (report["daft"], report["deltalake"], report["outcome"]) == (
+        "0.7.9",
+        "0.22.3",
+        "committed",
+    ), report
     assert any("Defaulting to unsafe writes" in warning for warning in report["warnings"])
     assert audit.own_commit_problems(uri, {"w1": (0, report["files"])}) == []
-    refused = runner.create_table_in_era(tables.s3_uri(f"tests/{table_name}-plain"), options, era=eras.SEEDS)
+    refused = runner.create_table_in_era(
+        tables.s3_uri(f"tests/{table_name}-plain"), options, era=eras.SEEDS
+    )
     assert refused["error"] == "DeltaProtocolError" and "LockClient" in refused["message"]
 
 

@@ -18,7 +18,13 @@ from helpers.writers import __main__ as writer_main
 
 
 def _spec(**changes) -> dict:
-    spec = dict(writer_id="w1", era=eras.CURRENT, table_uri="/nowhere", landing_file="x.jsonl", result_path="r.json")
+    spec = dict(
+        writer_id="w1",
+        era=eras.CURRENT,
+        table_uri="/nowhere",
+        landing_file="x.jsonl",
+        result_path="r.json",
+    )
     spec.update(changes)
     return spec
 
@@ -69,21 +75,40 @@ def _local_table(tmp_path) -> str:
 
 def test_writer_commits_and_reports(tmp_path):
     uri = _local_table(tmp_path)
-    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(2)), result_path=str(tmp_path / "r.json"), batch=2)
+    spec = _spec(
+        table_uri=uri,
+        landing_file=str(landing.landing_file(2)),
+        result_path=str(tmp_path / "r.json"),
+        batch=2,
+    )
     done, result = _run_writer(spec)
     assert result is not None, done.stderr
     assert result["outcome"] == w.COMMITTED and done.returncode == 0
     assert (result["snapshot_version"], result["reported_version"]) == (0, 1)
     assert (result["rows"], result["id_min"], result["id_max"]) == (10, 201, 210)
-    stamps = [result[k] for k in ("t_process_start", "t_start", "t_imported", "t_landing_loaded", "t_snapshot_loaded",
-                                  "t_barrier_released", "t_write_finished")]
+    stamps = [
+        result[k]
+        for k in (
+            "t_process_start",
+            "t_start",
+            "t_imported",
+            "t_landing_loaded",
+            "t_snapshot_loaded",
+            "t_barrier_released",
+            "t_write_finished",
+        )
+    ]
     assert stamps == sorted(stamps)
     assert result["deltalake_version"] == eras.era(eras.CURRENT).deltalake_version
 
 
 def test_writer_names_a_missing_table(tmp_path):
     missing = str(tmp_path / "no-such-table")
-    spec = _spec(table_uri=missing, landing_file=str(landing.landing_file(1)), result_path=str(tmp_path / "r.json"))
+    spec = _spec(
+        table_uri=missing,
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+    )
     done, result = _run_writer(spec)
     assert done.returncode == 1
     assert result["outcome"] == w.FAILED and result["stage"] == "snapshot"
@@ -95,8 +120,12 @@ def test_writer_fails_clearly_on_an_unreachable_endpoint(tmp_path):
     port = next(p for p in range(59000, 59100) if local_processes.port_is_free(p))
     options = tables.s3_storage_options()
     options["AWS_ENDPOINT_URL"] = f"http://{config.LOCALHOST}:{port}"
-    spec = _spec(table_uri="s3://delta-root/unreachable", storage_options=options,
-                 landing_file=str(landing.landing_file(1)), result_path=str(tmp_path / "r.json"))
+    spec = _spec(
+        table_uri="s3://delta-root/unreachable",
+        storage_options=options,
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+    )
     done, result = _run_writer(spec, timeout=300)
     assert result["outcome"] == w.FAILED and result["stage"] == "snapshot"
     assert f"{config.LOCALHOST}:{port}" in result["error_message"]
@@ -114,11 +143,18 @@ def test_writer_waits_at_the_barrier_until_go(tmp_path):
     uri = _local_table(tmp_path)
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), result_path=str(tmp_path / "r.json"),
-                 batch=1, barrier_dir=str(barrier))
+    spec = _spec(
+        table_uri=uri,
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+        batch=1,
+        barrier_dir=str(barrier),
+    )
     process = eras.start_in_era(eras.CURRENT, ["-m", w.MODULE, json.dumps(spec)])
     try:
-        while not w.ready_file(barrier, "w1").exists():  # the writer holds its snapshot, then says so
+        while not w.ready_file(
+            barrier, "w1"
+        ).exists():  # the writer holds its snapshot, then says so
             assert process.poll() is None, "the writer exited before reaching the barrier"
             time.sleep(0.01)
         assert runner.table_state(uri).version == 0, "the writer committed before go"
@@ -135,8 +171,13 @@ def test_writer_waits_at_the_barrier_until_go(tmp_path):
 def test_barrier_timeout_is_a_failed_result(tmp_path):
     uri = _local_table(tmp_path)
     (tmp_path / "barrier").mkdir()
-    spec = _spec(table_uri=uri, landing_file=str(landing.landing_file(1)), result_path=str(tmp_path / "r.json"),
-                 barrier_dir=str(tmp_path / "barrier"), barrier_timeout_s=0.5)
+    spec = _spec(
+        table_uri=uri,
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+        barrier_dir=str(tmp_path / "barrier"),
+        barrier_timeout_s=0.5,
+    )
     _, result = _run_writer(spec)
     assert result["outcome"] == w.FAILED and result["error_class"] == "BarrierTimeout"
     assert result["stage"] == "barrier"
@@ -146,8 +187,14 @@ def test_barrier_timeout_is_a_failed_result(tmp_path):
 def test_retries_off_still_tries_once_in_every_era(era, tmp_path):
     """deltalake 0.22.3 reads max_commit_retries=0 as 'no attempt at all'; the writer must not."""
     uri = _local_table(tmp_path)
-    spec = _spec(era=era, table_uri=uri, landing_file=str(landing.landing_file(1)), result_path=str(tmp_path / "r.json"),
-                 batch=1, max_commit_retries=0)
+    spec = _spec(
+        era=era,
+        table_uri=uri,
+        landing_file=str(landing.landing_file(1)),
+        result_path=str(tmp_path / "r.json"),
+        batch=1,
+        max_commit_retries=0,
+    )
     done, result = _run_writer(spec, era=era)
     assert result["outcome"] == w.COMMITTED, result["error_message"]
     assert result["library_max_commit_retries"] == (1 if era == eras.SEEDS else 0)
@@ -171,7 +218,7 @@ def test_the_deltalake_code_shown_commits_when_run_as_it_is(tmp_path):
     table = str(tmp_path / "copied")
     runner.create_table(table)
     shown = runner.writer_code(table, max_commit_retries=0, batch=3)
-    assert "write_deltalake(table, data, mode=\"append\", commit_properties=properties)" in shown
+    assert 'write_deltalake(table, data, mode="append", commit_properties=properties)' in shown
     exec(compile(shown, "shown", "exec"), {"landing_file": str(landing.landing_file(3))})  # noqa: S102  (a learner's paste)
     state = runner.table_state(table)
     assert (state.version, state.rows) == (1, len(landing.batch_ids(3)))
@@ -181,19 +228,35 @@ def test_the_deltalake_code_shown_commits_when_run_as_it_is(tmp_path):
     assert (info.get(w.WRITER_TAG), info.get(w.BATCH_TAG)) == ("w1", "3")
 
 
-@pytest.mark.parametrize("engine, era, uri", [
-    ("deltalake", eras.CURRENT, "az"), ("deltalake", "deltalake-0.22.3", "s3"), ("deltalake", "deltalake-0.14.0", "s3"),
-    ("daft", eras.CURRENT, "s3"), ("spark", eras.CURRENT, "s3a"),
-])
+@pytest.mark.parametrize(
+    "engine, era, uri",
+    [
+        ("deltalake", eras.CURRENT, "az"),
+        ("deltalake", "deltalake-0.22.3", "s3"),
+        ("deltalake", "deltalake-0.14.0", "s3"),
+        ("daft", eras.CURRENT, "s3"),
+        ("spark", eras.CURRENT, "s3a"),
+    ],
+)
 def test_the_code_shown_masks_every_credential_and_names_no_machine_path(engine, era, uri):
     if uri == "az":
         table, options = tables.azure_uri("shown/t"), tables.azure_storage_options()
     else:
-        table, options = tables.s3_uri("shown/t").replace("s3://", f"{uri}://"), tables.s3_storage_options()
+        table, options = (
+            tables.s3_uri("shown/t").replace("s3://", f"{uri}://"),
+            tables.s3_storage_options(),
+        )
     if engine == "spark":
         options = {}
     shown = runner.writer_code(table, options, era=era, engine=engine, batch=1)  # no table needed
-    secrets = [config.EMULATOR_AWS_SECRET_ACCESS_KEY, config.AZURITE_ACCOUNT_KEY]  # (the access key id, "workbook", is masked too)
+    secrets = [
+        config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+        config.AZURITE_ACCOUNT_KEY,
+    ]  # (the access key id, "workbook", is masked too)
     assert not [secret for secret in secrets if secret in shown]
-    assert config.MASKED in shown and str(config.ROOT) not in shown and "-XX:SharedArchiveFile=" not in shown
+    assert (
+        config.MASKED in shown
+        and str(config.ROOT) not in shown
+        and "-XX:SharedArchiveFile=" not in shown
+    )
     compile(shown, "shown", "exec")  # valid Python

@@ -49,7 +49,10 @@ def column(prefix: str, kind: str) -> str:
 
 OUTSIDE_REQUESTS = "s_outside_requests"
 """Seconds per commit a writer spent outside requests (:func:`helpers.bench.stats.outside_requests_per_commit`)."""
-BREAKDOWN_COLUMNS = {**{kind: column("s", kind) for kind in KINDS}, "outside requests": OUTSIDE_REQUESTS}
+BREAKDOWN_COLUMNS = {
+    **{kind: column("s", kind) for kind in KINDS},
+    "outside requests": OUTSIDE_REQUESTS,
+}
 """Where a commit's time goes: part -> the results column holding its seconds per commit."""
 
 
@@ -102,7 +105,7 @@ def decoded(headers, body: bytes | None) -> bytes | None:
         size = int(body[at:end].split(b";", 1)[0] or b"0", 16)
         if size == 0:
             break
-        out += body[end + 2:end + 2 + size]
+        out += body[end + 2 : end + 2 + size]
         at = end + 2 + size + 2
     return bytes(out)
 
@@ -124,7 +127,9 @@ def is_log_path(path: str, query: dict) -> bool:
     return delta_log.LOG_DIR in path or delta_log.LOG_DIR.rstrip("/") in prefix
 
 
-def claim_of_request(method: str, path: str, headers, body: bytes | None, claim_style: str) -> tuple[int | None, str | None] | None:
+def claim_of_request(
+    method: str, path: str, headers, body: bytes | None, claim_style: str
+) -> tuple[int | None, str | None] | None:
     """If this request claims a commit version: (version, the staged file it names, or None when
     it carries the commit itself); else None. A claim is a conditional ``PutItem`` of a lock item
     (``dynamodb``; its ``tempPath`` is the staged file), or a PUT of ``N.json`` with
@@ -151,7 +156,11 @@ def classify(method: str, target: str, headers, status: int, *, is_claim: bool) 
     amz_target = header_value(headers, "x-amz-target") or ""
     if amz_target.startswith("DynamoDB_"):
         operation = amz_target.rsplit(".", 1)[-1]
-        if operation in ("PutItem", "UpdateItem", "DeleteItem"):  # a claim is counted above; these mark it complete
+        if operation in (
+            "PutItem",
+            "UpdateItem",
+            "DeleteItem",
+        ):  # a claim is counted above; these mark it complete
             return "commit finish"
         return "log read" if operation in ("GetItem", "Query") else "other"
     log = is_log_path(path, query)
@@ -160,7 +169,9 @@ def classify(method: str, target: str, headers, status: int, *, is_claim: bool) 
     if method in ("PUT", "POST", "DELETE"):
         if log:
             return "commit finish"
-        return "data write" if path.endswith(".parquet") or "comp=block" in parsed.query else "other"
+        return (
+            "data write" if path.endswith(".parquet") or "comp=block" in parsed.query else "other"
+        )
     return "other"
 
 
@@ -203,7 +214,9 @@ class RequestMeter(CommitGate):
                 self._staged[staged_name(key)] = tags_of(decoded(headers, body))
         return answer
 
-    def _claim_of(self, method: str, path: str, headers, body) -> tuple[int | None, str | None, int | None] | None:
+    def _claim_of(
+        self, method: str, path: str, headers, body
+    ) -> tuple[int | None, str | None, int | None] | None:
         """(version, writer, batch) if this request claims a commit version, else None."""
         claim = claim_of_request(method, path, headers, body, self.claim_style)
         if claim is None:
@@ -241,4 +254,3 @@ class RequestMeter(CommitGate):
 
     def unattributed_claims(self) -> int:
         return sum(1 for c in self.claims if c.writer is None)
-

@@ -42,16 +42,25 @@ def request_service(kind: str, backend: str, claim_style: str) -> str:
     return backend
 
 
-def project(run: Mapping, *, claim_style: str, cloud: Mapping[str, float] = CLOUD_REQUEST_S,
-            caps: Mapping[str, float] = OBJECT_CLAIMS_PER_S) -> dict:
+def project(
+    run: Mapping,
+    *,
+    claim_style: str,
+    cloud: Mapping[str, float] = CLOUD_REQUEST_S,
+    caps: Mapping[str, float] = OBJECT_CLAIMS_PER_S,
+) -> dict:
     """The projection of one metered run (a row of ``runs.csv``): ``projected_latency_s`` and
     ``projected_commits_per_s``. Lock bookkeeping under the DynamoDB lock (``commit finish``:
     the staged file's PUT, its copy and the item's update) is counted as S3 requests, the
     dearer service, which overstates the update's cost by a few milliseconds."""
     backend = run["backend"]
-    latency = max(float(run[OUTSIDE_REQUESTS]), 0.0)  # below 0 when a writer's requests overlapped (see assumption 3)
+    latency = max(
+        float(run[OUTSIDE_REQUESTS]), 0.0
+    )  # below 0 when a writer's requests overlapped (see assumption 3)
     for kind in KINDS:
-        latency += float(run[column("n", kind)]) * cloud[request_service(kind, backend, claim_style)]
+        latency += (
+            float(run[column("n", kind)]) * cloud[request_service(kind, backend, claim_style)]
+        )
     if not latency > 0:
         return {"projected_latency_s": math.nan, "projected_commits_per_s": math.nan}
     rate = int(run["writers"]) / latency
@@ -67,7 +76,15 @@ def project_runs(results):
 
     from helpers.bench.run import PROTOCOLS
 
-    rows = [{"protocol": row["protocol"], "writers": row["writers"],
-             **project(row, claim_style=PROTOCOLS[row["protocol"].split("@")[0]].claim_style)}
-            for row in results.runs.to_dict("records") if row.get("metered")]
-    return pd.DataFrame(rows, columns=["protocol", "writers", "projected_latency_s", "projected_commits_per_s"])
+    rows = [
+        {
+            "protocol": row["protocol"],
+            "writers": row["writers"],
+            **project(row, claim_style=PROTOCOLS[row["protocol"].split("@")[0]].claim_style),
+        }
+        for row in results.runs.to_dict("records")
+        if row.get("metered")
+    ]
+    return pd.DataFrame(
+        rows, columns=["protocol", "writers", "projected_latency_s", "projected_commits_per_s"]
+    )

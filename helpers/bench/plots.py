@@ -16,11 +16,19 @@ def _label(meta: dict | None) -> str:
     if not meta:
         return ""
     machine = meta.get("machine", {})
-    return (f"{meta.get('date', '')[:10]} · {machine.get('cpus')} cores, {machine.get('memory_gib')} GiB · "
-            + ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items()))
+    return (
+        f"{meta.get('date', '')[:10]} · {machine.get('cpus')} cores, {machine.get('memory_gib')} GiB · "
+        + ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
+    )
 
 
-def curves(runs, *, meta: dict | None = None, projected=None, title: str = "Commit throughput as writers grow"):
+def curves(
+    runs,
+    *,
+    meta: dict | None = None,
+    projected=None,
+    title: str = "Commit throughput as writers grow",
+):
     """Throughput, latency percentiles and attempts against N. ``projected``: a frame with
     ``protocol``, ``writers``, ``projected_commits_per_s`` (drawn dashed on the throughput panel)."""
     import matplotlib.pyplot as plt
@@ -29,17 +37,42 @@ def curves(runs, *, meta: dict | None = None, projected=None, title: str = "Comm
     throughput, latency, attempts = axes
     colours = {}
     for name, group in runs.sort_values("writers").groupby("protocol", sort=False):
-        line, = throughput.plot(group["writers"], group["commits_per_s"], marker="o", label=name)
+        (line,) = throughput.plot(group["writers"], group["commits_per_s"], marker="o", label=name)
         colours[name] = line.get_color()
-        for column, style in (("latency_p50_s", "-"), ("latency_p95_s", "--"), ("latency_p99_s", ":")):
-            latency.plot(group["writers"], group[column] * 1000, linestyle=style, marker=".", color=line.get_color(),
-                         label=f"{name} {column.split('_')[1]}" if style == "-" else None)
-        attempts.plot(group["writers"], group["attempts_mean"], marker="o", color=line.get_color(), label=name)
+        for column, style in (
+            ("latency_p50_s", "-"),
+            ("latency_p95_s", "--"),
+            ("latency_p99_s", ":"),
+        ):
+            latency.plot(
+                group["writers"],
+                group[column] * 1000,
+                linestyle=style,
+                marker=".",
+                color=line.get_color(),
+                label=f"{name} {column.split('_')[1]}" if style == "-" else None,
+            )
+        attempts.plot(
+            group["writers"], group["attempts_mean"], marker="o", color=line.get_color(), label=name
+        )
     if projected is not None:
         for name, group in projected.sort_values("writers").groupby("protocol", sort=False):
-            throughput.plot(group["writers"], group["projected_commits_per_s"], linestyle="--", color=colours.get(name),
-                            alpha=0.6, label=f"{name} (cloud model)")
-    for ax, ylabel in zip(axes, ("commits per second", "latency, ms (solid p50, dashed p95, dotted p99)", "attempts per commit (mean)")):
+            throughput.plot(
+                group["writers"],
+                group["projected_commits_per_s"],
+                linestyle="--",
+                color=colours.get(name),
+                alpha=0.6,
+                label=f"{name} (cloud model)",
+            )
+    for ax, ylabel in zip(
+        axes,
+        (
+            "commits per second",
+            "latency, ms (solid p50, dashed p95, dotted p99)",
+            "attempts per commit (mean)",
+        ),
+    ):
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(runs["writers"].unique()))
         ax.set_xticklabels([str(n) for n in sorted(runs["writers"].unique())])
@@ -54,7 +87,9 @@ def curves(runs, *, meta: dict | None = None, projected=None, title: str = "Comm
     return fig
 
 
-def breakdown(runs, *, writers=(1, 8), title: str = "Where a commit's time goes (seconds per commit)"):
+def breakdown(
+    runs, *, writers=(1, 8), title: str = "Where a commit's time goes (seconds per commit)"
+):
     """Stacked bars: per protocol and writer count, the mean seconds per commit in each request
     kind, and outside requests (client CPU, backoff, waiting for a core; drawn at 0 where the
     requests overlapped and their seconds add up to more than the commits took)."""

@@ -37,15 +37,30 @@ def _s3_calls(endpoint: str | None) -> dict:
     lock_table = storage.ensure_lock_table()
 
     def conditional_put():
-        s3.put_object(Bucket=bucket, Key=f"{prefix}/_delta_log/{uuid.uuid4().hex}.json", Body=b"{}", IfNoneMatch="*")
+        s3.put_object(
+            Bucket=bucket,
+            Key=f"{prefix}/_delta_log/{uuid.uuid4().hex}.json",
+            Body=b"{}",
+            IfNoneMatch="*",
+        )
 
     def claim():
-        dynamodb.put_item(TableName=lock_table, Item={"tablePath": {"S": f"s3://{bucket}/{prefix}"}, "fileName": {"S": uuid.uuid4().hex}},
-                          ConditionExpression="attribute_not_exists(fileName)")
+        dynamodb.put_item(
+            TableName=lock_table,
+            Item={
+                "tablePath": {"S": f"s3://{bucket}/{prefix}"},
+                "fileName": {"S": uuid.uuid4().hex},
+            },
+            ConditionExpression="attribute_not_exists(fileName)",
+        )
 
     return {
-        ("s3", "PUT"): lambda: s3.put_object(Bucket=bucket, Key=f"{prefix}/{uuid.uuid4().hex}.parquet", Body=b"x" * 700),
-        ("s3", "GET"): lambda: s3.get_object(Bucket=bucket, Key=f"{prefix}/read.json")["Body"].read(),
+        ("s3", "PUT"): lambda: s3.put_object(
+            Bucket=bucket, Key=f"{prefix}/{uuid.uuid4().hex}.parquet", Body=b"x" * 700
+        ),
+        ("s3", "GET"): lambda: s3.get_object(Bucket=bucket, Key=f"{prefix}/read.json")[
+            "Body"
+        ].read(),
         ("s3", "LIST"): lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/"),
         ("s3", "conditional PUT"): conditional_put,
         ("dynamodb", "conditional PutItem"): claim,
@@ -61,14 +76,20 @@ def _azure_calls(endpoint: str | None) -> dict:
 
     def conditional_copy():
         target = container.get_blob_client(f"{prefix}/_delta_log/{uuid.uuid4().hex}.json")
-        target.start_copy_from_url(source.url, headers={"If-None-Match": "*"})  # what delta-rs sends
+        target.start_copy_from_url(
+            source.url, headers={"If-None-Match": "*"}
+        )  # what delta-rs sends
 
     return {
-        ("azure", "PUT"): lambda: container.get_blob_client(f"{prefix}/{uuid.uuid4().hex}.parquet").upload_blob(b"x" * 700),
+        ("azure", "PUT"): lambda: container.get_blob_client(
+            f"{prefix}/{uuid.uuid4().hex}.parquet"
+        ).upload_blob(b"x" * 700),
         ("azure", "GET"): lambda: source.download_blob().readall(),
         ("azure", "LIST"): lambda: list(container.list_blobs(name_starts_with=f"{prefix}/")),
         ("azure", "conditional copy"): conditional_copy,
-    }, lambda: [container.delete_blob(b.name) for b in container.list_blobs(name_starts_with=f"{prefix}/")]
+    }, lambda: [
+        container.delete_blob(b.name) for b in container.list_blobs(name_starts_with=f"{prefix}/")
+    ]
 
 
 def measure(backends, *, requests: int = 40) -> list[dict]:
@@ -84,9 +105,17 @@ def measure(backends, *, requests: int = 40) -> list[dict]:
                 try:
                     for (service, request), call in calls.items():
                         seconds = _timed(call, requests)
-                        rows.append({"service": service, "request": request, "path": path, "n": len(seconds),
-                                     "p50_ms": 1000 * stats.percentile(seconds, 50), "p95_ms": 1000 * stats.percentile(seconds, 95),
-                                     "mean_ms": 1000 * sum(seconds) / len(seconds)})
+                        rows.append(
+                            {
+                                "service": service,
+                                "request": request,
+                                "path": path,
+                                "n": len(seconds),
+                                "p50_ms": 1000 * stats.percentile(seconds, 50),
+                                "p95_ms": 1000 * stats.percentile(seconds, 95),
+                                "mean_ms": 1000 * sum(seconds) / len(seconds),
+                            }
+                        )
                 finally:
                     cleanup()
     return rows

@@ -56,8 +56,11 @@ class Losses:
     """(writer, batch) appends the run planned that no writer sent a record of: uncounted."""
 
 
-def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Sequence[int]],
-                 planned: Iterable[tuple[str, int]] = ()) -> Losses:
+def count_losses(
+    commits: Iterable[Mapping],
+    log: Mapping[tuple[str, int], Sequence[int]],
+    planned: Iterable[tuple[str, int]] = (),
+) -> Losses:
     """Check every commit record against ``log`` ({(writer, batch): [versions holding it]}), and
     the records against the log and the ``planned`` (writer, batch) appends: a commit or a planned
     append with no record would escape the count (:attr:`Losses.in_log_without_record`,
@@ -78,8 +81,16 @@ def count_losses(commits: Iterable[Mapping], log: Mapping[tuple[str, int], Seque
                 lost.append(key)
         elif versions:
             unacknowledged += 1
-    return Losses(acknowledged, found, len(lost), duplicated, unacknowledged, tuple(sorted(lost)),
-                  tuple(sorted(set(log) - recorded)), tuple(sorted(set(planned) - recorded)))
+    return Losses(
+        acknowledged,
+        found,
+        len(lost),
+        duplicated,
+        unacknowledged,
+        tuple(sorted(lost)),
+        tuple(sorted(set(log) - recorded)),
+        tuple(sorted(set(planned) - recorded)),
+    )
 
 
 @dataclass(frozen=True)
@@ -105,18 +116,24 @@ class RunFigures:
         return asdict(self)
 
 
-def run_figures(commits: Sequence[Mapping], losses: Losses, *, t_go: float, setup_s: Sequence[float]) -> RunFigures:
+def run_figures(
+    commits: Sequence[Mapping], losses: Losses, *, t_go: float, setup_s: Sequence[float]
+) -> RunFigures:
     """A run's figures. The window runs from the barrier's opening (``t_go``) to the last commit's
     end, so setup (process start, imports, data) stays out; throughput counts commits the log
     holds (acknowledged and found), so a lost commit never counts as work done. Latency is from a
     commit's first try to its success, over committed records; attempts come from each record's
     ``attempts`` (what storage recorded), over committed records that have one."""
     if not commits:
-        raise BenchError("A run without commit records has no figures; did every writer fail before the barrier?")
+        raise BenchError(
+            "A run without commit records has no figures; did every writer fail before the barrier?"
+        )
     done = [r for r in commits if r["outcome"] == COMMITTED]
     window = max(r["t_done"] for r in commits) - t_go
     if window <= 0:
-        raise BenchError(f"The run's window is {window:.3f} s: the records end before the barrier opened.")
+        raise BenchError(
+            f"The run's window is {window:.3f} s: the records end before the barrier opened."
+        )
     latencies = [r["t_done"] - r["t_first_try"] for r in done]
     attempts = [int(r["attempts"]) for r in done if r.get("attempts") is not None]
 
@@ -124,17 +141,26 @@ def run_figures(commits: Sequence[Mapping], losses: Losses, *, t_go: float, setu
         return percentile(latencies, q) if latencies else math.nan
 
     return RunFigures(
-        commits=len(commits), committed=len(done), failed=len(commits) - len(done),
-        lost=losses.lost, duplicated=losses.duplicated,
-        window_s=window, commits_per_s=losses.found / window,
-        latency_mean_s=sum(latencies) / len(latencies) if latencies else math.nan, latency_p50_s=pct(50), latency_p95_s=pct(95), latency_p99_s=pct(99),
+        commits=len(commits),
+        committed=len(done),
+        failed=len(commits) - len(done),
+        lost=losses.lost,
+        duplicated=losses.duplicated,
+        window_s=window,
+        commits_per_s=losses.found / window,
+        latency_mean_s=sum(latencies) / len(latencies) if latencies else math.nan,
+        latency_p50_s=pct(50),
+        latency_p95_s=pct(95),
+        latency_p99_s=pct(99),
         attempts_mean=sum(attempts) / len(attempts) if attempts else math.nan,
         attempts_max=max(attempts) if attempts else 0,
         setup_s_mean=sum(setup_s) / len(setup_s) if setup_s else math.nan,
     )
 
 
-def ratios_to_serial(rows: Sequence[Mapping], *, value: str = "commits_per_s", serial_writers: int = 1) -> list[float]:
+def ratios_to_serial(
+    rows: Sequence[Mapping], *, value: str = "commits_per_s", serial_writers: int = 1
+) -> list[float]:
     """For each row (a dict with ``protocol``, ``writers`` and ``value``), its value divided by
     the same protocol's value at ``serial_writers`` (the serial limit measured in the same run).
     Raises BenchError if a protocol has no serial row or a serial value of 0."""
@@ -143,7 +169,9 @@ def ratios_to_serial(rows: Sequence[Mapping], *, value: str = "commits_per_s", s
     for row in rows:
         base = serial.get(row["protocol"])
         if base is None:
-            raise BenchError(f"{row['protocol']} has no run with {serial_writers} writer: the serial limit must be measured in the same run.")
+            raise BenchError(
+                f"{row['protocol']} has no run with {serial_writers} writer: the serial limit must be measured in the same run."
+            )
         if not base > 0:
             raise BenchError(f"{row['protocol']}'s serial limit is {base!r}: nothing to divide by.")
         out.append(row[value] / base)
@@ -167,7 +195,9 @@ def check_safe(protocol: str, losses: Losses, safe: bool) -> None:
         )
 
 
-def outside_requests_per_commit(latencies: Sequence[float], request_seconds: float, committed: int) -> float:
+def outside_requests_per_commit(
+    latencies: Sequence[float], request_seconds: float, committed: int
+) -> float:
     """Seconds per committed commit that the writers spent outside requests (their CPU, backoff,
     waiting for a core): every commit's latency, failed ones included (their requests are in
     ``request_seconds`` too), minus the requests' seconds, over the commits that landed."""
@@ -176,7 +206,9 @@ def outside_requests_per_commit(latencies: Sequence[float], request_seconds: flo
     return (sum(latencies) - request_seconds) / committed
 
 
-def contended_verdicts(runs: Sequence[Mapping], parts: Mapping[str, str], *, writers: int = 8, target: float = 0.5) -> list[dict]:
+def contended_verdicts(
+    runs: Sequence[Mapping], parts: Mapping[str, str], *, writers: int = 8, target: float = 0.5
+) -> list[dict]:
     """For each protocol (rows of ``runs.csv`` as dicts): its run at ``writers`` (or its largest
     count below that) against its serial limit: the ratio, whether it reaches ``target``, and
     which part of a commit's time (``parts``: name -> column of seconds per commit) grew most."""
@@ -186,15 +218,29 @@ def contended_verdicts(runs: Sequence[Mapping], parts: Mapping[str, str], *, wri
     verdicts = []
     for name, at in by_protocol.items():
         if 1 not in at:
-            raise BenchError(f"{name} has no run with 1 writer: the serial limit must be measured in the same run.")
+            raise BenchError(
+                f"{name} has no run with 1 writer: the serial limit must be measured in the same run."
+            )
         n = writers if writers in at else max(k for k in at if k <= writers)
         row, serial = at[n], at[1]
         growth = {part: row[col] - serial[col] for part, col in parts.items()}
         grew = max(growth, key=growth.get)
-        verdicts.append({"protocol": name, "writers": n, "commits_per_s": row["commits_per_s"], "serial_commits_per_s": serial["commits_per_s"],
-                         "ratio": row["commits_per_s"] / serial["commits_per_s"], "meets": row["commits_per_s"] >= target * serial["commits_per_s"],
-                         "attempts_mean": row["attempts_mean"], "attempts_max": row["attempts_max"], "latency_p95_s": row["latency_p95_s"],
-                         "grew_most": grew, "grew_by_s": growth[grew], "alone_s": serial[parts[grew]]})
+        verdicts.append(
+            {
+                "protocol": name,
+                "writers": n,
+                "commits_per_s": row["commits_per_s"],
+                "serial_commits_per_s": serial["commits_per_s"],
+                "ratio": row["commits_per_s"] / serial["commits_per_s"],
+                "meets": row["commits_per_s"] >= target * serial["commits_per_s"],
+                "attempts_mean": row["attempts_mean"],
+                "attempts_max": row["attempts_max"],
+                "latency_p95_s": row["latency_p95_s"],
+                "grew_most": grew,
+                "grew_by_s": growth[grew],
+                "alone_s": serial[parts[grew]],
+            }
+        )
     return verdicts
 
 
@@ -207,15 +253,32 @@ def check_runs(check, runs, appends: int) -> None:
     for row in runs.to_dict("records"):
         name = f"{row['protocol']} N={row['writers']}"
         check.equal(f"{name}: commits recorded", int(row["commits"]), int(row["writers"]) * appends)
-        check.equal(f"{name}: acknowledged commits lost (from the commit files)", int(row["lost"]), 0)
-        check.equal(f"{name}: acknowledged commits in more than one commit file", int(row["duplicated"]), 0)
-        check.equal(f"{name}: versions in the log = commits that landed", int(row["versions"]),
-                    int(row["committed"]) + int(row["unacknowledged_in_log"]))
+        check.equal(
+            f"{name}: acknowledged commits lost (from the commit files)", int(row["lost"]), 0
+        )
+        check.equal(
+            f"{name}: acknowledged commits in more than one commit file", int(row["duplicated"]), 0
+        )
+        check.equal(
+            f"{name}: versions in the log = commits that landed",
+            int(row["versions"]),
+            int(row["committed"]) + int(row["unacknowledged_in_log"]),
+        )
         if not row.get("metered"):
             continue
-        check.equal(f"{name}: claims the meter could not attribute", int(row["unattributed_claims"]), 0)
+        check.equal(
+            f"{name}: claims the meter could not attribute", int(row["unattributed_claims"]), 0
+        )
         check.equal(f"{name}: accepted claims per commit", float(row["n_claim_accepted"]), 1.0)
-        check.holds(f"{name}: every commit took at least one attempt", bool(row["attempts_mean"] >= 1),
-                    expected=">= 1", found=row["attempts_mean"])
+        check.holds(
+            f"{name}: every commit took at least one attempt",
+            bool(row["attempts_mean"] >= 1),
+            expected=">= 1",
+            found=row["attempts_mean"],
+        )
         if int(row["writers"]) == 1:
-            check.equal(f"{row['protocol']}: a single writer never retries", float(row["attempts_mean"]), 1.0)
+            check.equal(
+                f"{row['protocol']}: a single writer never retries",
+                float(row["attempts_mean"]),
+                1.0,
+            )

@@ -28,8 +28,19 @@ import time
 import traceback
 
 from helpers import landing
-from helpers.writers.protocol import (BATCH_TAG, COMMITTED, FAILED, T_PROCESS_START, WRITER_TAG, WriterSpec, engine_class,
-                                      gone_file, one_line, wait_at_barrier, spec_process_main)
+from helpers.writers.protocol import (
+    BATCH_TAG,
+    COMMITTED,
+    FAILED,
+    T_PROCESS_START,
+    WRITER_TAG,
+    WriterSpec,
+    engine_class,
+    gone_file,
+    one_line,
+    wait_at_barrier,
+    spec_process_main,
+)
 
 
 def batch_table(batch: int):
@@ -54,20 +65,26 @@ class DeltalakeAppender:
 
         self.version = f"deltalake {deltalake.__version__}"
         self.spec = spec
-        self.tables = {w: open_delta_table(spec["table_uri"], spec["storage_options"]) for w in spec["writers"]}
+        self.tables = {
+            w: open_delta_table(spec["table_uri"], spec["storage_options"]) for w in spec["writers"]
+        }
 
     def warm_up(self, uri: str, data) -> None:
         from deltalake import write_deltalake
 
-        write_deltalake(uri, data, mode="append", storage_options=dict(self.spec["storage_options"]))
+        write_deltalake(
+            uri, data, mode="append", storage_options=dict(self.spec["storage_options"])
+        )
 
     def append(self, writer: str, batch: int, data) -> None:
         from deltalake import CommitProperties, write_deltalake
 
         table = self.tables[writer]
         table.update_incremental()
-        properties = CommitProperties(custom_metadata=tags(writer, batch),
-                                      max_commit_retries=self.spec.get("max_commit_retries"))
+        properties = CommitProperties(
+            custom_metadata=tags(writer, batch),
+            max_commit_retries=self.spec.get("max_commit_retries"),
+        )
         write_deltalake(table, data, mode="append", commit_properties=properties)
 
 
@@ -77,10 +94,16 @@ class SparkAppender:
 
     def __init__(self, spec: dict) -> None:
         engine = engine_class("spark")()
-        self.writer_spec = WriterSpec(writer_id=spec["writers"][0], era=spec["era"], table_uri=spec["table_uri"],
-                                      landing_file="-", result_path=spec["result_path"], engine="spark",
-                                      storage_options=dict(spec["storage_options"]),
-                                      max_commit_retries=spec.get("max_commit_retries"))
+        self.writer_spec = WriterSpec(
+            writer_id=spec["writers"][0],
+            era=spec["era"],
+            table_uri=spec["table_uri"],
+            landing_file="-",
+            result_path=spec["result_path"],
+            engine="spark",
+            storage_options=dict(spec["storage_options"]),
+            max_commit_retries=spec.get("max_commit_retries"),
+        )
         engine.load(self.writer_spec)
         self.spark, self.version, self.uri = engine.spark, engine.version, spec["table_uri"]
 
@@ -89,7 +112,9 @@ class SparkAppender:
 
     def append(self, writer: str, batch: int, data) -> None:
         metadata = json.dumps(tags(writer, batch), sort_keys=True)
-        self.spark.createDataFrame(data).write.format("delta").mode("append").option("userMetadata", metadata).save(self.uri)
+        self.spark.createDataFrame(data).write.format("delta").mode("append").option(
+            "userMetadata", metadata
+        ).save(self.uri)
 
 
 APPENDERS = {"deltalake": DeltalakeAppender, "spark": SparkAppender}
@@ -100,18 +125,30 @@ def writer_loop(appender, writer: str, batches: list[int], data: dict, commits: 
     for batch in batches:
         record = {"writer": writer, "batch": batch, "t_first_try": time.time()}
         try:
-            appender.append(writer, batch, data[batch])  # which version it became is read from storage afterwards
+            appender.append(
+                writer, batch, data[batch]
+            )  # which version it became is read from storage afterwards
             record["outcome"] = COMMITTED
         except Exception as error:  # a failed commit is a figure, not the end of the run
-            record.update(outcome=FAILED, error_class=type(error).__name__, error_message=one_line(str(error), 400))
+            record.update(
+                outcome=FAILED,
+                error_class=type(error).__name__,
+                error_message=one_line(str(error), 400),
+            )
         record["t_done"] = time.time()
         commits.append(record)
 
 
 def run(spec: dict) -> dict:
     """Set up, wait at the barrier, append; return the process's record (never raises)."""
-    result = {"process": spec["process"], "writers": spec["writers"], "pid": os.getpid(),
-              "t_process_start": T_PROCESS_START, "commits": [], "error": None}
+    result = {
+        "process": spec["process"],
+        "writers": spec["writers"],
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "commits": [],
+        "error": None,
+    }
     ready = False
     try:
         appender = APPENDERS[spec["engine"]](spec)
@@ -121,9 +158,17 @@ def run(spec: dict) -> dict:
         result["t_ready"] = time.time()
         result["setup_s"] = result["t_ready"] - T_PROCESS_START
         ready = True
-        result["t_go"] = wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
-        threads = [threading.Thread(target=writer_loop, args=(appender, w, spec["batches"][w], data, result["commits"]), name=w)
-                   for w in spec["writers"]]
+        result["t_go"] = wait_at_barrier(
+            spec["barrier_dir"], spec["process"], None, spec["runner_pid"]
+        )
+        threads = [
+            threading.Thread(
+                target=writer_loop,
+                args=(appender, w, spec["batches"][w], data, result["commits"]),
+                name=w,
+            )
+            for w in spec["writers"]
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

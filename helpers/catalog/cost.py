@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from helpers.bench import run
 from helpers.catalog.tables import SCHEMA
 
-SAME_FEATURES = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true",
-                 "delta.enableInCommitTimestamps": "true", "delta.checkpointPolicy": "v2"}
+SAME_FEATURES = {
+    "delta.enableDeletionVectors": "true",
+    "delta.enableRowTracking": "true",
+    "delta.enableInCommitTimestamps": "true",
+    "delta.checkpointPolicy": "v2",
+}
 CATALOG_MANAGED = "catalog-managed"
 REFERENCES = {"same features, no catalog": SAME_FEATURES, "Delta's defaults": {}}
 
@@ -44,9 +48,15 @@ class CommitCost:
         return self.commits_per_s(kind) / self.commits_per_s(to)
 
     def table(self) -> list[dict]:
-        return [{"table": kind, "commits timed": len(times), "commits/s (median)": round(self.commits_per_s(kind), 2),
-                 "ratio to the catalog-managed table": round(self.ratio(kind, CATALOG_MANAGED), 2)}
-                for kind, times in self.seconds.items()]
+        return [
+            {
+                "table": kind,
+                "commits timed": len(times),
+                "commits/s (median)": round(self.commits_per_s(kind), 2),
+                "ratio to the catalog-managed table": round(self.ratio(kind, CATALOG_MANAGED), 2),
+            }
+            for kind, times in self.seconds.items()
+        ]
 
 
 def measure(spark, catalog_table: str, folder_uri: str, commits: int) -> CommitCost:
@@ -57,8 +67,10 @@ def measure(spark, catalog_table: str, folder_uri: str, commits: int) -> CommitC
     for number, (kind, properties) in enumerate(REFERENCES.items(), start=1):
         names[kind] = f"{catalog_table}_reference_{number}"
         listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-        spark.sql(f"CREATE TABLE {SCHEMA}.{names[kind]} USING delta LOCATION '{folder_uri}/{names[kind]}' "
-                  f"{f'TBLPROPERTIES ({listed})' if listed else ''} AS SELECT * FROM {SCHEMA}.{catalog_table} LIMIT 0")
+        spark.sql(
+            f"CREATE TABLE {SCHEMA}.{names[kind]} USING delta LOCATION '{folder_uri}/{names[kind]}' "
+            f"{f'TBLPROPERTIES ({listed})' if listed else ''} AS SELECT * FROM {SCHEMA}.{catalog_table} LIMIT 0"
+        )
     seconds: dict[str, list[float]] = {kind: [] for kind in names}
     for round_ in range(commits + 1):
         for kind, name in names.items():

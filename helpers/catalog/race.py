@@ -82,18 +82,22 @@ class CatalogCheck:
         return [v for v, read in sorted(self.read_versions.items()) if v > 0 and read != v - 1]
 
     def summary(self) -> str:
-        lines = [f"versions 0-{self.versions[-1] if self.versions else -1}: {len(self.published)} published, "
-                 f"{len(self.unpublished)} ratified by the catalog but not yet published; "
-                 f"the catalog's latest version {self.catalog.latest_version}",
-                 f"{sum(len(n) for n in self.staged.values())} staged commits, {len(self.losers)} of them lost their "
-                 f"version at the catalog and are no part of the table",
-                 f"{len(self.retried)} commits made after losing a version (readVersion < version - 1)",
-                 f"{sum(self.rows.values())} rows in {len(self.rows)} batches"]
+        lines = [
+            f"versions 0-{self.versions[-1] if self.versions else -1}: {len(self.published)} published, "
+            f"{len(self.unpublished)} ratified by the catalog but not yet published; "
+            f"the catalog's latest version {self.catalog.latest_version}",
+            f"{sum(len(n) for n in self.staged.values())} staged commits, {len(self.losers)} of them lost their "
+            f"version at the catalog and are no part of the table",
+            f"{len(self.retried)} commits made after losing a version (readVersion < version - 1)",
+            f"{sum(self.rows.values())} rows in {len(self.rows)} batches",
+        ]
         lines.append("No problems." if not self.problems else f"{len(self.problems)} problem(s):")
         return "\n".join(lines + [f"- {p}" for p in self.problems])
 
 
-def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int], int] | None = None) -> CatalogCheck:
+def check_table(
+    catalog: UnityCatalog, name: str, expected: dict[tuple[str, int], int] | None = None
+) -> CatalogCheck:
     """Read the table named ``name`` from its folder and from the catalog and name every problem:
     a gap in the versions, a published commit that is no staged commit of its version, a version
     the catalog and storage disagree on, and (with ``expected``, (writer, batch) -> rows) any batch
@@ -103,8 +107,11 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
     view = catalog.table(CATALOG, SCHEMA, name)
     folder = local_path(view.location)
     log = folder / delta_log.LOG_DIR
-    published = {version: path for path in log.glob("*.json")
-                 if (version := delta_log.commit_version(delta_log.LOG_DIR + path.name)) is not None}
+    published = {
+        version: path
+        for path in log.glob("*.json")
+        if (version := delta_log.commit_version(delta_log.LOG_DIR + path.name)) is not None
+    }
     staged: dict[int, list[str]] = {}
     for path in sorted((folder / STAGED_DIR).glob("*.json")):
         match = STAGED_NAME.match(path.name)
@@ -115,10 +122,16 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
     bodies: dict[int, bytes] = {}
     for version, path in sorted(published.items()):
         bodies[version] = path.read_bytes()
-        same = [n for n in staged.get(version, []) if (folder / STAGED_DIR / n).read_bytes() == bodies[version]]
+        same = [
+            n
+            for n in staged.get(version, [])
+            if (folder / STAGED_DIR / n).read_bytes() == bodies[version]
+        ]
         if version > 0 and len(same) != 1:
-            problems.append(f"version {version}: the published commit matches {len(same)} of its {len(staged.get(version, []))} "
-                            f"staged commits (a commit ratified by the catalog is published as it was staged)")
+            problems.append(
+                f"version {version}: the published commit matches {len(same)} of its {len(staged.get(version, []))} "
+                f"staged commits (a commit ratified by the catalog is published as it was staged)"
+            )
         if same:
             ratified[version] = same[0]
     for commit in view.unpublished:
@@ -128,14 +141,18 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
         ratified[version] = file_name
         staged_file = folder / STAGED_DIR / file_name
         if not staged_file.exists():
-            problems.append(f"version {version}: the catalog ratified {file_name}, which storage does not have")
+            problems.append(
+                f"version {version}: the catalog ratified {file_name}, which storage does not have"
+            )
             continue
         bodies[version] = staged_file.read_bytes()
     versions = sorted(bodies)
     if versions != list(range(len(versions))):
         problems.append(f"versions are not 0..{len(versions) - 1} without a gap: {versions}")
     if versions and view.latest_version != versions[-1]:
-        problems.append(f"the catalog's latest version is {view.latest_version}, storage's {versions[-1]}")
+        problems.append(
+            f"the catalog's latest version is {view.latest_version}, storage's {versions[-1]}"
+        )
     live: set[str] = set()
     read_versions: dict[int, int] = {}
     for version in versions:
@@ -151,7 +168,9 @@ def check_table(catalog: UnityCatalog, name: str, expected: dict[tuple[str, int]
     named = {writer for writer, _ in expected or {}}
     for key in sorted(k for k in set(rows) | set(expected or {}) if k[0] in named):
         if rows.get(key, 0) != expected.get(key, 0):
-            problems.append(f"batch {key[1]} of {key[0]}: {rows.get(key, 0)} rows in the table, {expected.get(key, 0)} appended")
+            problems.append(
+                f"batch {key[1]} of {key[0]}: {rows.get(key, 0)} rows in the table, {expected.get(key, 0)} appended"
+            )
     return CatalogCheck(sorted(published), staged, view, ratified, rows, read_versions, problems)
 
 
@@ -167,10 +186,22 @@ class Race:
     @property
     def failed(self) -> dict[str, str]:
         """Writers that ended with an error, and the error (what they reported)."""
-        return {w: r.get("error") or "no result" for w, r in self.results.items() if not r or r.get("error")}
+        return {
+            w: r.get("error") or "no result"
+            for w, r in self.results.items()
+            if not r or r.get("error")
+        }
 
 
-def run_race(catalog: UnityCatalog, name: str, location: str, *, writers: int, batches_per_writer: int, run_dir: Path) -> Race:
+def run_race(
+    catalog: UnityCatalog,
+    name: str,
+    location: str,
+    *,
+    writers: int,
+    batches_per_writer: int,
+    run_dir: Path,
+) -> Race:
     """Race ``writers`` drivers, each appending ``batches_per_writer`` batches to the catalog's table
     ``name`` (at ``location``); return the race with its checks."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -178,31 +209,60 @@ def run_race(catalog: UnityCatalog, name: str, location: str, *, writers: int, b
     for number in range(1, writers + 1):
         writer = f"w{number}"
         batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
-        proc = processes.EraProcess(name=writer, era=eras.CURRENT, module="helpers.catalog.writer",
-                                    spec_path=run_dir / f"{writer}.json", stdout_path=run_dir / f"{writer}.out",
-                                    stderr_path=run_dir / f"{writer}.err")
-        proc.spec_path.write_text(json.dumps({
-            "process": writer, "barrier_dir": str(run_dir), "runner_pid": os.getpid(),
-            "result_path": str(run_dir / f"{writer}.result.json"), "uri": catalog.uri, "table": name,
-            "location": location, "batches": batches[writer], "try_path_write": number == 1}, indent=1))
+        proc = processes.EraProcess(
+            name=writer,
+            era=eras.CURRENT,
+            module="helpers.catalog.writer",
+            spec_path=run_dir / f"{writer}.json",
+            stdout_path=run_dir / f"{writer}.out",
+            stderr_path=run_dir / f"{writer}.err",
+        )
+        proc.spec_path.write_text(
+            json.dumps(
+                {
+                    "process": writer,
+                    "barrier_dir": str(run_dir),
+                    "runner_pid": os.getpid(),
+                    "result_path": str(run_dir / f"{writer}.result.json"),
+                    "uri": catalog.uri,
+                    "table": name,
+                    "location": location,
+                    "batches": batches[writer],
+                    "try_path_write": number == 1,
+                },
+                indent=1,
+            )
+        )
         procs.append(proc)
     processes.launch(procs, new_session=True)
     shown = RunProgress(f"{writers} drivers", len(procs))
     deadline = time.monotonic() + RUN_TIMEOUT_S
     try:
         if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
-            raise RaceError(f"The drivers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}.")
+            raise RaceError(
+                f"The drivers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}."
+            )
         missing = processes.absent(procs, run_dir)
         if missing:
-            raise RaceError(f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}")
+            raise RaceError(
+                f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}"
+            )
         opened = open_barrier(run_dir)
         processes.wait_for_exits(procs, deadline, shown)
     finally:
         if processes.kill_stragglers(procs):
-            raise RaceError(f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its drivers were stopped.")
+            raise RaceError(
+                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its drivers were stopped."
+            )
     seconds = max(p.t_exited for p in procs) - opened
     shown.finish(f"{writers} drivers done in {seconds:.0f} s")
-    results = {p.name: (json.loads((run_dir / f"{p.name}.result.json").read_text())
-                        if (run_dir / f"{p.name}.result.json").exists() else {}) for p in procs}
+    results = {
+        p.name: (
+            json.loads((run_dir / f"{p.name}.result.json").read_text())
+            if (run_dir / f"{p.name}.result.json").exists()
+            else {}
+        )
+        for p in procs
+    }
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
     return Race(batches, results, check_table(catalog, name, expected), seconds)

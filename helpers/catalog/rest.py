@@ -61,24 +61,38 @@ class UnityCatalog:
     def call(self, method: str, path: str, body: dict | None = None) -> Any:
         """One request; the decoded JSON answer ({} for an empty one)."""
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.uri + path, data=data, method=method, headers={
-            "Content-Type": "application/json", "Accept": "application/json", "Authorization": f"Bearer {self.token}"})
+        request = urllib.request.Request(
+            self.uri + path,
+            data=data,
+            method=method,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "Authorization": f"Bearer {self.token}",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 text = response.read().decode()
         except urllib.error.HTTPError as error:
-            raise CatalogError(f"{method} {path}: HTTP {error.code}: {error.read().decode(errors='replace')[:1000]}",
-                               error.code) from None
+            raise CatalogError(
+                f"{method} {path}: HTTP {error.code}: {error.read().decode(errors='replace')[:1000]}",
+                error.code,
+            ) from None
         except OSError as error:
-            raise CatalogError(f"{method} {self.uri}{path}: no answer ({error}); is the server running?") from None
+            raise CatalogError(
+                f"{method} {self.uri}{path}: no answer ({error}); is the server running?"
+            ) from None
         return json.loads(text) if text.strip() else {}
 
     # -- where tables live -----------------------------------------------------------------------
 
     def create_schema(self, catalog: str, schema: str) -> None:
         """The catalog and its schema, created unless they exist (a server starts empty)."""
-        for path, body in ((f"{API}/catalogs", {"name": catalog}),
-                           (f"{API}/schemas", {"name": schema, "catalog_name": catalog})):
+        for path, body in (
+            (f"{API}/catalogs", {"name": catalog}),
+            (f"{API}/schemas", {"name": schema, "catalog_name": catalog}),
+        ):
             try:
                 self.call("POST", path, body)
             except CatalogError as error:
@@ -89,10 +103,16 @@ class UnityCatalog:
 
     def stage(self, catalog: str, schema: str, name: str) -> StagedTable:
         """Step 1: the catalog reserves a table id and a location for ``name``."""
-        answer = self.call("POST", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/staging-tables", {"name": name})
-        return StagedTable(name, answer["table-id"], answer["location"], answer.get("required-properties") or {})
+        answer = self.call(
+            "POST", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/staging-tables", {"name": name}
+        )
+        return StagedTable(
+            name, answer["table-id"], answer["location"], answer.get("required-properties") or {}
+        )
 
-    def register(self, catalog: str, schema: str, staged: StagedTable, version_zero: list[dict]) -> dict:
+    def register(
+        self, catalog: str, schema: str, staged: StagedTable, version_zero: list[dict]
+    ) -> dict:
         """Step 2, after the writer wrote version 0 at the staged location: the catalog checks its
         protocol and properties and starts ratifying the table's commits."""
         actions = {next(iter(action)): next(iter(action.values())) for action in version_zero}
@@ -104,30 +124,58 @@ class UnityCatalog:
             "table-type": "MANAGED",
             "columns": json.loads(metadata["schemaString"]),
             "partition-columns": metadata.get("partitionColumns", []),
-            "protocol": {"min-reader-version": protocol["minReaderVersion"], "min-writer-version": protocol["minWriterVersion"],
-                         "reader-features": protocol.get("readerFeatures", []),
-                         "writer-features": protocol.get("writerFeatures", [])},
+            "protocol": {
+                "min-reader-version": protocol["minReaderVersion"],
+                "min-writer-version": protocol["minWriterVersion"],
+                "reader-features": protocol.get("readerFeatures", []),
+                "writer-features": protocol.get("writerFeatures", []),
+            },
             "properties": metadata.get("configuration", {}),
             "last-commit-timestamp-ms": int(info.get("inCommitTimestamp") or info.get("timestamp")),
         }
         return self.call("POST", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/tables", body)
 
-    def ratify(self, catalog: str, schema: str, name: str, table_id: str, version: int, file_name: str,
-               file_size: int, timestamp_ms: int, *, published: int | None = None) -> dict:
+    def ratify(
+        self,
+        catalog: str,
+        schema: str,
+        name: str,
+        table_id: str,
+        version: int,
+        file_name: str,
+        file_size: int,
+        timestamp_ms: int,
+        *,
+        published: int | None = None,
+    ) -> dict:
         """Ask the catalog to ratify a staged commit as ``version``: the request Delta's REST client
         sends for each commit (``add-commit``), here without Delta, to show the catalog's rule.
         ``published``: also report every version up to it published, as Delta does with each commit."""
-        commit = {"version": version, "timestamp": timestamp_ms, "file-name": file_name, "file-size": file_size,
-                  "file-modification-timestamp": timestamp_ms}
+        commit = {
+            "version": version,
+            "timestamp": timestamp_ms,
+            "file-name": file_name,
+            "file-size": file_size,
+            "file-modification-timestamp": timestamp_ms,
+        }
         updates = [{"action": "add-commit", "commit": commit}]
         if published is not None:
-            updates.append({"action": "set-latest-backfilled-version", "latest-published-version": published})
-        return self.call("POST", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/tables/{name}", {
-            "requirements": [{"type": "assert-table-uuid", "uuid": table_id}], "updates": updates})
+            updates.append(
+                {"action": "set-latest-backfilled-version", "latest-published-version": published}
+            )
+        return self.call(
+            "POST",
+            f"{DELTA}/catalogs/{catalog}/schemas/{schema}/tables/{name}",
+            {"requirements": [{"type": "assert-table-uuid", "uuid": table_id}], "updates": updates},
+        )
 
     def table(self, catalog: str, schema: str, name: str) -> CatalogView:
         """What the catalog knows of the table now."""
         answer = self.call("GET", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/tables/{name}")
         metadata = answer["metadata"]
-        return CatalogView(metadata["table-uuid"], metadata["location"], int(answer.get("latest-table-version", 0)),
-                           sorted(answer.get("commits") or [], key=lambda c: c["version"]))
+        return CatalogView(
+            metadata["table-uuid"],
+            metadata["location"],
+            int(answer.get("latest-table-version", 0)),
+            sorted(answer.get("commits") or [], key=lambda c: c["version"]),
+        )

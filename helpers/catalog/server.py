@@ -60,11 +60,15 @@ def check_cargo() -> str | None:
     found = cargo_version()
     wanted = ".".join(map(str, RUST_MIN))
     if found is None:
-        return (f"cargo is not on PATH: notebook 15's Unity Catalog server ({CRATE} {VERSION}) is built with Rust {wanted}+. "
-                "Every other notebook runs without it; to add it, install Rust (https://rustup.rs) and run `make uc-server`.")
+        return (
+            f"cargo is not on PATH: notebook 15's Unity Catalog server ({CRATE} {VERSION}) is built with Rust {wanted}+. "
+            "Every other notebook runs without it; to add it, install Rust (https://rustup.rs) and run `make uc-server`."
+        )
     if found < RUST_MIN:
-        return (f"Rust {found[0]}.{found[1]} is on PATH; {CRATE} {VERSION} needs Rust {wanted}+ (its Cargo.toml): "
-                "`rustup update`, then `make uc-server`.")
+        return (
+            f"Rust {found[0]}.{found[1]} is on PATH; {CRATE} {VERSION} needs Rust {wanted}+ (its Cargo.toml): "
+            "`rustup update`, then `make uc-server`."
+        )
     return None
 
 
@@ -76,7 +80,11 @@ def cargo_environment(offline: bool) -> dict[str, str]:
     """Where the build keeps everything: inside ``.cache/uc/``. The downloaded crates stay there, so a
     second build (another version, or after the binary is deleted) downloads only what it lacks, and
     one offline none; the compiled dependencies are deleted after a build (:func:`build`)."""
-    env = {**os.environ, "CARGO_HOME": str(BUILD_DIR / "cargo-home"), "CARGO_TARGET_DIR": str(BUILD_DIR / "target")}
+    env = {
+        **os.environ,
+        "CARGO_HOME": str(BUILD_DIR / "cargo-home"),
+        "CARGO_TARGET_DIR": str(BUILD_DIR / "target"),
+    }
     if offline:
         env["CARGO_NET_OFFLINE"] = "true"
     return env
@@ -92,21 +100,45 @@ def build(offline: bool = False) -> Path:
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     # --locked: the crate's own Cargo.lock, so every build compiles the same 406 packages
-    command = ["cargo", "install", CRATE, "--version", VERSION, "--features", "bin", "--locked",
-               "--root", str(BINARY.parent.parent), "--jobs", str(os.cpu_count() or 2)]
-    print(f"Building {CRATE} {VERSION} with cargo (the first time: about 7 minutes on 2 cores) ...", flush=True)
-    done = subprocess.run(command, env=cargo_environment(offline), cwd=config.ROOT, capture_output=True, text=True)
+    command = [
+        "cargo",
+        "install",
+        CRATE,
+        "--version",
+        VERSION,
+        "--features",
+        "bin",
+        "--locked",
+        "--root",
+        str(BINARY.parent.parent),
+        "--jobs",
+        str(os.cpu_count() or 2),
+    ]
+    print(
+        f"Building {CRATE} {VERSION} with cargo (the first time: about 7 minutes on 2 cores) ...",
+        flush=True,
+    )
+    done = subprocess.run(
+        command, env=cargo_environment(offline), cwd=config.ROOT, capture_output=True, text=True
+    )
     if done.returncode != 0:
-        hint = (" Offline, it builds only from crates an earlier build (or `make prefetch`) downloaded."
-                if offline else " Check that the crate registry is reachable (HTTPS_PROXY behind a proxy) and that a C compiler is on PATH.")
-        raise UCServerError(f"`cargo install {CRATE} --version {VERSION}` failed:\n{done.stderr.strip()[-1500:]}\n{hint.strip()}")
+        hint = (
+            " Offline, it builds only from crates an earlier build (or `make prefetch`) downloaded."
+            if offline
+            else " Check that the crate registry is reachable (HTTPS_PROXY behind a proxy) and that a C compiler is on PATH."
+        )
+        raise UCServerError(
+            f"`cargo install {CRATE} --version {VERSION}` failed:\n{done.stderr.strip()[-1500:]}\n{hint.strip()}"
+        )
     STAMP.write_text(VERSION + "\n")
     # the compiled dependencies (1.3 GB) and the unpacked sources (0.3 GB) serve only a rebuild; the
     # downloaded crates stay, and cargo unpacks them again when it needs them
     for folder in (BUILD_DIR / "target", BUILD_DIR / "cargo-home" / "registry" / "src"):
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"{CRATE} {VERSION} built in {time.monotonic() - started:.0f} s: {config.shown(BINARY)} "
-          f"({BINARY.stat().st_size / 2**20:.0f} MB; its crates kept in {config.shown(BUILD_DIR / 'cargo-home')})")
+    print(
+        f"{CRATE} {VERSION} built in {time.monotonic() - started:.0f} s: {config.shown(BINARY)} "
+        f"({BINARY.stat().st_size / 2**20:.0f} MB; its crates kept in {config.shown(BUILD_DIR / 'cargo-home')})"
+    )
     return BINARY
 
 
@@ -115,13 +147,16 @@ def config_text(root: Path) -> str:
     local disk under ``root/tables`` the only storage a table may live in (the server refuses
     every ``file://`` location outside its allowed roots)."""
     tables = (root / "tables").resolve()
-    return json.dumps({  # JSON is YAML
-        "host": config.LOCALHOST,
-        "backend": {"engine": "sqlite", "path": ":memory:"},
-        "local_storage": {"allowed-roots": [str(tables)]},
-        "managed_storage_root": tables.as_uri(),
-        "ui": {"serve": False},
-    }, indent=1)
+    return json.dumps(
+        {  # JSON is YAML
+            "host": config.LOCALHOST,
+            "backend": {"engine": "sqlite", "path": ":memory:"},
+            "local_storage": {"allowed-roots": [str(tables)]},
+            "managed_storage_root": tables.as_uri(),
+            "ui": {"serve": False},
+        },
+        indent=1,
+    )
 
 
 def health(uri: str) -> bool:
@@ -168,33 +203,60 @@ def start(root: Path) -> UCServer:
     from helpers import local_processes
 
     if not built():
-        raise UCServerError(f"{CRATE} is not built: run `make uc-server` ({check_cargo() or 'Rust is ready'}).")
+        raise UCServerError(
+            f"{CRATE} is not built: run `make uc-server` ({check_cargo() or 'Rust is ready'})."
+        )
     root = Path(root)
     (root / "tables").mkdir(parents=True, exist_ok=True)
     (root / "uc.yaml").write_text(config_text(root))
     port = local_processes.free_port()
     with open(root / "uc-server.log", "ab") as log:
-        process = subprocess.Popen([str(BINARY), "serve", "-c", str(root / "uc.yaml"), "--host", config.LOCALHOST,
-                                    "--port", str(port), "--no-ui"], stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=root)
+        process = subprocess.Popen(
+            [
+                str(BINARY),
+                "serve",
+                "-c",
+                str(root / "uc.yaml"),
+                "--host",
+                config.LOCALHOST,
+                "--port",
+                str(port),
+                "--no-ui",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=root,
+        )
     server = UCServer(f"http://{config.LOCALHOST}:{port}", root, process)
     atexit.register(server.stop)  # a kernel that ends without stopping it leaves no server behind
     deadline = time.monotonic() + START_TIMEOUT_S
     while not health(server.uri):
         if process.poll() is not None or time.monotonic() > deadline:
             server.stop()
-            raise UCServerError(f"{CRATE} did not answer on {server.uri}/health (exit code {process.poll()}); "
-                                f"its log: {config.shown(server.log)}")
+            raise UCServerError(
+                f"{CRATE} did not answer on {server.uri}/health (exit code {process.poll()}); "
+                f"its log: {config.shown(server.log)}"
+            )
         time.sleep(0.2)
     return server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.catalog.server", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.catalog.server", description=__doc__.split("\n\n")[0]
+    )
     sub = parser.add_subparsers(dest="action", required=True)
     building = sub.add_parser("build", help=f"build {CRATE} {VERSION} into .cache/uc/ (once)")
-    building.add_argument("--offline", action="store_true", help="from the crates already downloaded only")
-    building.add_argument("--if-cargo", action="store_true", help="without a Rust that can build it, say so and exit 0 (make prefetch)")
+    building.add_argument(
+        "--offline", action="store_true", help="from the crates already downloaded only"
+    )
+    building.add_argument(
+        "--if-cargo",
+        action="store_true",
+        help="without a Rust that can build it, say so and exit 0 (make prefetch)",
+    )
     args = parser.parse_args(argv)
     if args.if_cargo and check_cargo():
         print(f"{CRATE} not built (optional): {check_cargo()}")

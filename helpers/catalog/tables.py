@@ -63,16 +63,25 @@ def session_conf(uri: str, *, creates_tables: bool = False) -> dict[str, str]:
         "spark.sql.extensions": f"io.delta.sql.DeltaSparkSessionExtension,{EXTENSION}",
         URI_KEY: uri,
         "spark.jars": str(sessions.log_store_jar()),
-        "spark.driver.extraJavaOptions": sessions.driver_java_options(*([TESTING_FLAG] if creates_tables else [])),
+        "spark.driver.extraJavaOptions": sessions.driver_java_options(
+            *([TESTING_FLAG] if creates_tables else [])
+        ),
     }
 
 
-def spark_session(uri: str, *, creates_tables: bool = False, app_name: str = "catalog-managed",
-                  extra_conf: dict[str, str] | None = None):
+def spark_session(
+    uri: str,
+    *,
+    creates_tables: bool = False,
+    app_name: str = "catalog-managed",
+    extra_conf: dict[str, str] | None = None,
+):
     """A local Delta Spark session whose catalog-managed tables commit through the server at ``uri``."""
     conf = {**session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
     spark = sessions.spark_session("local", app_name=app_name, extra_conf=conf)
-    spark.conf.set(URI_KEY, uri)  # a session already running (a notebook run again) takes the new server
+    spark.conf.set(
+        URI_KEY, uri
+    )  # a session already running (a notebook run again) takes the new server
     return spark
 
 
@@ -97,7 +106,9 @@ def create(spark, catalog: UnityCatalog, name: str, columns: str) -> StagedTable
     staged = catalog.stage(CATALOG, SCHEMA, name)
     properties = {**TABLE_PROPERTIES, TABLE_ID_PROPERTY: staged.table_id}
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-    spark.sql(f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING delta LOCATION '{staged.location}' TBLPROPERTIES ({listed})")
+    spark.sql(
+        f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING delta LOCATION '{staged.location}' TBLPROPERTIES ({listed})"
+    )
     catalog.register(CATALOG, SCHEMA, staged, version_zero(staged.location))
     return staged
 
@@ -106,18 +117,26 @@ def forget(spark, *names: str) -> None:
     """Drop these names from this driver's session catalog (their files stay): a notebook run again
     in the same kernel names new tables of a new server."""
     for name in names:
-        spark._jvm.workbook.catalog.UnityCatalogCommits.forgetTable(spark._jsparkSession, SCHEMA, name)
+        spark._jvm.workbook.catalog.UnityCatalogCommits.forgetTable(
+            spark._jsparkSession, SCHEMA, name
+        )
 
 
 def log_listing(location: str) -> list[str]:
     """The files under the table's ``_delta_log/``, relative to it, without Hadoop's ``.crc`` checksums
     of each file (``.<name>.crc``)."""
     log = local_path(location) / "_delta_log"
-    return sorted(str(p.relative_to(log)) for p in log.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        str(p.relative_to(log))
+        for p in log.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    )
 
 
 def open_table(spark, name: str, columns: str, location: str) -> None:
     """Make the catalog's table ``default.<name>`` (``columns`` as SQL) known by name to this
     driver's session catalog (``UnityCatalogCommits.nameTable`` says how, and why not by
     ``CREATE TABLE ... LOCATION``)."""
-    spark._jvm.workbook.catalog.UnityCatalogCommits.nameTable(spark._jsparkSession, SCHEMA, name, columns, location)
+    spark._jvm.workbook.catalog.UnityCatalogCommits.nameTable(
+        spark._jsparkSession, SCHEMA, name, columns, location
+    )

@@ -37,24 +37,46 @@ def path_write(spark, spec: dict) -> str:
         frame.write.format("delta").mode("append").save(spec["location"])
     except Exception as error:  # noqa: BLE001 - the error is the measurement
         text = str(getattr(error, "desc", None) or error)
-        line = next((part.strip() for part in text.splitlines() if "[DELTA_" in part or "Exception" in part), text.strip())
+        line = next(
+            (
+                part.strip()
+                for part in text.splitlines()
+                if "[DELTA_" in part or "Exception" in part
+            ),
+            text.strip(),
+        )
         folder = tables.local_path(spec["location"])
-        for shown in (f"file:{folder}", f"file://{folder}", str(folder)):  # the table's folder, named as the notebook names it
+        for shown in (
+            f"file:{folder}",
+            f"file://{folder}",
+            str(folder),
+        ):  # the table's folder, named as the notebook names it
             line = line.replace(shown, "<table>")
         return line.split(": ", 1)[-1][:600] if line.startswith(":") else line[:600]
     return "committed"
 
 
 def run(spec: dict) -> dict:
-    result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "appends": [], "error": None}
+    result = {
+        "process": spec["process"],
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "appends": [],
+        "error": None,
+    }
 
     def prepare():
         from helpers.catalog import tables
 
-        spark = tables.spark_session(spec["uri"], app_name=f"catalog-writer-{spec['process']}",
-                                     extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"})
+        spark = tables.spark_session(
+            spec["uri"],
+            app_name=f"catalog-writer-{spec['process']}",
+            extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
+        )
         tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
-        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(1).collect()  # the snapshot, read before the race
+        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(
+            1
+        ).collect()  # the snapshot, read before the race
         if spec.get("try_path_write"):
             result["path_write"] = path_write(spark, spec)
         return spark

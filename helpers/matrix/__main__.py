@@ -23,19 +23,40 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.matrix", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--engines", help=f"comma-separated, from {', '.join(engines.ENGINES)} "
-                                          f"(default: {', '.join(engines.DEFAULT_ENGINES)})")
-    parser.add_argument("--ops", help=f"comma-separated, from {', '.join(operations.CHOICES)} (default: all)")
-    parser.add_argument("--out", type=Path, default=run.DEFAULT_OUT, help="parent folder of the results (default build/matrix)")
-    parser.add_argument("--name", default=None, help="results folder under --out (default: a timestamp)")
-    parser.add_argument("--jobs", type=int, default=run.DEFAULT_JOBS,
-                        help=f"worker processes at once (default {run.DEFAULT_JOBS}: two Spark drivers and a delta-rs era)")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.matrix", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--engines",
+        help=f"comma-separated, from {', '.join(engines.ENGINES)} "
+        f"(default: {', '.join(engines.DEFAULT_ENGINES)})",
+    )
+    parser.add_argument(
+        "--ops", help=f"comma-separated, from {', '.join(operations.CHOICES)} (default: all)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=run.DEFAULT_OUT,
+        help="parent folder of the results (default build/matrix)",
+    )
+    parser.add_argument(
+        "--name", default=None, help="results folder under --out (default: a timestamp)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=run.DEFAULT_JOBS,
+        help=f"worker processes at once (default {run.DEFAULT_JOBS}: two Spark drivers and a delta-rs era)",
+    )
     args = parser.parse_args(argv)
     try:
-        chosen_engines = operations.check_names("engine", _names(args.engines) or list(engines.DEFAULT_ENGINES),
-                                                tuple(engines.ENGINES))
-        chosen_ops = operations.check_names("operation", _names(args.ops) or list(operations.CHOICES), operations.CHOICES)
+        chosen_engines = operations.check_names(
+            "engine", _names(args.engines) or list(engines.DEFAULT_ENGINES), tuple(engines.ENGINES)
+        )
+        chosen_ops = operations.check_names(
+            "operation", _names(args.ops) or list(operations.CHOICES), operations.CHOICES
+        )
     except operations.UnknownName as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2

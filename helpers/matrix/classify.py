@@ -67,7 +67,9 @@ def conflict_name(error: dict | None) -> str:
     """Delta's exception name for an error record (``{"class", "message"}``), or ``""``."""
     if not error:
         return ""
-    if error["class"] == "FileNotFoundException":  # Delta Spark reading a data file a VACUUM deleted
+    if (
+        error["class"] == "FileNotFoundException"
+    ):  # Delta Spark reading a data file a VACUUM deleted
         return "missing data file"
     if error["class"].startswith("Concurrent") or error["class"].endswith("ChangedException"):
         return error["class"].removesuffix("Exception")  # Delta Spark's own exceptions
@@ -82,7 +84,10 @@ def _columns(states: list[dict]) -> list[str]:
 def _rows(state: dict, columns: list[str]) -> Counter:
     """The state's rows as a multiset of tuples over ``columns`` (None where the state lacks one)."""
     index = {c: i for i, c in enumerate(state.get("columns", []))}
-    return Counter(tuple(row[index[c]] if c in index else None for c in columns) for row in state.get("rows", []))
+    return Counter(
+        tuple(row[index[c]] if c in index else None for c in columns)
+        for row in state.get("rows", [])
+    )
 
 
 def same(left: dict, right: dict) -> bool:
@@ -90,8 +95,11 @@ def same(left: dict, right: dict) -> bool:
     if "unreadable" in left or "unreadable" in right:
         return False
     columns = _columns([left, right])
-    return (set(left["columns"]) == set(right["columns"]) and left.get("properties", {}) == right.get("properties", {})
-            and _rows(left, columns) == _rows(right, columns))
+    return (
+        set(left["columns"]) == set(right["columns"])
+        and left.get("properties", {}) == right.get("properties", {})
+        and _rows(left, columns) == _rows(right, columns)
+    )
 
 
 def _ids(rows: Counter) -> Counter:
@@ -109,18 +117,26 @@ def _shown(ids) -> str:
     return f"{len(ids)} ids ({', '.join(str(i) for i in ids[:4])}, ..., {ids[-1]})"
 
 
-def anomaly_kinds(race: dict, candidates: list[dict], base: dict, problems: list[dict]) -> tuple[tuple[str, ...], str]:
+def anomaly_kinds(
+    race: dict, candidates: list[dict], base: dict, problems: list[dict]
+) -> tuple[tuple[str, ...], str]:
     """What is wrong with ``race`` against every serial result in ``candidates``: the kinds (in
     :data:`KINDS` order) and a sentence naming the ids, columns, properties or files."""
     found: dict[str, str] = {}
     problem_kinds = {p["kind"] for p in problems}
     if "unreadable" in race:
-        found["broken log"] = f"the table cannot be read: {race['unreadable']['class']}: {race['unreadable']['message']}"
+        found["broken log"] = (
+            f"the table cannot be read: {race['unreadable']['class']}: {race['unreadable']['message']}"
+        )
     elif problem_kinds - {"removed twice", "stray file"}:
-        found["broken log"] = "; ".join(f"{p['kind']}: {p['file']}" for p in problems if p["kind"] != "removed twice")[:300]
+        found["broken log"] = "; ".join(
+            f"{p['kind']}: {p['file']}" for p in problems if p["kind"] != "removed twice"
+        )[:300]
     if "removed twice" in problem_kinds:
         files = [p for p in problems if p["kind"] == "removed twice"]
-        found["removed twice"] = f"{len(files)} file(s) removed again at version {files[0]['version']}"
+        found["removed twice"] = (
+            f"{len(files)} file(s) removed again at version {files[0]['version']}"
+        )
     if "unreadable" not in race:
         columns = _columns([race, *candidates, base])
         rows = _rows(race, columns)
@@ -131,8 +147,13 @@ def anomaly_kinds(race: dict, candidates: list[dict], base: dict, problems: list
         twice = [i for i in ids if ids[i] > 1 and ids[i] > max(s[i] for s in serial)]
         back = [i for i in ids if all(s[i] == 0 for s in serial) and base_ids[i] > 0]
         lost = [i for i in every if ids[i] < min(s[i] for s in serial)]
-        stale = [i for i in every if ids[i] and i not in lost and not any(
-            any(r[0] == i and r in rows for r in s) for s in serial_rows)]
+        stale = [
+            i
+            for i in every
+            if ids[i]
+            and i not in lost
+            and not any(any(r[0] == i and r in rows for r in s) for s in serial_rows)
+        ]
         if twice:
             found["duplicated rows"] = f"{_shown(twice)} more often than in any serial result"
         lost_parts = []
@@ -140,19 +161,28 @@ def anomaly_kinds(race: dict, candidates: list[dict], base: dict, problems: list
             lost_parts.append(f"rows of {_shown(lost)} missing")
         if stale:
             lost_parts.append(f"{_shown(stale)} with values no serial order gives")
-        missing_columns = set.intersection(*(set(c["columns"]) for c in candidates)) - set(race["columns"])
+        missing_columns = set.intersection(*(set(c["columns"]) for c in candidates)) - set(
+            race["columns"]
+        )
         if missing_columns:
             lost_parts.append(f"column(s) {', '.join(sorted(missing_columns))} missing")
-        missing_properties = [k for k, v in candidates[0].get("properties", {}).items()
-                              if all(c.get("properties", {}).get(k) == v for c in candidates)
-                              and race.get("properties", {}).get(k) != v]
+        missing_properties = [
+            k
+            for k, v in candidates[0].get("properties", {}).items()
+            if all(c.get("properties", {}).get(k) == v for c in candidates)
+            and race.get("properties", {}).get(k) != v
+        ]
         if missing_properties:
-            lost_parts.append(f"table propert{'y' if len(missing_properties) == 1 else 'ies'} "
-                              f"{', '.join(missing_properties)} missing")
+            lost_parts.append(
+                f"table propert{'y' if len(missing_properties) == 1 else 'ies'} "
+                f"{', '.join(missing_properties)} missing"
+            )
         if lost_parts:
             found["lost update"] = "; ".join(lost_parts)
         if back:
-            found["resurrected rows"] = f"{_shown(back)}, removed by every serial order, back in the table"
+            found["resurrected rows"] = (
+                f"{_shown(back)}, removed by every serial order, back in the table"
+            )
     kinds = tuple(k for k in KINDS if k in found)
     if not kinds:
         return ("other",), "the table differs from every serial order"
@@ -166,18 +196,34 @@ def _serial_candidates(record: dict) -> list[tuple[str, dict]]:
     return [("A→B", ab), ("B→A", ba)]
 
 
-def judge(state: dict, problems: list[dict], b_error: dict | None, candidates: list[tuple[str, dict]],
-          alone_a: dict, base: dict) -> Verdict:
+def judge(
+    state: dict,
+    problems: list[dict],
+    b_error: dict | None,
+    candidates: list[tuple[str, dict]],
+    alone_a: dict,
+    base: dict,
+) -> Verdict:
     """The verdict on a table left by A then B: refused if B raised and the table is A's alone,
     serializable if B committed and it equals a candidate, else anomaly (with its kinds)."""
     clean = not [p for p in problems if p["kind"] != "stray file"]
     if b_error:
         if clean and same(state, alone_a):
-            return Verdict(REFUSED, matched="A alone", error_class=b_error["class"], conflict=conflict_name(b_error),
-                           detail=b_error["message"])
+            return Verdict(
+                REFUSED,
+                matched="A alone",
+                error_class=b_error["class"],
+                conflict=conflict_name(b_error),
+                detail=b_error["message"],
+            )
         kinds, detail = anomaly_kinds(state, [alone_a], base, problems)
-        return Verdict(ANOMALY, kinds, error_class=b_error["class"], conflict=conflict_name(b_error),
-                       detail=f"B raised, yet the table is not A's alone: {detail}")
+        return Verdict(
+            ANOMALY,
+            kinds,
+            error_class=b_error["class"],
+            conflict=conflict_name(b_error),
+            detail=f"B raised, yet the table is not A's alone: {detail}",
+        )
     matched = [label for label, candidate in candidates if same(state, candidate)]
     if matched and clean:
         label = " = ".join(matched)
@@ -195,8 +241,18 @@ def classify(record: dict, base: dict) -> Verdict:
         return Verdict(ERROR, detail=record["reason"])
     race = record["race"]
     if race["a_error"]:
-        return Verdict(ERROR, detail=f"A failed in the race: {race['a_error']['class']}: {race['a_error']['message']}")
-    return judge(race["state"], race["problems"], race["error"], _serial_candidates(record), record["alone_a"], base)
+        return Verdict(
+            ERROR,
+            detail=f"A failed in the race: {race['a_error']['class']}: {race['a_error']['message']}",
+        )
+    return judge(
+        race["state"],
+        race["problems"],
+        race["error"],
+        _serial_candidates(record),
+        record["alone_a"],
+        base,
+    )
 
 
 def retry_after_reload(record: dict, base: dict) -> Verdict | None:
@@ -205,5 +261,11 @@ def retry_after_reload(record: dict, base: dict) -> Verdict | None:
     if record.get("status") != "ran" or not ops.OPERATIONS[record["second"]].is_retry:
         return None
     serial = record["serial_ab"]
-    return judge(serial["state"], serial["problems"], serial["error"], [("A alone", record["alone_a"])],
-                 record["alone_a"], base)
+    return judge(
+        serial["state"],
+        serial["problems"],
+        serial["error"],
+        [("A alone", record["alone_a"])],
+        record["alone_a"],
+        base,
+    )

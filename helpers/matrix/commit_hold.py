@@ -41,14 +41,21 @@ def build() -> Path:
         return target
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise HoldUnavailable("no C compiler (cc) on PATH to build helpers/matrix/commit_hold.c: install one "
-                              "(Debian: apt-get install gcc libc6-dev) to race delta-rs with B's files written first")
+        raise HoldUnavailable(
+            "no C compiler (cc) on PATH to build helpers/matrix/commit_hold.c: install one "
+            "(Debian: apt-get install gcc libc6-dev) to race delta-rs with B's files written first"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.tmp")
-    built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(partial), str(SOURCE), "-ldl", "-lpthread"],
-                           capture_output=True, text=True)
+    built = subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", "-o", str(partial), str(SOURCE), "-ldl", "-lpthread"],
+        capture_output=True,
+        text=True,
+    )
     if built.returncode != 0:
-        raise HoldUnavailable(f"{compiler} could not build helpers/matrix/commit_hold.c: {built.stderr.strip()[-600:]}")
+        raise HoldUnavailable(
+            f"{compiler} could not build helpers/matrix/commit_hold.c: {built.stderr.strip()[-600:]}"
+        )
     partial.replace(target)
     return target
 

@@ -36,8 +36,14 @@ HOLD_TIMEOUT_S = 240.0
 
 
 def _arrow(rows, columns: tuple[str, ...] = ops.COLUMNS) -> pa.Table:
-    return pa.table({column: pa.array([row[i] for row in rows], pa.string() if column == "part" else pa.int64())
-                     for i, column in enumerate(columns)})
+    return pa.table(
+        {
+            column: pa.array(
+                [row[i] for row in rows], pa.string() if column == "part" else pa.int64()
+            )
+            for i, column in enumerate(columns)
+        }
+    )
 
 
 def _has(owner, attribute: str) -> bool:
@@ -89,7 +95,9 @@ class DeltaRs:
                 missing[name] = "CommitProperties(app_transactions=[Transaction(...)]) is missing"
         elif not _has(DeltaTable, "transaction_version"):
             for name in ("retry_checked", "retry_checked_stale"):
-                missing[name] = "DeltaTable.transaction_version is missing: a writer cannot ask what landed"
+                missing[name] = (
+                    "DeltaTable.transaction_version is missing: a writer cannot ask what landed"
+                )
         return missing
 
     def unavailable(self, op: str) -> str | None:
@@ -105,8 +113,12 @@ class DeltaRs:
     def create_base(self, path: str) -> None:
         layout = self.layout
         for batch in layout.base:
-            write_deltalake(path, _arrow(batch, layout.columns), mode="append",
-                            partition_by=list(layout.partition_by) or None)
+            write_deltalake(
+                path,
+                _arrow(batch, layout.columns),
+                mode="append",
+                partition_by=list(layout.partition_by) or None,
+            )
         DeltaTable(path).delete(layout.base_delete)
 
     def open(self, path: str) -> DeltaTable:
@@ -118,7 +130,9 @@ class DeltaRs:
     def run(self, op: str, handle: DeltaTable, path: str) -> str | None:
         """Run ``op`` from ``handle``'s snapshot; raises what delta-rs raises. Returns a note when
         the operation chose to do nothing (a checked retry that skipped)."""
-        layout, op = self.layout.for_op(op)  # a second job on a part of its own: its rows and predicates
+        layout, op = self.layout.for_op(
+            op
+        )  # a second job on a part of its own: its rows and predicates
         if op in ("append", "retry"):
             self._write(handle, path, layout.append_rows, "append")
         elif op in ("append_txn", "retry_txn"):
@@ -131,7 +145,9 @@ class DeltaRs:
         elif op == "overwrite":
             self._write(handle, path, layout.overwrite_rows, "overwrite")
         elif op == "replace_where":
-            self._write(handle, path, layout.replace_rows, "overwrite", predicate=layout.replace_predicate)
+            self._write(
+                handle, path, layout.replace_rows, "overwrite", predicate=layout.replace_predicate
+            )
         elif op == "delete":
             handle.delete(layout.delete_predicate)
         elif op == "delete_all":
@@ -140,20 +156,32 @@ class DeltaRs:
             handle.update(updates=dict(ops.UPDATE_SET), predicate=layout.update_predicate)
         elif op == "merge":
             inserted = {column: f"s.{column}" for column in layout.columns}
-            (handle.merge(source=_arrow(layout.merge_source, layout.columns), predicate=layout.merge_condition,
-                          source_alias="s", target_alias="t")
-             .when_matched_update(updates={"value": "s.value"})
-             .when_not_matched_insert(updates=inserted)
-             .execute())
+            (
+                handle.merge(
+                    source=_arrow(layout.merge_source, layout.columns),
+                    predicate=layout.merge_condition,
+                    source_alias="s",
+                    target_alias="t",
+                )
+                .when_matched_update(updates={"value": "s.value"})
+                .when_not_matched_insert(updates=inserted)
+                .execute()
+            )
         elif op == "optimize":
             handle.optimize.compact()
         elif op == "zorder":
             handle.optimize.z_order(list(ops.ZORDER_COLUMNS))
         elif op == "vacuum":
             handle.optimize.compact()  # then the handle is at the latest version (optimize reloads it)
-            full = {"full": True} if _accepts(DeltaTable.vacuum, "full") else {}  # as Delta Spark's: see operations
-            handle.vacuum(retention_hours=ops.VACUUM_RETENTION_HOURS, enforce_retention_duration=False, dry_run=False,
-                          **full)
+            full = (
+                {"full": True} if _accepts(DeltaTable.vacuum, "full") else {}
+            )  # as Delta Spark's: see operations
+            handle.vacuum(
+                retention_hours=ops.VACUUM_RETENTION_HOURS,
+                enforce_retention_duration=False,
+                dry_run=False,
+                **full,
+            )
         elif op == "add_column":
             from deltalake import Field
 
@@ -174,23 +202,45 @@ class DeltaRs:
         self._write(table, path, self.layout.append_rows, "append", app_transaction=True)
         return f"appended: transaction_version({ops.APP_ID!r}) = {landed}"
 
-    def _write(self, handle: DeltaTable, path: str, rows, mode: str, *, predicate: str | None = None,
-               app_transaction: bool = False) -> None:
+    def _write(
+        self,
+        handle: DeltaTable,
+        path: str,
+        rows,
+        mode: str,
+        *,
+        predicate: str | None = None,
+        app_transaction: bool = False,
+    ) -> None:
         properties = None
         if app_transaction:
-            properties = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(ops.APP_ID, ops.APP_VERSION)])
+            properties = deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction(ops.APP_ID, ops.APP_VERSION)]
+            )
         data = _arrow(rows, self.layout.columns)
         partition_by = list(self.layout.partition_by) or None
         if RELEASE >= (1, 0, 0):
-            write_deltalake(handle, data, mode=mode, predicate=predicate, commit_properties=properties,
-                            partition_by=partition_by)
+            write_deltalake(
+                handle,
+                data,
+                mode=mode,
+                predicate=predicate,
+                commit_properties=properties,
+                partition_by=partition_by,
+            )
             return
         # 0.x: write_deltalake would reload the handle first (see the module's text)
         from deltalake._internal import write_to_deltalake
 
-        write_to_deltalake(table_uri=path, data=pa.RecordBatchReader.from_batches(data.schema, data.to_batches()),
-                           mode=mode, table=handle._table, predicate=predicate, commit_properties=properties,
-                           partition_by=partition_by)
+        write_to_deltalake(
+            table_uri=path,
+            data=pa.RecordBatchReader.from_batches(data.schema, data.to_batches()),
+            mode=mode,
+            table=handle._table,
+            predicate=predicate,
+            commit_properties=properties,
+            partition_by=partition_by,
+        )
 
     def _run_held(self, op: str, path: str, first) -> dict:
         """B of a race with its data files written first: B runs from a snapshot opened now, in a
@@ -204,8 +254,14 @@ class DeltaRs:
             self._hold = commit_hold.Hold()
         hold, handle = self._hold, self.open(path)
         hold.arm(path)
-        return engines.race_held(op, lambda: self.run(op, handle, path), lambda: hold.wait_held(HOLD_TIMEOUT_S),
-                                 hold.release, hold.abandon, first)
+        return engines.race_held(
+            op,
+            lambda: self.run(op, handle, path),
+            lambda: hold.wait_held(HOLD_TIMEOUT_S),
+            hold.release,
+            hold.abandon,
+            first,
+        )
 
 
 def read_table(path: str) -> dict:
@@ -214,8 +270,12 @@ def read_table(path: str) -> dict:
     table = DeltaTable(path)
     data = table.to_pyarrow_table()
     columns = list(data.column_names)
-    return {"version": table.version(), "columns": columns, "properties": dict(table.metadata().configuration),
-            "rows": [[row[c] for c in columns] for row in data.to_pylist()]}
+    return {
+        "version": table.version(),
+        "columns": columns,
+        "properties": dict(table.metadata().configuration),
+        "rows": [[row[c] for c in columns] for row in data.to_pylist()],
+    }
 
 
 def engine(name: str) -> DeltaRs:

@@ -55,7 +55,10 @@ class Expectation:
 def table() -> dict[tuple[str, str, str], dict]:
     """The CSV as ``{(first, second, isolation_level): row}``."""
     with CONFLICTS_CSV.open(newline="", encoding="utf-8") as handle:
-        return {(row["first"], row["second"], row["isolation_level"]): row for row in csv.DictReader(handle)}
+        return {
+            (row["first"], row["second"], row["isolation_level"]): row
+            for row in csv.DictReader(handle)
+        }
 
 
 def sources() -> list[tuple[str, str]]:
@@ -71,27 +74,44 @@ def expectation(first: str, second: str, layout: str = ops.SHARED_FILES.name) ->
     if b.apart_of:  # the same operation from a second job on a part of its own
         said = expectation(first, b.apart_of)
         if first == "merge_on_id":
-            return Expectation(*(said.delta_io, said.write_serializable, said.serializable),
-                               f"{said.why}: a MERGE whose condition does not name the part reads every file, so it "
-                               "can conflict although the two jobs write different parts")
-        apart = tuple(CANNOT if says == CAN else says for says in (said.delta_io, said.write_serializable,
-                                                                   said.serializable))
-        return Expectation(*apart, f"{said.why}, each job's condition naming a part of its own ({layout}: \"can "
-                                   "conflict\" only if they touch the same files)")
+            return Expectation(
+                *(said.delta_io, said.write_serializable, said.serializable),
+                f"{said.why}: a MERGE whose condition does not name the part reads every file, so it "
+                "can conflict although the two jobs write different parts",
+            )
+        apart = tuple(
+            CANNOT if says == CAN else says
+            for says in (said.delta_io, said.write_serializable, said.serializable)
+        )
+        return Expectation(
+            *apart,
+            f"{said.why}, each job's condition naming a part of its own ({layout}: \"can "
+            'conflict" only if they touch the same files)',
+        )
     if layout != ops.SHARED_FILES.name and first != second:
         said = expectation(first, second)
         if CAN in (said.write_serializable, said.serializable, said.delta_io):
-            apart = tuple(CANNOT if says == CAN else says for says in (said.delta_io, said.write_serializable,
-                                                                       said.serializable))
-            return Expectation(*apart, f"{said.why}, on different files ({layout}: \"can conflict\" only if "
-                                       "they touch the same files)")
+            apart = tuple(
+                CANNOT if says == CAN else says
+                for says in (said.delta_io, said.write_serializable, said.serializable)
+            )
+            return Expectation(
+                *apart,
+                f'{said.why}, on different files ({layout}: "can conflict" only if '
+                "they touch the same files)",
+            )
         return said
     if a.category is None or b.category is None:
         note = (a if a.category is None else b).category_note
         return Expectation(NOT_COVERED, NOT_COVERED, NOT_COVERED, note)
-    says = [table().get((a.category, b.category, level), {}).get("says", NOT_COVERED) for level in LEVELS]
+    says = [
+        table().get((a.category, b.category, level), {}).get("says", NOT_COVERED)
+        for level in LEVELS
+    ]
     if says == [NOT_COVERED] * 3:
-        return Expectation(*says, f"the docs name no conflict for a {b.category} after a {a.category}")
+        return Expectation(
+            *says, f"the docs name no conflict for a {b.category} after a {a.category}"
+        )
     return Expectation(*says, f"{a.category} then {b.category}")
 
 
@@ -100,16 +120,25 @@ def compare(verdict: classify.Verdict, expected: Expectation) -> tuple[str, str]
     answer? A refusal where the docs say the two cannot conflict is a needless failure; a commit
     where they conflict, or any anomaly, is a disagreement too. ``""`` when the docs do not cover
     the pair or the pair did not run."""
-    if verdict.outcome in (classify.NOT_AVAILABLE, classify.ERROR) or expected.write_serializable == NOT_COVERED:
+    if (
+        verdict.outcome in (classify.NOT_AVAILABLE, classify.ERROR)
+        or expected.write_serializable == NOT_COVERED
+    ):
         return "", ""
     docs = expected.write_serializable
     also = "" if expected.serializable == docs else f" (Serializable: {expected.serializable})"
     if verdict.outcome == classify.REFUSED:
         if docs == CANNOT:
-            return "no", f"needless failure: refused ({verdict.conflict or verdict.error_class}) where WriteSerializable says these cannot conflict{also}"
+            return (
+                "no",
+                f"needless failure: refused ({verdict.conflict or verdict.error_class}) where WriteSerializable says these cannot conflict{also}",
+            )
         return "yes", ""
     if verdict.outcome == classify.ANOMALY:
         return "no", f"anomaly ({verdict.kind}) where WriteSerializable says these {docs}{also}"
     if docs == CAN:
-        return "no", f"committed where WriteSerializable says these conflict{also}; the result equals {verdict.matched}"
+        return (
+            "no",
+            f"committed where WriteSerializable says these conflict{also}; the result equals {verdict.matched}",
+        )
     return "yes", ""

@@ -124,7 +124,11 @@ class EngineSpec:
         elif self.held_interleaving:
             pairs = [(a, b) for a, b in pairs if b in ops.APART_OPS]
         else:
-            pairs = [(a, b) for a, b in pairs if (a in ops.LAYOUT_OPS and b in ops.LAYOUT_OPS) or b in ops.APART_OPS]
+            pairs = [
+                (a, b)
+                for a, b in pairs
+                if (a in ops.LAYOUT_OPS and b in ops.LAYOUT_OPS) or b in ops.APART_OPS
+            ]
         if self.held_interleaving:
             pairs = [(a, b) for a, b in pairs if ops.OPERATIONS[b].writes_data]
         return pairs
@@ -138,24 +142,53 @@ def _delta_rs(era: str, default: bool = True) -> EngineSpec:
     return EngineSpec(era, "helpers.matrix.deltars", era, default)
 
 
-def _variants(spec: EngineSpec, interleaving: str, layouts_in: str | None = None) -> list[EngineSpec]:
+def _variants(
+    spec: EngineSpec, interleaving: str, layouts_in: str | None = None
+) -> list[EngineSpec]:
     """The engine's other interleaving (in its process: it shares the engine's base and serial
     results) and its other layouts (in ``layouts_in``, default the engine's process)."""
     from dataclasses import replace
 
     key = spec.process_key
     layouts = [layout for layout in ops.LAYOUTS if layout != ops.SHARED_FILES.name]
-    return [replace(spec, name=f"{spec.name}+{interleaving}", held_interleaving=interleaving, variant_of=spec.name,
-                    base_of=spec.name, process=key),
-            *(replace(spec, name=f"{spec.name}+{layout}", layout=layout, variant_of=spec.name, process=layouts_in or key)
-              for layout in layouts),
-            # the same operation from two jobs on parts of their own, in the other interleaving too
-            *(replace(spec, name=f"{spec.name}+{layout}+{interleaving}", layout=layout, held_interleaving=interleaving,
-                      variant_of=f"{spec.name}+{layout}", base_of=f"{spec.name}+{layout}", process=layouts_in or key)
-              for layout in layouts)]
+    return [
+        replace(
+            spec,
+            name=f"{spec.name}+{interleaving}",
+            held_interleaving=interleaving,
+            variant_of=spec.name,
+            base_of=spec.name,
+            process=key,
+        ),
+        *(
+            replace(
+                spec,
+                name=f"{spec.name}+{layout}",
+                layout=layout,
+                variant_of=spec.name,
+                process=layouts_in or key,
+            )
+            for layout in layouts
+        ),
+        # the same operation from two jobs on parts of their own, in the other interleaving too
+        *(
+            replace(
+                spec,
+                name=f"{spec.name}+{layout}+{interleaving}",
+                layout=layout,
+                held_interleaving=interleaving,
+                variant_of=f"{spec.name}+{layout}",
+                base_of=f"{spec.name}+{layout}",
+                process=layouts_in or key,
+            )
+            for layout in layouts
+        ),
+    ]
 
 
-_DELTA_RS = [_delta_rs(era) for era in ("deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", CURRENT_RS)]
+_DELTA_RS = [
+    _delta_rs(era) for era in ("deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", CURRENT_RS)
+]
 _SPARK = EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2)
 
 
@@ -164,12 +197,40 @@ ENGINES: dict[str, EngineSpec] = {
     for spec in (
         *_DELTA_RS,
         _SPARK,
-        EngineSpec(f"spark-then-{CURRENT_RS}", "", eras.CURRENT, parts=(SPARK, CURRENT_RS), process=SECOND_SPARK, threads=2),
-        EngineSpec(f"{CURRENT_RS}-then-spark", "", eras.CURRENT, parts=(CURRENT_RS, SPARK), process=SECOND_SPARK, threads=2,
-                   base_of=f"spark-then-{CURRENT_RS}"),
-        EngineSpec(f"{SPARK}@s3", "helpers.matrix.spark", eras.CURRENT, store="s3", confirms=SPARK, sample=True,
-                   process="spark", threads=2),
-        EngineSpec(f"{CURRENT_RS}@s3", "helpers.matrix.deltars", eras.CURRENT, store="s3", confirms=CURRENT_RS),
+        EngineSpec(
+            f"spark-then-{CURRENT_RS}",
+            "",
+            eras.CURRENT,
+            parts=(SPARK, CURRENT_RS),
+            process=SECOND_SPARK,
+            threads=2,
+        ),
+        EngineSpec(
+            f"{CURRENT_RS}-then-spark",
+            "",
+            eras.CURRENT,
+            parts=(CURRENT_RS, SPARK),
+            process=SECOND_SPARK,
+            threads=2,
+            base_of=f"spark-then-{CURRENT_RS}",
+        ),
+        EngineSpec(
+            f"{SPARK}@s3",
+            "helpers.matrix.spark",
+            eras.CURRENT,
+            store="s3",
+            confirms=SPARK,
+            sample=True,
+            process="spark",
+            threads=2,
+        ),
+        EngineSpec(
+            f"{CURRENT_RS}@s3",
+            "helpers.matrix.deltars",
+            eras.CURRENT,
+            store="s3",
+            confirms=CURRENT_RS,
+        ),
         *(variant for spec in _DELTA_RS for variant in _variants(spec, "b-files-first")),
         *_variants(_SPARK, "b-files-after", layouts_in=SECOND_SPARK),
     )

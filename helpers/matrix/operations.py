@@ -83,62 +83,175 @@ class Operation:
 
 _OPS = (
     Operation("append", "append", "blind append of ids 101-104", INSERT),
-    Operation("overwrite", "overwrite", "replace every row with ids 201-203 (mode overwrite)", UDM,
-              "an overwrite removes every file it read, as a DELETE of all rows does, then inserts"),
-    Operation("replace_where", "replaceWhere", f"overwrite the rows where {REPLACE_PREDICATE} with new values "
-              "(delta-rs predicate=, Spark replaceWhere)", UDM, "it deletes the rows its predicate selects, then inserts"),
+    Operation(
+        "overwrite",
+        "overwrite",
+        "replace every row with ids 201-203 (mode overwrite)",
+        UDM,
+        "an overwrite removes every file it read, as a DELETE of all rows does, then inserts",
+    ),
+    Operation(
+        "replace_where",
+        "replaceWhere",
+        f"overwrite the rows where {REPLACE_PREDICATE} with new values "
+        "(delta-rs predicate=, Spark replaceWhere)",
+        UDM,
+        "it deletes the rows its predicate selects, then inserts",
+    ),
     Operation("delete", "DELETE", f"DELETE WHERE {DELETE_PREDICATE}", UDM),
-    Operation("delete_all", "DELETE all", "DELETE with no predicate: every row", UDM,
-              "it deletes every row: every file it read is removed", writes_data=False),
+    Operation(
+        "delete_all",
+        "DELETE all",
+        "DELETE with no predicate: every row",
+        UDM,
+        "it deletes every row: every file it read is removed",
+        writes_data=False,
+    ),
     Operation("update", "UPDATE", f"UPDATE SET value = value + 1 WHERE {UPDATE_PREDICATE}", UDM),
-    Operation("merge", "MERGE", f"MERGE (upsert) of ids {', '.join(str(r[0]) for r in MERGE_SOURCE)} ON {MERGE_CONDITION}", UDM),
-    Operation("optimize", "OPTIMIZE", "OPTIMIZE: compact the small files into one", COMPACTION,
-              "a rewrite with dataChange=false"),
-    Operation("zorder", "Z-ORDER", f"OPTIMIZE ZORDER BY ({', '.join(ZORDER_COLUMNS)})", COMPACTION,
-              "a rewrite with dataChange=false"),
-    Operation("vacuum", "OPTIMIZE+VACUUM 0h", "OPTIMIZE, then VACUUM RETAIN 0 HOURS: the files the other writer's "
-              "snapshot still names are deleted from storage, and so is every file the log does not name (a "
-              "writer's files not committed yet): Delta Spark's VACUUM, delta-rs 1.x's with full=True (its "
-              "default, lite, deletes only files the log removed; 0.22.3 has one mode)", None,
-              "VACUUM is no write of the table; the docs' VACUUM section warns that a retention under 7 days can "
-              "delete files a concurrent writer still uses"),
-    Operation("add_column", "add column", f"add a nullable column {ADDED_COLUMN[0]} ({ADDED_COLUMN[1]})", METADATA,
-              "a schema change: a metadata update", writes_data=False),
-    Operation("set_property", "set property", f"set the table property {PROPERTY[0]} = {PROPERTY[1]!r}", METADATA,
-              "a table property: a metadata update", writes_data=False),
-    Operation("append_txn", "append (app txn)", f"blind append of ids 101-104 carrying the idempotent-write "
-              f"identifier ({APP_ID!r}, version {APP_VERSION})", INSERT),
-    Operation("retry", "retry, no id", "the same append retried after its commit landed unacknowledged, "
-              "with no identifier", None, "a retry is the same write again: the docs' table has no cell for it",
-              original="append"),
-    Operation("retry_txn", "retry, app txn", "the same append retried with the same idempotent-write identifier",
-              None, "a retry is the same write again: the docs' table has no cell for it", original="append_txn"),
-    Operation("retry_checked", "retry, checked", "the retry first reloads the table and asks which version of "
-              f"{APP_ID!r} it holds (transaction_version); it appends only if that is below its own", None,
-              "a retry is the same write again: the docs' table has no cell for it", original="append_txn",
-              writes_data=False),
-    Operation("retry_checked_stale", "retry, checked stale", "the same check, asked of the retry's stale "
-              "snapshot instead of the latest table", None,
-              "a retry is the same write again: the docs' table has no cell for it", original="append_txn",
-              writes_data=False),
-    Operation("merge_on_id", "MERGE on id", "MERGE (upsert) whose condition names the id only (t.id = s.id): its "
-              "part of the table is only in the source's rows", UDM,
-              "a MERGE whose condition does not name the part reads every file of the table"),
-    *(Operation(f"{name}_apart", f"{label},\nother part", f"the same {label} by a second job, on a part of the table "
-                "of its own (another partition, or another range of ids)", category, apart_of=name)
-      for name, label, category in (("append", "append", INSERT), ("replace_where", "replaceWhere", UDM),
-                                    ("delete", "DELETE", UDM), ("update", "UPDATE", UDM), ("merge", "MERGE", UDM),
-                                    ("merge_on_id", "MERGE on id", UDM))),
+    Operation(
+        "merge",
+        "MERGE",
+        f"MERGE (upsert) of ids {', '.join(str(r[0]) for r in MERGE_SOURCE)} ON {MERGE_CONDITION}",
+        UDM,
+    ),
+    Operation(
+        "optimize",
+        "OPTIMIZE",
+        "OPTIMIZE: compact the small files into one",
+        COMPACTION,
+        "a rewrite with dataChange=false",
+    ),
+    Operation(
+        "zorder",
+        "Z-ORDER",
+        f"OPTIMIZE ZORDER BY ({', '.join(ZORDER_COLUMNS)})",
+        COMPACTION,
+        "a rewrite with dataChange=false",
+    ),
+    Operation(
+        "vacuum",
+        "OPTIMIZE+VACUUM 0h",
+        "OPTIMIZE, then VACUUM RETAIN 0 HOURS: the files the other writer's "
+        "snapshot still names are deleted from storage, and so is every file the log does not name (a "
+        "writer's files not committed yet): Delta Spark's VACUUM, delta-rs 1.x's with full=True (its "
+        "default, lite, deletes only files the log removed; 0.22.3 has one mode)",
+        None,
+        "VACUUM is no write of the table; the docs' VACUUM section warns that a retention under 7 days can "
+        "delete files a concurrent writer still uses",
+    ),
+    Operation(
+        "add_column",
+        "add column",
+        f"add a nullable column {ADDED_COLUMN[0]} ({ADDED_COLUMN[1]})",
+        METADATA,
+        "a schema change: a metadata update",
+        writes_data=False,
+    ),
+    Operation(
+        "set_property",
+        "set property",
+        f"set the table property {PROPERTY[0]} = {PROPERTY[1]!r}",
+        METADATA,
+        "a table property: a metadata update",
+        writes_data=False,
+    ),
+    Operation(
+        "append_txn",
+        "append (app txn)",
+        f"blind append of ids 101-104 carrying the idempotent-write "
+        f"identifier ({APP_ID!r}, version {APP_VERSION})",
+        INSERT,
+    ),
+    Operation(
+        "retry",
+        "retry, no id",
+        "the same append retried after its commit landed unacknowledged, with no identifier",
+        None,
+        "a retry is the same write again: the docs' table has no cell for it",
+        original="append",
+    ),
+    Operation(
+        "retry_txn",
+        "retry, app txn",
+        "the same append retried with the same idempotent-write identifier",
+        None,
+        "a retry is the same write again: the docs' table has no cell for it",
+        original="append_txn",
+    ),
+    Operation(
+        "retry_checked",
+        "retry, checked",
+        "the retry first reloads the table and asks which version of "
+        f"{APP_ID!r} it holds (transaction_version); it appends only if that is below its own",
+        None,
+        "a retry is the same write again: the docs' table has no cell for it",
+        original="append_txn",
+        writes_data=False,
+    ),
+    Operation(
+        "retry_checked_stale",
+        "retry, checked stale",
+        "the same check, asked of the retry's stale snapshot instead of the latest table",
+        None,
+        "a retry is the same write again: the docs' table has no cell for it",
+        original="append_txn",
+        writes_data=False,
+    ),
+    Operation(
+        "merge_on_id",
+        "MERGE on id",
+        "MERGE (upsert) whose condition names the id only (t.id = s.id): its "
+        "part of the table is only in the source's rows",
+        UDM,
+        "a MERGE whose condition does not name the part reads every file of the table",
+    ),
+    *(
+        Operation(
+            f"{name}_apart",
+            f"{label},\nother part",
+            f"the same {label} by a second job, on a part of the table "
+            "of its own (another partition, or another range of ids)",
+            category,
+            apart_of=name,
+        )
+        for name, label, category in (
+            ("append", "append", INSERT),
+            ("replace_where", "replaceWhere", UDM),
+            ("delete", "DELETE", UDM),
+            ("update", "UPDATE", UDM),
+            ("merge", "MERGE", UDM),
+            ("merge_on_id", "MERGE on id", UDM),
+        )
+    ),
 )
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in _OPS}
 """Every operation, by name."""
-MATRIX_OPS = ("append", "overwrite", "replace_where", "delete", "delete_all", "update", "merge", "optimize", "zorder",
-              "vacuum", "add_column", "set_property")
+MATRIX_OPS = (
+    "append",
+    "overwrite",
+    "replace_where",
+    "delete",
+    "delete_all",
+    "update",
+    "merge",
+    "optimize",
+    "zorder",
+    "vacuum",
+    "add_column",
+    "set_property",
+)
 """The operations raced against each other, every ordered pair (rows and columns of the grid)."""
 RETRY_OPS = ("retry", "retry_txn", "retry_checked", "retry_checked_stale")
 """The retried-append scenarios: each runs after its own :attr:`Operation.original` only."""
-APART_OPS = ("append_apart", "replace_where_apart", "delete_apart", "update_apart", "merge_apart", "merge_on_id_apart")
+APART_OPS = (
+    "append_apart",
+    "replace_where_apart",
+    "delete_apart",
+    "update_apart",
+    "merge_apart",
+    "merge_on_id_apart",
+)
 """The same operation from two jobs on parts of their own (parallel backfills): each runs after its own
 :attr:`Operation.apart_of` only, on the partitions and file-stats layouts only. Two MERGEs: one whose
 condition names the part (``merge``), one whose condition does not (``merge_on_id``: the part only in the
@@ -209,7 +322,9 @@ class Layout:
             layout, op = self.apart, apart_of
         if op == "merge_on_id":
             if not layout.merge_on_id_condition:
-                raise ValueError(f"merge_on_id needs a layout with parts of their own, not {self.name}")
+                raise ValueError(
+                    f"merge_on_id needs a layout with parts of their own, not {self.name}"
+                )
             layout, op = replace(layout, merge_condition=layout.merge_on_id_condition), "merge"
         return layout, op
 
@@ -219,66 +334,128 @@ def _rows(ids, part: str | None = None) -> tuple[tuple, ...]:
 
 
 SHARED_FILES = Layout(
-    "shared-files", "every predicate reads every file (ids taken modulo 4), three files", COLUMNS, (),
-    tuple(_rows(batch) for batch in BASE_BATCHES), BASE_DELETE, APPEND_ROWS, OVERWRITE_ROWS, REPLACE_PREDICATE,
-    REPLACE_ROWS, DELETE_PREDICATE, UPDATE_PREDICATE, MERGE_SOURCE, MERGE_CONDITION, {})
+    "shared-files",
+    "every predicate reads every file (ids taken modulo 4), three files",
+    COLUMNS,
+    (),
+    tuple(_rows(batch) for batch in BASE_BATCHES),
+    BASE_DELETE,
+    APPEND_ROWS,
+    OVERWRITE_ROWS,
+    REPLACE_PREDICATE,
+    REPLACE_ROWS,
+    DELETE_PREDICATE,
+    UPDATE_PREDICATE,
+    MERGE_SOURCE,
+    MERGE_CONDITION,
+    {},
+)
 _PARTS = ("a", "b", "c", "d")
 _BATCHES4 = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16))
 PARTITIONS = Layout(
-    "partitions", "partitioned by part (a: ids 1-4, b: 5-8, c: 9-12, d: 13-16); each operation keeps to a "
-    "partition of its own, and the append writes a new one (e)", COLUMNS + ("part",), ("part",),
-    tuple(_rows(batch, part) for batch, part in zip(_BATCHES4, _PARTS)), BASE_DELETE,
-    _rows((101, 102, 103, 104), "e"), _rows((201, 202, 203), "f"), "part = 'a'",
-    ((1, 15, "a"), (2, 25, "a"), (3, 35, "a"), (4, 45, "a")), "part = 'b' AND id % 4 = 2",
-    "part = 'c' AND id % 4 = 3", ((13, -13, "d"), (17, -17, "d")), "t.part = 'd' AND t.id = s.id",
-    {"append": "blind append of ids 101-104 into a new partition e",
-     "replace_where": "overwrite partition a (ids 1-4) with new values (delta-rs predicate=, Spark replaceWhere "
-                      "\"part = 'a'\")",
-     "delete": "DELETE WHERE part = 'b' AND id % 4 = 2 (id 6)",
-     "update": "UPDATE SET value = value + 1 WHERE part = 'c' AND id % 4 = 3 (id 11)",
-     "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id",
-     "merge_on_id": "MERGE (upsert) of ids 13 and 17 into partition d ON t.id = s.id (the partition only in the "
-                    "source's rows)"},
-    "t.id = s.id")
-PARTITIONS = replace(PARTITIONS, apart=replace(
-    PARTITIONS, append_rows=_rows((111, 112, 113, 114), "g"), replace_predicate="part = 'b'",
-    replace_rows=((5, 55, "b"), (6, 65, "b"), (7, 75, "b"), (8, 85, "b")), delete_predicate="part = 'c' AND id % 4 = 2",
-    update_predicate="part = 'd' AND id % 4 = 3", merge_source=((1, -1, "a"), (18, -18, "a")),
-    merge_condition="t.part = 'a' AND t.id = s.id", words={}))
+    "partitions",
+    "partitioned by part (a: ids 1-4, b: 5-8, c: 9-12, d: 13-16); each operation keeps to a "
+    "partition of its own, and the append writes a new one (e)",
+    COLUMNS + ("part",),
+    ("part",),
+    tuple(_rows(batch, part) for batch, part in zip(_BATCHES4, _PARTS)),
+    BASE_DELETE,
+    _rows((101, 102, 103, 104), "e"),
+    _rows((201, 202, 203), "f"),
+    "part = 'a'",
+    ((1, 15, "a"), (2, 25, "a"), (3, 35, "a"), (4, 45, "a")),
+    "part = 'b' AND id % 4 = 2",
+    "part = 'c' AND id % 4 = 3",
+    ((13, -13, "d"), (17, -17, "d")),
+    "t.part = 'd' AND t.id = s.id",
+    {
+        "append": "blind append of ids 101-104 into a new partition e",
+        "replace_where": "overwrite partition a (ids 1-4) with new values (delta-rs predicate=, Spark replaceWhere "
+        "\"part = 'a'\")",
+        "delete": "DELETE WHERE part = 'b' AND id % 4 = 2 (id 6)",
+        "update": "UPDATE SET value = value + 1 WHERE part = 'c' AND id % 4 = 3 (id 11)",
+        "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id",
+        "merge_on_id": "MERGE (upsert) of ids 13 and 17 into partition d ON t.id = s.id (the partition only in the "
+        "source's rows)",
+    },
+    "t.id = s.id",
+)
+PARTITIONS = replace(
+    PARTITIONS,
+    apart=replace(
+        PARTITIONS,
+        append_rows=_rows((111, 112, 113, 114), "g"),
+        replace_predicate="part = 'b'",
+        replace_rows=((5, 55, "b"), (6, 65, "b"), (7, 75, "b"), (8, 85, "b")),
+        delete_predicate="part = 'c' AND id % 4 = 2",
+        update_predicate="part = 'd' AND id % 4 = 3",
+        merge_source=((1, -1, "a"), (18, -18, "a")),
+        merge_condition="t.part = 'a' AND t.id = s.id",
+        words={},
+    ),
+)
 FILE_STATS = Layout(
-    "file-stats", "not partitioned; each operation's predicate names a range of ids that the files' statistics "
+    "file-stats",
+    "not partitioned; each operation's predicate names a range of ids that the files' statistics "
     "(min and max per file: 1-4, 5-8, 9-11, 13-16) place in one file, and the appended file (101-104) in none",
-    COLUMNS, (), tuple(_rows(batch) for batch in _BATCHES4), BASE_DELETE, APPEND_ROWS, OVERWRITE_ROWS,
-    REPLACE_PREDICATE, REPLACE_ROWS, "id >= 5 AND id <= 8 AND id % 4 = 2", "id >= 9 AND id <= 12 AND id % 4 = 3",
-    ((13, -13), (17, -17)), "t.id = s.id AND t.id >= 13 AND t.id <= 20",
-    {"delete": "DELETE WHERE id >= 5 AND id <= 8 AND id % 4 = 2 (id 6)",
-     "update": "UPDATE SET value = value + 1 WHERE id >= 9 AND id <= 12 AND id % 4 = 3 (id 11)",
-     "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20",
-     "merge_on_id": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id (the range only in the source's rows)"},
-    "t.id = s.id")
-FILE_STATS = replace(FILE_STATS, apart=replace(
-    FILE_STATS, append_rows=_rows((111, 112, 113, 114)), replace_predicate="id >= 5 AND id <= 8",
-    replace_rows=((5, 55), (6, 65), (7, 75), (8, 85)), delete_predicate="id >= 9 AND id <= 12 AND id % 4 = 2",
-    update_predicate="id >= 13 AND id <= 16 AND id % 4 = 3", merge_source=((1, -1), (0, 0)),
-    merge_condition="t.id = s.id AND t.id >= 0 AND t.id <= 4", words={}))
+    COLUMNS,
+    (),
+    tuple(_rows(batch) for batch in _BATCHES4),
+    BASE_DELETE,
+    APPEND_ROWS,
+    OVERWRITE_ROWS,
+    REPLACE_PREDICATE,
+    REPLACE_ROWS,
+    "id >= 5 AND id <= 8 AND id % 4 = 2",
+    "id >= 9 AND id <= 12 AND id % 4 = 3",
+    ((13, -13), (17, -17)),
+    "t.id = s.id AND t.id >= 13 AND t.id <= 20",
+    {
+        "delete": "DELETE WHERE id >= 5 AND id <= 8 AND id % 4 = 2 (id 6)",
+        "update": "UPDATE SET value = value + 1 WHERE id >= 9 AND id <= 12 AND id % 4 = 3 (id 11)",
+        "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20",
+        "merge_on_id": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id (the range only in the source's rows)",
+    },
+    "t.id = s.id",
+)
+FILE_STATS = replace(
+    FILE_STATS,
+    apart=replace(
+        FILE_STATS,
+        append_rows=_rows((111, 112, 113, 114)),
+        replace_predicate="id >= 5 AND id <= 8",
+        replace_rows=((5, 55), (6, 65), (7, 75), (8, 85)),
+        delete_predicate="id >= 9 AND id <= 12 AND id % 4 = 2",
+        update_predicate="id >= 13 AND id <= 16 AND id % 4 = 3",
+        merge_source=((1, -1), (0, 0)),
+        merge_condition="t.id = s.id AND t.id >= 0 AND t.id <= 4",
+        words={},
+    ),
+)
 APART_WORDS = {
-    "partitions": {"append_apart": "blind append of ids 111-114 into another new partition, g",
-                   "replace_where_apart": "overwrite partition b (ids 5-8) with new values (\"part = 'b'\")",
-                   "delete_apart": "DELETE WHERE part = 'c' AND id % 4 = 2 (id 10)",
-                   "update_apart": "UPDATE SET value = value + 1 WHERE part = 'd' AND id % 4 = 3 (id 15)",
-                   "merge_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.part = 'a' AND t.id = s.id",
-                   "merge_on_id_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.id = s.id"},
-    "file-stats": {"append_apart": "blind append of ids 111-114 (a file of its own)",
-                   "replace_where_apart": "overwrite the rows where id >= 5 AND id <= 8 with new values",
-                   "delete_apart": "DELETE WHERE id >= 9 AND id <= 12 AND id % 4 = 2 (id 10)",
-                   "update_apart": "UPDATE SET value = value + 1 WHERE id >= 13 AND id <= 16 AND id % 4 = 3 (id 15)",
-                   "merge_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id AND t.id >= 0 AND t.id <= 4",
-                   "merge_on_id_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id"},
+    "partitions": {
+        "append_apart": "blind append of ids 111-114 into another new partition, g",
+        "replace_where_apart": "overwrite partition b (ids 5-8) with new values (\"part = 'b'\")",
+        "delete_apart": "DELETE WHERE part = 'c' AND id % 4 = 2 (id 10)",
+        "update_apart": "UPDATE SET value = value + 1 WHERE part = 'd' AND id % 4 = 3 (id 15)",
+        "merge_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.part = 'a' AND t.id = s.id",
+        "merge_on_id_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.id = s.id",
+    },
+    "file-stats": {
+        "append_apart": "blind append of ids 111-114 (a file of its own)",
+        "replace_where_apart": "overwrite the rows where id >= 5 AND id <= 8 with new values",
+        "delete_apart": "DELETE WHERE id >= 9 AND id <= 12 AND id % 4 = 2 (id 10)",
+        "update_apart": "UPDATE SET value = value + 1 WHERE id >= 13 AND id <= 16 AND id % 4 = 3 (id 15)",
+        "merge_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id AND t.id >= 0 AND t.id <= 4",
+        "merge_on_id_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id",
+    },
 }
 """What the second job of a pair on parts of their own does, per layout."""
 PARTITIONS = replace(PARTITIONS, words={**PARTITIONS.words, **APART_WORDS["partitions"]})
 FILE_STATS = replace(FILE_STATS, words={**FILE_STATS.words, **APART_WORDS["file-stats"]})
-LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (SHARED_FILES, PARTITIONS, FILE_STATS)}
+LAYOUTS: dict[str, Layout] = {
+    layout.name: layout for layout in (SHARED_FILES, PARTITIONS, FILE_STATS)
+}
 LAYOUT_OPS = ("append", "replace_where", "delete", "update", "merge")
 """The operations raced on the partitions and file-stats layouts: those with rows or a predicate of
 their own there. The others read or rewrite the whole table on every layout."""
@@ -292,7 +469,9 @@ def check_names(kind: str, names: list[str], valid: tuple[str, ...] | list[str])
     """``names`` if each is in ``valid``; else raises UnknownName naming the unknown and the valid ones."""
     unknown = [name for name in names if name not in valid]
     if unknown:
-        raise UnknownName(f"unknown {kind} {', '.join(repr(n) for n in unknown)}; choose from {', '.join(valid)}")
+        raise UnknownName(
+            f"unknown {kind} {', '.join(repr(n) for n in unknown)}; choose from {', '.join(valid)}"
+        )
     return list(names)
 
 
@@ -304,6 +483,8 @@ def pairs(names: list[str] | tuple[str, ...] = CHOICES) -> list[tuple[str, str]]
     matrix = [name for name in MATRIX_OPS if name in names]
     retries = [name for name in RETRY_OPS if name in names]
     apart = [name for name in APART_OPS if name in names]
-    return ([(a, b) for a in matrix for b in matrix] + [(OPERATIONS[r].original, r) for r in retries]
-            + [(OPERATIONS[x].apart_of, x) for x in apart])
-
+    return (
+        [(a, b) for a in matrix for b in matrix]
+        + [(OPERATIONS[r].original, r) for r in retries]
+        + [(OPERATIONS[x].apart_of, x) for x in apart]
+    )

@@ -69,8 +69,14 @@ class Runner:
     """Runs pairs for one engine (or, for a mixed pair, two) under ``root`` (a folder or an
     ``s3://`` prefix); each table is a folder under it."""
 
-    def __init__(self, first, second=None, root: str | Path = "build/matrix/tables", *,
-                 shares: Runner | None = None) -> None:
+    def __init__(
+        self,
+        first,
+        second=None,
+        root: str | Path = "build/matrix/tables",
+        *,
+        shares: Runner | None = None,
+    ) -> None:
         """``shares``: a runner (prepared, of the same store) whose base table, "alone" tables and
         serial results this one reuses: its cached results are keyed by engine and operation, so
         the mixed pair (X, Y) reuses what the mixed pair (Y, X) ran."""
@@ -111,27 +117,45 @@ class Runner:
         it, in ``folder``; once per engines and operations (a later pair gets the same result)."""
         key = (_results(engine_x), x, _results(engine_y), y)
         if key not in self._serial:
-            self._serial[key] = self._step(engine_y, y, self.store.copy(self.alone(engine_x, x)["folder"], folder),
-                                           fresh=True)
+            self._serial[key] = self._step(
+                engine_y, y, self.store.copy(self.alone(engine_x, x)["folder"], folder), fresh=True
+            )
         return self._serial[key]
 
     def run_pair(self, a: str, b: str) -> dict:
         """Race ``a`` then stale ``b``, and run the serial orders; every result as plain data."""
-        record = {"first": a, "second": b, "engine_first": self.first.name, "engine_second": self.second.name}
+        record = {
+            "first": a,
+            "second": b,
+            "engine_first": self.first.name,
+            "engine_second": self.second.name,
+        }
         reason = self.unavailable(a, b)
         if reason:
             return {**record, "status": "not available", "reason": reason}
         alone_a = self.alone(self.first, a)
         if alone_a["error"]:
-            return {**record, "status": "error", "reason": f"{a} fails on the base table: {alone_a['error']['message']}"}
+            return {
+                **record,
+                "status": "error",
+                "reason": f"{a} fails on the base table: {alone_a['error']['message']}",
+            }
         folder = self.store.join(self.root, "pairs", f"{a}--{b}")
-        record.update(status="ran", folder=folder, alone_a=alone_a["state"],
-                      race=self._race(a, b, self.store.join(folder, "race")))
-        record["serial_ab"] = self.serial(self.first, a, self.second, b, self.store.join(folder, "a-then-b"))
+        record.update(
+            status="ran",
+            folder=folder,
+            alone_a=alone_a["state"],
+            race=self._race(a, b, self.store.join(folder, "race")),
+        )
+        record["serial_ab"] = self.serial(
+            self.first, a, self.second, b, self.store.join(folder, "a-then-b")
+        )
         if not ops.OPERATIONS[b].is_retry:
             alone_b = self.alone(self.second, b)
             record["alone_b_error"] = alone_b["error"]
-            record["serial_ba"] = self.serial(self.second, b, self.first, a, self.store.join(folder, "b-then-a"))
+            record["serial_ba"] = self.serial(
+                self.second, b, self.first, a, self.store.join(folder, "b-then-a")
+            )
         return record
 
     def _race(self, a: str, b: str, path: str) -> dict:
@@ -155,18 +179,31 @@ class Runner:
         else:
             run_a()
             step = self._step(self.second, b, path, handle=handle_b)
-        if held and step.get("held_at") is None:  # B ended before any commit of its own: no race took place
+        if (
+            held and step.get("held_at") is None
+        ):  # B ended before any commit of its own: no race took place
             why = (step["error"] or {}).get("message") or "it committed nothing"
-            race["a_error"] = {"class": "NotRaced", "message": f"B reached no commit to hold it at ({why})"}
+            race["a_error"] = {
+                "class": "NotRaced",
+                "message": f"B reached no commit to hold it at ({why})",
+            }
         after_a = after.get("a", start)
         b_versions = [v for v in commit_versions(path) if v > after_a]
         infos = commit_infos(path, b_versions)
-        race.update(step, a_versions=list(range(start + 1, after_a + 1)), b_versions=b_versions,
-                    b_operations=[info.get("operation") for info in infos],
-                    b_read_version=next((i["readVersion"] for i in infos if i.get("readVersion") is not None), None))
+        race.update(
+            step,
+            a_versions=list(range(start + 1, after_a + 1)),
+            b_versions=b_versions,
+            b_operations=[info.get("operation") for info in infos],
+            b_read_version=next(
+                (i["readVersion"] for i in infos if i.get("readVersion") is not None), None
+            ),
+        )
         return race
 
-    def _step(self, engine, op: str, path: str, *, handle=None, fresh: bool = False, before_commit=None) -> dict:
+    def _step(
+        self, engine, op: str, path: str, *, handle=None, fresh: bool = False, before_commit=None
+    ) -> dict:
         """Run ``op`` on the table at ``path`` (from ``handle``, or a snapshot loaded now; or, with
         ``before_commit``, held before its commit while that runs), then read it."""
         result = {"error": None, "note": None}

@@ -12,10 +12,21 @@ from __future__ import annotations
 
 from helpers.matrix import operations as ops
 
-COLOURS = {"refused": "#4c78a8", "serializable": "#59a14f", "anomaly": "#e15759", "not available": "#d9d9d9",
-           "error": "#222222"}
-SHORT_KINDS = {"duplicated rows": "dup", "lost update": "lost", "resurrected rows": "resurr", "removed twice": "2×rm",
-               "broken log": "log", "other": "diff"}
+COLOURS = {
+    "refused": "#4c78a8",
+    "serializable": "#59a14f",
+    "anomaly": "#e15759",
+    "not available": "#d9d9d9",
+    "error": "#222222",
+}
+SHORT_KINDS = {
+    "duplicated rows": "dup",
+    "lost update": "lost",
+    "resurrected rows": "resurr",
+    "removed twice": "2×rm",
+    "broken log": "log",
+    "other": "diff",
+}
 
 
 def _text(row: dict, outcome_key: str = "outcome", kind_key: str = "anomaly_kind") -> str:
@@ -35,24 +46,50 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     from matplotlib.patches import Patch, Polygon, Rectangle
 
     mine = [r for r in rows if r["engine"] == engine]
-    def stripped(row: dict) -> bool:  # a retry after its original, a second job on a part of its own
-        return ops.OPERATIONS[row["second"]].is_retry or bool(ops.OPERATIONS[row["second"]].apart_of)
+
+    def stripped(
+        row: dict,
+    ) -> bool:  # a retry after its original, a second job on a part of its own
+        return ops.OPERATIONS[row["second"]].is_retry or bool(
+            ops.OPERATIONS[row["second"]].apart_of
+        )
 
     matrix = {(r["first"], r["second"]): r for r in mine if not stripped(r)}
     retries = [r for r in mine if stripped(r)]
     names = [n for n in ops.MATRIX_OPS if any(n in pair for pair in matrix)]
     size = len(names)
-    across = size or len(retries)  # a run of retries alone (anomalies raced again) still has their strip
+    across = size or len(
+        retries
+    )  # a run of retries alone (anomalies raced again) still has their strip
     extra = 2.2 if retries else 0.0
     fig, ax = plt.subplots(figsize=(1.05 * across + 3.2, 0.62 * size + 2.6 + extra))
 
-    def cell(x: float, y: float, colour: str, text: str, disagrees: bool, width: float = 1.0) -> None:
-        ax.add_patch(Rectangle((x, y), width, 1, facecolor=colour, edgecolor="white", linewidth=1.5))
+    def cell(
+        x: float, y: float, colour: str, text: str, disagrees: bool, width: float = 1.0
+    ) -> None:
+        ax.add_patch(
+            Rectangle((x, y), width, 1, facecolor=colour, edgecolor="white", linewidth=1.5)
+        )
         if disagrees:
-            ax.add_patch(Polygon([(x + width - 0.28, y), (x + width, y), (x + width, y + 0.28)], closed=True,
-                                 facecolor="#b00020", edgecolor="none"))
-        ax.text(x + width / 2, y + 0.5, text, ha="center", va="center", fontsize=7,
-                color="white" if colour in (COLOURS["error"], COLOURS["refused"], COLOURS["anomaly"]) else "black")
+            ax.add_patch(
+                Polygon(
+                    [(x + width - 0.28, y), (x + width, y), (x + width, y + 0.28)],
+                    closed=True,
+                    facecolor="#b00020",
+                    edgecolor="none",
+                )
+            )
+        ax.text(
+            x + width / 2,
+            y + 0.5,
+            text,
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white"
+            if colour in (COLOURS["error"], COLOURS["refused"], COLOURS["anomaly"])
+            else "black",
+        )
 
     for i, first in enumerate(names):
         for j, second in enumerate(names):
@@ -69,19 +106,36 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     if retries:
         top = size + 1.6  # a gap, then the strip's own column labels
         width = across / len(retries)
-        heading = ("The append that landed, unacknowledged, then retried:"
-                   if all(ops.OPERATIONS[r["second"]].is_retry for r in retries) else
-                   "The same operation from a second job, on a part of its own:"
-                   if not any(ops.OPERATIONS[r["second"]].is_retry for r in retries) else
-                   "The retried append; the same operation from a second job, on a part of its own:")
+        heading = (
+            "The append that landed, unacknowledged, then retried:"
+            if all(ops.OPERATIONS[r["second"]].is_retry for r in retries)
+            else "The same operation from a second job, on a part of its own:"
+            if not any(ops.OPERATIONS[r["second"]].is_retry for r in retries)
+            else "The retried append; the same operation from a second job, on a part of its own:"
+        )
         ax.text(0, size + 0.45, heading, fontsize=8, va="center")
         for k, row in enumerate(retries):
             x = k * width
-            ax.text(x + width / 2, top - 0.3, ops.OPERATIONS[row["second"]].label, ha="center", va="bottom", fontsize=7.5)
-            cell(x, top, COLOURS[row["outcome"]], _text(row), row["agrees_with_docs"] == "no", width)
+            ax.text(
+                x + width / 2,
+                top - 0.3,
+                ops.OPERATIONS[row["second"]].label,
+                ha="center",
+                va="bottom",
+                fontsize=7.5,
+            )
+            cell(
+                x, top, COLOURS[row["outcome"]], _text(row), row["agrees_with_docs"] == "no", width
+            )
             if row.get("retry_after_reload"):
-                cell(x, top + 1, COLOURS[row["retry_after_reload"]],
-                     _text(row, "retry_after_reload", "retry_after_reload_kind"), False, width)
+                cell(
+                    x,
+                    top + 1,
+                    COLOURS[row["retry_after_reload"]],
+                    _text(row, "retry_after_reload", "retry_after_reload_kind"),
+                    False,
+                    width,
+                )
         if any(ops.OPERATIONS[r["second"]].is_retry for r in retries):
             ticks = ticks + [top + 0.5, top + 1.5]
             tick_labels = labels + ["race: from its\nold snapshot", "retry after\nreloading"]
@@ -95,11 +149,19 @@ def grid(rows: list[dict], engine: str, *, title: str | None = None):
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     ax.tick_params(length=0)
-    handles = [Patch(facecolor=c, label=o) for o, c in COLOURS.items() if any(r["outcome"] == o for r in mine)]
+    handles = [
+        Patch(facecolor=c, label=o)
+        for o, c in COLOURS.items()
+        if any(r["outcome"] == o for r in mine)
+    ]
     handles.append(Patch(facecolor="#b00020", label="disagrees with the docs"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False
+    )
     version = mine[0]["engine_version"] if mine else ""
     shown = f"deltalake {version}" if engine.startswith("deltalake-") else f"{engine} ({version})"
-    ax.set_title(title or f"{shown}: A commits, then B from the older snapshot", fontsize=10, pad=60)
+    ax.set_title(
+        title or f"{shown}: A commits, then B from the older snapshot", fontsize=10, pad=60
+    )
     fig.tight_layout()
     return fig

@@ -144,7 +144,11 @@ def session():
     if _SESSION is None:
         from helpers.matrix import engines
 
-        name = "conflict-matrix" if engines.this_process == "spark" else f"conflict-matrix-{engines.this_process}"
+        name = (
+            "conflict-matrix"
+            if engines.this_process == "spark"
+            else f"conflict-matrix-{engines.this_process}"
+        )
         _SESSION = sessions.spark_session("local", "s3", app_name=name, extra_conf=session_conf())
     return _SESSION
 
@@ -185,8 +189,10 @@ class DeltaSpark:
     # -- the interface ----------------------------------------------------------------------
     def unavailable(self, op: str) -> str | None:
         if op in ("retry_checked", "retry_checked_stale"):
-            return ("Delta Spark has no public API that reads an application's transaction version "
-                    "(txnAppId/txnVersion check it inside the write: retry_txn)")
+            return (
+                "Delta Spark has no public API that reads an application's transaction version "
+                "(txnAppId/txnVersion check it inside the write: retry_txn)"
+            )
         return None
 
     def create_base(self, path: str) -> None:
@@ -202,9 +208,13 @@ class DeltaSpark:
             _ENGINE_INFO.append(engine_info)
         from helpers.matrix import classify
 
-        if not classify.same(self.read(path), self.read_with_spark(path)):  # the oracle's reader must agree
-            raise RuntimeError(f"deltalake and Delta Spark read the base table differently: {self.read(path)} "
-                               f"!= {self.read_with_spark(path)}")
+        if not classify.same(
+            self.read(path), self.read_with_spark(path)
+        ):  # the oracle's reader must agree
+            raise RuntimeError(
+                f"deltalake and Delta Spark read the base table differently: {self.read(path)} "
+                f"!= {self.read_with_spark(path)}"
+            )
 
     def open(self, path: str) -> str:
         """Delta Spark takes its snapshot when an operation starts: the handle is the location."""
@@ -237,18 +247,28 @@ class DeltaSpark:
             raise java_error(error) from None
 
     def _run(self, op: str, where: str, path: str) -> str | None:
-        layout, op = self.layout.for_op(op)  # a second job on a part of its own: its rows and predicates
+        layout, op = self.layout.for_op(
+            op
+        )  # a second job on a part of its own: its rows and predicates
         if op in ("append", "retry"):
             self._write(where, layout.append_rows, "append")
         elif op in ("append_txn", "retry_txn"):
             before = self._latest(path)
-            self._write(where, layout.append_rows, "append", txnAppId=ops.APP_ID, txnVersion=str(ops.APP_VERSION))
+            self._write(
+                where,
+                layout.append_rows,
+                "append",
+                txnAppId=ops.APP_ID,
+                txnVersion=str(ops.APP_VERSION),
+            )
             if self._latest(path) == before:
                 return f"skipped by Delta Spark: the log already holds txnVersion >= {ops.APP_VERSION} of {ops.APP_ID!r}"
         elif op == "overwrite":
             self._write(where, layout.overwrite_rows, "overwrite")
         elif op == "replace_where":
-            self._write(where, layout.replace_rows, "overwrite", replaceWhere=layout.replace_predicate)
+            self._write(
+                where, layout.replace_rows, "overwrite", replaceWhere=layout.replace_predicate
+            )
         elif op == "delete":
             self._table(where).delete(layout.delete_predicate)
         elif op == "delete_all":
@@ -257,10 +277,14 @@ class DeltaSpark:
             self._table(where).update(layout.update_predicate, dict(ops.UPDATE_SET))
         elif op == "merge":
             inserted = {column: f"s.{column}" for column in layout.columns}
-            (self._table(where).alias("t").merge(self._frame(layout.merge_source).alias("s"), layout.merge_condition)
-             .whenMatchedUpdate(set={"value": "s.value"})
-             .whenNotMatchedInsert(values=inserted)
-             .execute())
+            (
+                self._table(where)
+                .alias("t")
+                .merge(self._frame(layout.merge_source).alias("s"), layout.merge_condition)
+                .whenMatchedUpdate(set={"value": "s.value"})
+                .whenNotMatchedInsert(values=inserted)
+                .execute()
+            )
         elif op == "optimize":
             self._table(where).optimize().executeCompaction()
         elif op == "zorder":
@@ -291,6 +315,7 @@ class DeltaSpark:
             hold.armAtData(where)
         else:
             hold.arm(where)
+
         def wait_held() -> str | None:
             if not hold.awaitHeld(where, int(HOLD_TIMEOUT_S * 1000)):
                 raise TimeoutError(f"{op} reached no commit within {HOLD_TIMEOUT_S:.0f} s")
@@ -298,8 +323,14 @@ class DeltaSpark:
 
         from helpers.matrix import engines
 
-        return engines.race_held(op, lambda: self.run(op, where, path), wait_held, lambda: hold.release(where),
-                                 lambda: hold.abandon(where), first)
+        return engines.race_held(
+            op,
+            lambda: self.run(op, where, path),
+            wait_held,
+            lambda: hold.release(where),
+            lambda: hold.abandon(where),
+            first,
+        )
 
     # -- helpers ----------------------------------------------------------------------------
     def _frame(self, rows):
@@ -308,10 +339,16 @@ class DeltaSpark:
         a relation of the JVM's own: no Python worker process unpickles the rows (``createDataFrame``
         of a list starts some)."""
         columns = self.layout.columns
-        values = ", ".join("(" + ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in row) + ")"
-                           for row in rows)
-        selected = ", ".join(f"CAST({c} AS {'STRING' if c == 'part' else 'BIGINT'}) AS {c}" for c in columns)
-        return self.spark.sql(f"SELECT {selected} FROM VALUES {values} AS source({', '.join(columns)})").coalesce(1)
+        values = ", ".join(
+            "(" + ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in row) + ")"
+            for row in rows
+        )
+        selected = ", ".join(
+            f"CAST({c} AS {'STRING' if c == 'part' else 'BIGINT'}) AS {c}" for c in columns
+        )
+        return self.spark.sql(
+            f"SELECT {selected} FROM VALUES {values} AS source({', '.join(columns)})"
+        ).coalesce(1)
 
     def _table(self, where: str):
         from delta.tables import DeltaTable

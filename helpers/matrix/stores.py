@@ -22,7 +22,10 @@ from helpers import delta_log, integrity, storage
 def problems(location: str) -> list[dict]:
     """What :func:`helpers.integrity.check_table` finds wrong with the table's log, as dicts."""
     check = integrity.check_table(location)
-    return [{"kind": p.kind, "file": p.file, "version": p.version, "detail": p.detail} for p in check.problems]
+    return [
+        {"kind": p.kind, "file": p.file, "version": p.version, "detail": p.detail}
+        for p in check.problems
+    ]
 
 
 def _commit_info(body: bytes) -> dict:
@@ -51,7 +54,11 @@ class LocalTables:
 
     def versions(self, table: str) -> list[int]:
         log = Path(table) / "_delta_log"
-        found = [delta_log.commit_version(f"_delta_log/{p.name}") for p in log.iterdir()] if log.is_dir() else []
+        found = (
+            [delta_log.commit_version(f"_delta_log/{p.name}") for p in log.iterdir()]
+            if log.is_dir()
+            else []
+        )
         return sorted(v for v in found if v is not None)
 
     def commit_info(self, table: str, version: int) -> dict:
@@ -93,7 +100,9 @@ class S3Tables:
     def _keys(self, table: str) -> list[str]:
         bucket, prefix = self._split(table)
         keys = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=prefix
+        ):
             keys += [item["Key"] for item in page.get("Contents", [])]
         return keys
 
@@ -104,9 +113,15 @@ class S3Tables:
         from concurrent.futures import ThreadPoolExecutor
 
         def copy(key: str) -> None:
-            self.client.copy_object(Bucket=bucket, Key=into + key[len(prefix):], CopySource={"Bucket": bucket, "Key": key})
+            self.client.copy_object(
+                Bucket=bucket,
+                Key=into + key[len(prefix) :],
+                CopySource={"Bucket": bucket, "Key": key},
+            )
 
-        with ThreadPoolExecutor(max_workers=8) as pool:  # a table is some 20 objects: one round trip, not 20
+        with ThreadPoolExecutor(
+            max_workers=8
+        ) as pool:  # a table is some 20 objects: one round trip, not 20
             list(pool.map(copy, self._keys(source)))
         return target
 
@@ -114,19 +129,31 @@ class S3Tables:
         """Every version of every object under the table's prefix (delete markers too)."""
         bucket, prefix = self._split(table)
         doomed = []
-        for page in self.client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-            doomed += [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                       for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        for page in self.client.get_paginator("list_object_versions").paginate(
+            Bucket=bucket, Prefix=prefix
+        ):
+            doomed += [
+                {"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+            ]
         for start in range(0, len(doomed), 1000):  # DeleteObjects takes at most 1,000 keys
-            self.client.delete_objects(Bucket=bucket, Delete={"Objects": doomed[start:start + 1000], "Quiet": True})
+            self.client.delete_objects(
+                Bucket=bucket, Delete={"Objects": doomed[start : start + 1000], "Quiet": True}
+            )
 
     def versions(self, table: str) -> list[int]:
-        found = [delta_log.commit_version(key) for key in self._keys(self.join(table, "_delta_log"))]
+        found = [
+            delta_log.commit_version(key) for key in self._keys(self.join(table, "_delta_log"))
+        ]
         return sorted(v for v in found if v is not None)
 
     def commit_info(self, table: str, version: int) -> dict:
         bucket, prefix = self._split(table)
-        return _commit_info(self.client.get_object(Bucket=bucket, Key=prefix + delta_log.commit_file(version))["Body"].read())
+        return _commit_info(
+            self.client.get_object(Bucket=bucket, Key=prefix + delta_log.commit_file(version))[
+                "Body"
+            ].read()
+        )
 
     def shown(self, table: str) -> list[str]:
         rest = table.split("://", 1)[1].rstrip("/")

@@ -50,7 +50,9 @@ def s3_root(folder: str, name: str) -> str:
     return tables.s3_uri(f"conflict-matrix/{digest}/{name.replace('@', '-at-')}")
 
 
-def confirmation_pairs(records: list[dict], base: dict, every: int = SAMPLE_EVERY) -> list[tuple[str, str]]:
+def confirmation_pairs(
+    records: list[dict], base: dict, every: int = SAMPLE_EVERY
+) -> list[tuple[str, str]]:
     """The pairs a sampling confirmation re-runs: every pair the confirmed engine did not refuse
     (committed, anomalies, errors, not available), every retry, and every ``every``-th of the other
     pairs it refused."""
@@ -90,14 +92,18 @@ def _prepare_s3() -> None:
     os.environ.update(tables.s3_storage_options())
 
 
-def run_engine(name: str, folder: str, todo: list[tuple[str, str]], built: dict, done: dict) -> None:
+def run_engine(
+    name: str, folder: str, todo: list[tuple[str, str]], built: dict, done: dict
+) -> None:
     """Run one engine's pairs (``done``: the engines of this process that finished, by name: their
     runner, records and base, for a confirmation's sample and for :attr:`EngineSpec.base_of`)."""
     from helpers.matrix import engines, pairs
 
     spec = engines.ENGINES[name]
     try:
-        first, second = (built[part] for part in spec.parts) if spec.parts else (built[name], built[name])
+        first, second = (
+            (built[part] for part in spec.parts) if spec.parts else (built[name], built[name])
+        )
         root = s3_root(folder, name) if spec.store == "s3" else str(Path(folder) / name)
         shares = done[spec.base_of]["runner"] if spec.base_of in done else None
         runner = pairs.Runner(first, second, root=root, shares=shares)
@@ -105,7 +111,12 @@ def run_engine(name: str, folder: str, todo: list[tuple[str, str]], built: dict,
         if spec.sample and spec.confirms in done:
             todo = confirmation_pairs(done[spec.confirms]["records"], done[spec.confirms]["base"])
     except Exception as error:  # noqa: BLE001  (reported to the parent, which names the engine)
-        emit("fatal", engine=name, error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()[-2000:])
+        emit(
+            "fatal",
+            engine=name,
+            error=f"{type(error).__name__}: {error}",
+            traceback=traceback.format_exc()[-2000:],
+        )
         return
     version = first.version if first is second else f"{first.version} / {second.version}"
     emit("start", engine=name, version=version, base=base, pairs=len(todo))
@@ -115,8 +126,12 @@ def run_engine(name: str, folder: str, todo: list[tuple[str, str]], built: dict,
         try:
             record = runner.run_pair(a, b)
         except Exception as error:  # noqa: BLE001  (one broken pair must not stop the others)
-            record = {"first": a, "second": b, "status": "error",
-                      "reason": f"the harness failed: {type(error).__name__}: {error}"}
+            record = {
+                "first": a,
+                "second": b,
+                "status": "error",
+                "reason": f"the harness failed: {type(error).__name__}: {error}",
+            }
         records.append(record)
         emit("pair", engine=name, seconds=round(time.perf_counter() - started, 3), **record)
     done[name] = {"runner": runner, "records": records, "base": base}
@@ -132,7 +147,9 @@ class Schedule:
         from helpers.matrix import engines
 
         self.pending = list(names)
-        self.needs = {name: [n for n in engines.ENGINES[name].after() if n in names] for name in names}
+        self.needs = {
+            name: [n for n in engines.ENGINES[name].after() if n in names] for name in names
+        }
         self.finished: set[str] = set()
         self.ready = threading.Condition()
 
@@ -140,7 +157,10 @@ class Schedule:
         """The next engine to run (waiting until one may start), or None when none is left."""
         with self.ready:
             while self.pending:
-                name = next((n for n in self.pending if all(d in self.finished for d in self.needs[n])), None)
+                name = next(
+                    (n for n in self.pending if all(d in self.finished for d in self.needs[n])),
+                    None,
+                )
                 if name is not None:
                     self.pending.remove(name)
                     return name
@@ -153,7 +173,9 @@ class Schedule:
             self.ready.notify_all()
 
 
-def run_thread(schedule: Schedule, folder: str, todo: dict[str, list[tuple[str, str]]], built: dict, done: dict) -> None:
+def run_thread(
+    schedule: Schedule, folder: str, todo: dict[str, list[tuple[str, str]]], built: dict, done: dict
+) -> None:
     while (name := schedule.next()) is not None:
         try:
             run_engine(name, folder, list(todo[name]), built, done)
@@ -180,12 +202,21 @@ def main(argv: list[str]) -> int:
         built = _engines(names)
     except Exception as error:  # noqa: BLE001  (every engine of the process is lost)
         for name in names:
-            emit("fatal", engine=name, error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()[-2000:])
+            emit(
+                "fatal",
+                engine=name,
+                error=f"{type(error).__name__}: {error}",
+                traceback=traceback.format_exc()[-2000:],
+            )
         return 1
     schedule, done = Schedule(names), {}
     count = max(engines.ENGINES[name].threads for name in names)
-    threads = [threading.Thread(target=run_thread, args=(schedule, folder, todo, built, done), name=f"matrix-{i}")
-               for i in range(min(count, len(names)))]
+    threads = [
+        threading.Thread(
+            target=run_thread, args=(schedule, folder, todo, built, done), name=f"matrix-{i}"
+        )
+        for i in range(min(count, len(names)))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

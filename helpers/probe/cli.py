@@ -57,20 +57,36 @@ class Verdict:
 
 def target(endpoint: str | None, allow_remote: bool) -> dict[str, str]:
     """Endpoint, credentials and region to probe: ``endpoint``, else the environment's, else moto's."""
-    endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = (
+        endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    )
     if endpoint is None:  # the workbook's own emulator
-        return {"endpoint": config.s3_emulator_endpoint(), "key": config.EMULATOR_AWS_ACCESS_KEY_ID,
-                "secret": config.EMULATOR_AWS_SECRET_ACCESS_KEY, "region": config.EMULATOR_AWS_REGION}
+        return {
+            "endpoint": config.s3_emulator_endpoint(),
+            "key": config.EMULATOR_AWS_ACCESS_KEY_ID,
+            "secret": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+            "region": config.EMULATOR_AWS_REGION,
+        }
     parsed = urlparse(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ProbeError(f"{endpoint!r} is not an endpoint URL: set AWS_ENDPOINT_URL (or --endpoint) to http(s)://host:port.")
+        raise ProbeError(
+            f"{endpoint!r} is not an endpoint URL: set AWS_ENDPOINT_URL (or --endpoint) to http(s)://host:port."
+        )
     if parsed.hostname not in LOOPBACK and not allow_remote:
-        raise ProbeError(f"{endpoint} is not on this machine: the probe sends a few thousand requests and creates a bucket; "
-                         "pass --allow-remote to probe it anyway.")
+        raise ProbeError(
+            f"{endpoint} is not on this machine: the probe sends a few thousand requests and creates a bucket; "
+            "pass --allow-remote to probe it anyway."
+        )
     key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
     if not key or not secret:
-        raise ProbeError(f"No credentials for {endpoint}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.")
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or config.EMULATOR_AWS_REGION
+        raise ProbeError(
+            f"No credentials for {endpoint}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+        )
+    region = (
+        os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or config.EMULATOR_AWS_REGION
+    )
     return {"endpoint": endpoint, "key": key, "secret": secret, "region": region}
 
 
@@ -80,31 +96,53 @@ def client(where: dict[str, str], writers: int):
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=where["endpoint"], aws_access_key_id=where["key"],
-                        aws_secret_access_key=where["secret"], region_name=where["region"],
-                        config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=60,
-                                      max_pool_connections=writers + 4, s3={"addressing_style": "path"}))
+    return boto3.client(
+        "s3",
+        endpoint_url=where["endpoint"],
+        aws_access_key_id=where["key"],
+        aws_secret_access_key=where["secret"],
+        region_name=where["region"],
+        config=Config(
+            retries={"max_attempts": 1, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=60,
+            max_pool_connections=writers + 4,
+            s3={"addressing_style": "path"},
+        ),
+    )
 
 
 def _explain(error: Exception, where: dict[str, str], doing: str) -> ProbeError:
     """One line for what stopped the probe."""
-    from botocore.exceptions import ClientError, EndpointConnectionError, ConnectionError as BotoConnectionError
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        ConnectionError as BotoConnectionError,
+    )
 
     endpoint = where["endpoint"]
     if isinstance(error, (EndpointConnectionError, BotoConnectionError)):
-        return ProbeError(f"Cannot reach the S3 endpoint {endpoint} ({doing}): check AWS_ENDPOINT_URL (or --endpoint) "
-                          "and that the store is running.")
+        return ProbeError(
+            f"Cannot reach the S3 endpoint {endpoint} ({doing}): check AWS_ENDPOINT_URL (or --endpoint) "
+            "and that the store is running."
+        )
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
         if code in storage.AWS_REFUSALS and code not in PERMISSION_REFUSALS:
-            return ProbeError(f"{endpoint} refused the credentials ({code}) while {doing}: check AWS_ACCESS_KEY_ID and "
-                              "AWS_SECRET_ACCESS_KEY.")
+            return ProbeError(
+                f"{endpoint} refused the credentials ({code}) while {doing}: check AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY."
+            )
         if code in PERMISSION_REFUSALS:
-            return ProbeError(f"{endpoint} denied {doing} ({code}): give these credentials that permission, or pass "
-                              "--bucket with a bucket they may write to and delete from.")
+            return ProbeError(
+                f"{endpoint} denied {doing} ({code}): give these credentials that permission, or pass "
+                "--bucket with a bucket they may write to and delete from."
+            )
         if code in ("404", "NoSuchBucket"):
-            return ProbeError(f"{endpoint} has no such bucket ({doing}): check --bucket, or leave it out and the probe "
-                              "creates a bucket of its own.")
+            return ProbeError(
+                f"{endpoint} has no such bucket ({doing}): check --bucket, or leave it out and the probe "
+                "creates a bucket of its own."
+            )
         return ProbeError(f"{endpoint} answered {code or 'an error'} while {doing}: {error}")
     return ProbeError(f"{doing} at {endpoint} failed: {type(error).__name__}: {error}")
 
@@ -115,11 +153,15 @@ def _empty(s3, bucket: str, prefix: str) -> int:
     for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
         for upload in page.get("Uploads", []):
             s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
-    doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-              for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix)
-              for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+    doomed = [
+        {"Key": v["Key"], "VersionId": v["VersionId"]}
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix)
+        for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+    ]
     for start in range(0, len(doomed), 1000):
-        s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed[start:start + 1000], "Quiet": True})
+        s3.delete_objects(
+            Bucket=bucket, Delete={"Objects": doomed[start : start + 1000], "Quiet": True}
+        )
     return len(doomed)
 
 
@@ -129,32 +171,70 @@ def versioning(s3, bucket: str, created: bool) -> Verdict:
         try:
             s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         except Exception as error:  # noqa: BLE001
-            return Verdict("bucket versioning", "info", f"off: the store refused to enable it ({objects.status_of(error)[1]}); "
-                           "writers do not need it, the notebooks' evidence of an overwritten commit does")
+            return Verdict(
+                "bucket versioning",
+                "info",
+                f"off: the store refused to enable it ({objects.status_of(error)[1]}); "
+                "writers do not need it, the notebooks' evidence of an overwritten commit does",
+            )
     status = s3.get_bucket_versioning(Bucket=bucket).get("Status", "never enabled")
-    return Verdict("bucket versioning", "info", f"{status.lower()}: writers do not need it; the notebooks' evidence "
-                   "(an overwritten commit's older versions) does", needed=False, who="the workbook's auditor")
+    return Verdict(
+        "bucket versioning",
+        "info",
+        f"{status.lower()}: writers do not need it; the notebooks' evidence "
+        "(an overwritten commit's older versions) does",
+        needed=False,
+        who="the workbook's auditor",
+    )
 
 
-def contention_verdict(check: objects.Contention, writers: int, needed: bool, who: str) -> list[Verdict]:
-    shown = ", ".join(f"{status} {code}: {n}" for (status, code), n in sorted(check.refusals.items())) or "none"
-    rows = [Verdict(f"{check.name}, {writers} writers", "pass" if check.atomic else "FAIL",
-                    f"{check.rounds - len(check.bad_rounds)} of {check.rounds} rounds had one winner and only its bytes"
-                    + (f"; {check.bad_rounds[0]}" + (f" (and {len(check.bad_rounds) - 1} more)" if len(check.bad_rounds) > 1 else "")
-                       if check.bad_rounds else "")
-                    + (f"; other answers: {dict(check.errors)}" if check.errors else "")
-                    + f"; refusals: {shown}", needed, who)]
+def contention_verdict(
+    check: objects.Contention, writers: int, needed: bool, who: str
+) -> list[Verdict]:
+    shown = (
+        ", ".join(f"{status} {code}: {n}" for (status, code), n in sorted(check.refusals.items()))
+        or "none"
+    )
+    rows = [
+        Verdict(
+            f"{check.name}, {writers} writers",
+            "pass" if check.atomic else "FAIL",
+            f"{check.rounds - len(check.bad_rounds)} of {check.rounds} rounds had one winner and only its bytes"
+            + (
+                f"; {check.bad_rounds[0]}"
+                + (f" (and {len(check.bad_rounds) - 1} more)" if len(check.bad_rounds) > 1 else "")
+                if check.bad_rounds
+                else ""
+            )
+            + (f"; other answers: {dict(check.errors)}" if check.errors else "")
+            + f"; refusals: {shown}",
+            needed,
+            who,
+        )
+    ]
     if check.retried:
         safe = not check.retried.get("won") or check.atomic
-        rows.append(Verdict(f"{check.name}: retrying a 409", "pass" if safe else "FAIL",
-                            ", ".join(f"{outcome}: {n}" for outcome, n in sorted(check.retried.items()))
-                            + ("; a retry never made a second winner" if safe else "; a retry won a round another writer had won"),
-                            needed, who))
+        rows.append(
+            Verdict(
+                f"{check.name}: retrying a 409",
+                "pass" if safe else "FAIL",
+                ", ".join(f"{outcome}: {n}" for outcome, n in sorted(check.retried.items()))
+                + (
+                    "; a retry never made a second winner"
+                    if safe
+                    else "; a retry won a round another writer had won"
+                ),
+                needed,
+                who,
+            )
+        )
     return rows
 
 
-DELETED_COPY_WHO = ("delta-rs's DynamoDB log store (deltalake 0.15.0 to 1.6.0): a 404 tells it a repair already "
-                    "moved its staged commit")
+DELETED_COPY_WHO = (
+    "delta-rs's DynamoDB log store (deltalake 0.15.0 to 1.6.0): a 404 tells it a repair already "
+    "moved its staged commit"
+)
 
 
 def deleted_copy_verdict(s3, bucket: str, prefix: str) -> Verdict:
@@ -163,8 +243,13 @@ def deleted_copy_verdict(s3, bucket: str, prefix: str) -> Verdict:
         refused, detail = objects.copy_of_a_deleted_object(s3, bucket, prefix)
     except Exception as error:  # noqa: BLE001 - a store that cannot run it fails the check, not the probe
         refused, detail = False, f"{type(error).__name__}: {error}"[:300]
-    return Verdict("a copy of a deleted object is refused", "pass" if refused else "FAIL", detail,
-                   needed=False, who=DELETED_COPY_WHO)
+    return Verdict(
+        "a copy of a deleted object is refused",
+        "pass" if refused else "FAIL",
+        detail,
+        needed=False,
+        who=DELETED_COPY_WHO,
+    )
 
 
 def delta_round_trip(where: dict[str, str], bucket: str, prefix: str) -> Verdict:
@@ -172,25 +257,42 @@ def delta_round_trip(where: dict[str, str], bucket: str, prefix: str) -> Verdict
     from helpers import audit, runner
 
     uri = f"s3://{bucket}/{prefix}delta-round-trip"
-    options = {"AWS_ENDPOINT_URL": where["endpoint"], "AWS_ACCESS_KEY_ID": where["key"],
-               "AWS_SECRET_ACCESS_KEY": where["secret"], "AWS_REGION": where["region"]}
+    options = {
+        "AWS_ENDPOINT_URL": where["endpoint"],
+        "AWS_ACCESS_KEY_ID": where["key"],
+        "AWS_SECRET_ACCESS_KEY": where["secret"],
+        "AWS_REGION": where["region"],
+    }
     if where["endpoint"].startswith("http://"):
         options["AWS_ALLOW_HTTP"] = "true"
     runner.create_table(uri, options)
     run = runner.run_writers(uri, options, n=DELTA_WRITERS, progress=False)
     checked = audit.audit(run)
-    ok = checked.rows_lost == 0 and run.committed == DELTA_WRITERS and checked.max_commits_per_file == 1
-    return Verdict(f"Delta round trip: {DELTA_WRITERS} deltalake 1.6.6 writers appending at once", "pass" if ok else "FAIL",
-                   f"{run.committed} of {DELTA_WRITERS} committed, rows {checked.rows_actual} of {checked.rows_expected}, "
-                   f"lost {checked.rows_lost}; at most {checked.max_commits_per_file} distinct commit per commit file",
-                   True, "every Delta writer: nothing acknowledged may be lost")
+    ok = (
+        checked.rows_lost == 0
+        and run.committed == DELTA_WRITERS
+        and checked.max_commits_per_file == 1
+    )
+    return Verdict(
+        f"Delta round trip: {DELTA_WRITERS} deltalake 1.6.6 writers appending at once",
+        "pass" if ok else "FAIL",
+        f"{run.committed} of {DELTA_WRITERS} committed, rows {checked.rows_actual} of {checked.rows_expected}, "
+        f"lost {checked.rows_lost}; at most {checked.max_commits_per_file} distinct commit per commit file",
+        True,
+        "every Delta writer: nothing acknowledged may be lost",
+    )
 
 
 @contextlib.contextmanager
 def _profile_of(where: dict[str, str]):
     """The workbook's helpers pointed at the probed store, as the real-cloud profile reads it."""
-    settings = {"WORKBOOK_PROFILE": "cloud", "AWS_ENDPOINT_URL": where["endpoint"], "AWS_ACCESS_KEY_ID": where["key"],
-                "AWS_SECRET_ACCESS_KEY": where["secret"], "AWS_REGION": where["region"]}
+    settings = {
+        "WORKBOOK_PROFILE": "cloud",
+        "AWS_ENDPOINT_URL": where["endpoint"],
+        "AWS_ACCESS_KEY_ID": where["key"],
+        "AWS_SECRET_ACCESS_KEY": where["secret"],
+        "AWS_REGION": where["region"],
+    }
     before = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:
@@ -203,7 +305,9 @@ def _profile_of(where: dict[str, str]):
                 os.environ[name] = value
 
 
-def probe(where: dict[str, str], *, writers: int, rounds: int, bucket: str | None, delta: bool) -> list[Verdict]:
+def probe(
+    where: dict[str, str], *, writers: int, rounds: int, bucket: str | None, delta: bool
+) -> list[Verdict]:
     s3 = client(where, writers)
     created = bucket is None
     bucket = bucket or f"workbook-probe-{uuid.uuid4().hex[:12]}"
@@ -214,7 +318,9 @@ def probe(where: dict[str, str], *, writers: int, rounds: int, bucket: str | Non
         else:
             s3.head_bucket(Bucket=bucket)
     except Exception as error:  # noqa: BLE001
-        raise _explain(error, where, f"creating bucket {bucket}" if created else f"opening bucket {bucket}") from None
+        raise _explain(
+            error, where, f"creating bucket {bucket}" if created else f"opening bucket {bucket}"
+        ) from None
     verdicts: list[Verdict] = []
     try:
         verdicts.append(versioning(s3, bucket, created))
@@ -223,8 +329,15 @@ def probe(where: dict[str, str], *, writers: int, rounds: int, bucket: str | Non
             try:
                 result = check.run(s3, bucket, prefix, writers, rounds, versioned)
             except Exception as error:  # noqa: BLE001 - a store without the feature fails its check, not the probe
-                verdicts.append(Verdict(check.run.__name__.replace("_", " "), "FAIL", f"{type(error).__name__}: {error}"[:300],
-                                        check.needed, check.who))
+                verdicts.append(
+                    Verdict(
+                        check.run.__name__.replace("_", " "),
+                        "FAIL",
+                        f"{type(error).__name__}: {error}"[:300],
+                        check.needed,
+                        check.who,
+                    )
+                )
                 continue
             verdicts += contention_verdict(result, writers, check.needed, check.who)
         verdicts.append(deleted_copy_verdict(s3, bucket, prefix))
@@ -237,14 +350,23 @@ def probe(where: dict[str, str], *, writers: int, rounds: int, bucket: str | Non
             if created:
                 s3.delete_bucket(Bucket=bucket)
         except Exception as error:  # noqa: BLE001
-            print(f"warning: could not remove everything the probe wrote in {bucket}/{prefix}: {error}", file=sys.stderr)
+            print(
+                f"warning: could not remove everything the probe wrote in {bucket}/{prefix}: {error}",
+                file=sys.stderr,
+            )
     return verdicts
 
 
 def table(verdicts: list[Verdict]) -> str:
-    lines = ["| check | verdict | what the store did | who relies on it |", "| --- | --- | --- | --- |"]
+    lines = [
+        "| check | verdict | what the store did | who relies on it |",
+        "| --- | --- | --- | --- |",
+    ]
     shown = {("FAIL", True): "**FAIL**", ("FAIL", False): "fail"}
-    lines += [f"| {v.check} | {shown.get((v.verdict, v.needed), v.verdict)} | {v.detail} | {v.who} |" for v in verdicts]
+    lines += [
+        f"| {v.check} | {shown.get((v.verdict, v.needed), v.verdict)} | {v.detail} | {v.who} |"
+        for v in verdicts
+    ]
     return "\n".join(lines)
 
 
@@ -252,28 +374,52 @@ def summary(verdicts: list[Verdict]) -> tuple[int, str]:
     """The exit status and the last line: unsafe when a check Delta's default writers need failed."""
     unsafe = [v.check for v in verdicts if v.verdict == "FAIL" and v.needed]
     hazards = [v.check for v in verdicts if v.verdict == "FAIL" and not v.needed]
-    also = (f" Beware, though Delta's default writers do not rely on it: {'; '.join(hazards)} (its row says who "
-            "does).") if hazards else ""
+    also = (
+        (
+            f" Beware, though Delta's default writers do not rely on it: {'; '.join(hazards)} (its row says who "
+            "does)."
+        )
+        if hazards
+        else ""
+    )
     if unsafe:
         return 1, f"NOT SAFE for Delta's default writers: {'; '.join(unsafe)}.{also}"
     return 0, f"Safe for Delta's default writers: every check they rely on passed.{also}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.probe", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    parser.add_argument("--endpoint", help="the S3 endpoint (default: AWS_ENDPOINT_URL, else the workbook's moto)")
-    parser.add_argument("--allow-remote", action="store_true", help="probe an endpoint that is not on this machine")
-    parser.add_argument("--bucket", help="an existing bucket to probe under a prefix of its own (default: a new bucket)")
-    parser.add_argument("--writers", type=int, default=32, help="concurrent writers per round (default 32)")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.probe", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    )
+    parser.add_argument(
+        "--endpoint", help="the S3 endpoint (default: AWS_ENDPOINT_URL, else the workbook's moto)"
+    )
+    parser.add_argument(
+        "--allow-remote", action="store_true", help="probe an endpoint that is not on this machine"
+    )
+    parser.add_argument(
+        "--bucket",
+        help="an existing bucket to probe under a prefix of its own (default: a new bucket)",
+    )
+    parser.add_argument(
+        "--writers", type=int, default=32, help="concurrent writers per round (default 32)"
+    )
     parser.add_argument("--rounds", type=int, default=30, help="rounds per check (default 30)")
-    parser.add_argument("--no-delta", dest="delta", action="store_false", help="leave out the Delta round trip")
+    parser.add_argument(
+        "--no-delta", dest="delta", action="store_false", help="leave out the Delta round trip"
+    )
     args = parser.parse_args(argv)
     if args.writers < 2 or args.rounds < 1:
         parser.error("--writers must be at least 2 (contention needs two) and --rounds at least 1")
     try:
         where = target(args.endpoint, args.allow_remote)
-        print(f"Probing {where['endpoint']}: {args.writers} writers x {args.rounds} rounds per check", flush=True)
-        verdicts = probe(where, writers=args.writers, rounds=args.rounds, bucket=args.bucket, delta=args.delta)
+        print(
+            f"Probing {where['endpoint']}: {args.writers} writers x {args.rounds} rounds per check",
+            flush=True,
+        )
+        verdicts = probe(
+            where, writers=args.writers, rounds=args.rounds, bucket=args.bucket, delta=args.delta
+        )
     except ProbeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

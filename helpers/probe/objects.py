@@ -10,7 +10,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 PRECONDITION_FAILED = 412
-CONDITIONAL_CONFLICT = 409  # ConditionalRequestConflict: a concurrent conditional write was in flight
+CONDITIONAL_CONFLICT = (
+    409  # ConditionalRequestConflict: a concurrent conditional write was in flight
+)
 
 
 @dataclass
@@ -21,7 +23,9 @@ class Contention:
     rounds: int = 0
     bad_rounds: list[str] = field(default_factory=list)
     refusals: Counter = field(default_factory=Counter)  # (status, code) -> count
-    retried: Counter = field(default_factory=Counter)  # what a 409's retry got: "won" / "refused 412" / ...
+    retried: Counter = field(
+        default_factory=Counter
+    )  # what a 409's retry got: "won" / "refused 412" / ...
     errors: Counter = field(default_factory=Counter)  # anything but a win or a refusal
 
     @property
@@ -32,8 +36,10 @@ class Contention:
 def status_of(error) -> tuple[int, str]:
     """The HTTP status and S3 error code of a refused request."""
     response = getattr(error, "response", {}) or {}
-    return (int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0),
-            response.get("Error", {}).get("Code", type(error).__name__))
+    return (
+        int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0),
+        response.get("Error", {}).get("Code", type(error).__name__),
+    )
 
 
 def _race(writers: int, attempt) -> list:
@@ -60,8 +66,16 @@ def _body(writer: int, round_: int) -> bytes:
     return f"round {round_} writer {writer}\n".encode()
 
 
-def _judge(s3, bucket: str, key: str, results: list, check: Contention, round_: int, versioned: bool,
-           retry=None) -> None:
+def _judge(
+    s3,
+    bucket: str,
+    key: str,
+    results: list,
+    check: Contention,
+    round_: int,
+    versioned: bool,
+    retry=None,
+) -> None:
     """Count one round: exactly one writer told it won, the object holding its bytes, and (when the
     bucket keeps versions) exactly one version of the key."""
     check.rounds += 1
@@ -96,7 +110,9 @@ def _judge(s3, bucket: str, key: str, results: list, check: Contention, round_: 
         check.bad_rounds.append(f"round {round_}: " + ", ".join(problems))
 
 
-def put_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool) -> Contention:
+def put_if_absent(
+    s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool
+) -> Contention:
     """``PutObject`` with ``If-None-Match: *`` (how delta-rs 1.x and Delta Spark's S3 writers claim
     ``N.json`` when the store has conditional writes)."""
     check = Contention("PutObject If-None-Match: *")
@@ -110,7 +126,9 @@ def put_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int, versi
     return check
 
 
-def multipart_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool) -> Contention:
+def multipart_if_absent(
+    s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool
+) -> Contention:
     """``CompleteMultipartUpload`` with ``If-None-Match: *``: each writer uploads its part first,
     then all complete at once (object_store's conditional multipart path)."""
     check = Contention("CompleteMultipartUpload If-None-Match: *")
@@ -119,13 +137,20 @@ def multipart_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int,
         uploads = []
         for i in range(writers):
             upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
-            etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, Body=_body(i, r))["ETag"]
+            etag = s3.upload_part(
+                Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, Body=_body(i, r)
+            )["ETag"]
             uploads.append((upload, etag))
 
         def attempt(i: int, key=key):
             upload, etag = uploads[i]
-            return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, IfNoneMatch="*",
-                                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+            return s3.complete_multipart_upload(
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload,
+                IfNoneMatch="*",
+                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]},
+            )
 
         results = _race(writers, attempt)
         _judge(s3, bucket, key, results, check, r, versioned)
@@ -138,7 +163,9 @@ def multipart_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int,
     return check
 
 
-def copy_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool) -> Contention:
+def copy_if_absent(
+    s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool
+) -> Contention:
     """``CopyObject`` with ``If-None-Match: *``: each writer copies its own staged object onto the key
     (a copy-if-not-exists commit, as the DynamoDB log stores' final step or delta-rs on stores without
     conditional put)."""
@@ -150,19 +177,27 @@ def copy_if_absent(s3, bucket: str, prefix: str, writers: int, rounds: int, vers
             s3.put_object(Bucket=bucket, Key=source, Body=_body(i, r))
 
         def attempt(i: int, key=key):
-            return s3.copy_object(Bucket=bucket, Key=key, CopySource={"Bucket": bucket, "Key": sources[i]}, IfNoneMatch="*")
+            return s3.copy_object(
+                Bucket=bucket,
+                Key=key,
+                CopySource={"Bucket": bucket, "Key": sources[i]},
+                IfNoneMatch="*",
+            )
 
         _judge(s3, bucket, key, _race(writers, attempt), check, r, versioned, retry=attempt)
     return check
 
 
-def compare_and_swap(s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool) -> Contention:
+def compare_and_swap(
+    s3, bucket: str, prefix: str, writers: int, rounds: int, versioned: bool
+) -> Contention:
     """``PutObject`` with ``If-Match: <ETag>``: every round all writers replace the object they read
     (the same ETag); exactly one may. A store that lets two through loses an update."""
     check = Contention("PutObject If-Match: <ETag>")
     key = f"{prefix}cas/object.json"
     etag = s3.put_object(Bucket=bucket, Key=key, Body=b"start\n")["ETag"]
     for r in range(rounds):
+
         def attempt(i: int, r=r, etag=etag):
             return s3.put_object(Bucket=bucket, Key=key, Body=_body(i, r), IfMatch=etag)
 
@@ -171,9 +206,14 @@ def compare_and_swap(s3, bucket: str, prefix: str, writers: int, rounds: int, ve
         won = [outcome for kind, outcome in results if kind == "won"]
         etag = won[0]["ETag"] if won else s3.head_object(Bucket=bucket, Key=key)["ETag"]
     if versioned:
-        count = sum(v["Key"] == key for v in s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions", []))
+        count = sum(
+            v["Key"] == key
+            for v in s3.list_object_versions(Bucket=bucket, Prefix=key).get("Versions", [])
+        )
         if count != rounds + 1:
-            check.bad_rounds.append(f"{count} object versions after {rounds} rounds (expected {rounds + 1}: one write per round)")
+            check.bad_rounds.append(
+                f"{count} object versions after {rounds} rounds (expected {rounds + 1}: one write per round)"
+            )
     return check
 
 
@@ -192,13 +232,21 @@ def copy_of_a_deleted_object(s3, bucket: str, prefix: str) -> tuple[bool, str]:
         key = f"{prefix}copy-of-deleted/part-copied"
         upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
         try:
-            s3.upload_part_copy(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, CopySource=source)
+            s3.upload_part_copy(
+                Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, CopySource=source
+            )
         finally:
             s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
 
-    for name, call in (("CopyObject", lambda: s3.copy_object(Bucket=bucket, Key=f"{prefix}copy-of-deleted/copied",
-                                                             CopySource=source)),
-                       ("UploadPartCopy", part_copy)):
+    for name, call in (
+        (
+            "CopyObject",
+            lambda: s3.copy_object(
+                Bucket=bucket, Key=f"{prefix}copy-of-deleted/copied", CopySource=source
+            ),
+        ),
+        ("UploadPartCopy", part_copy),
+    ):
         try:
             call()
             answers[name] = "200 (copied the deleted bytes)"
@@ -218,7 +266,19 @@ class Check:
 
 CHECKS = (
     Check(put_if_absent, True, "deltalake 0.23.0 and later: every commit on S3, by default"),
-    Check(multipart_if_absent, False, "delta-rs with AWS_COPY_IF_NOT_EXISTS=multipart (object_store's multipart path)"),
-    Check(copy_if_absent, False, "no Delta writer of the workbook's eras; clients that copy a staged file onto a key if absent"),
-    Check(compare_and_swap, False, "no Delta commit; other table formats and tools that update one object in place"),
+    Check(
+        multipart_if_absent,
+        False,
+        "delta-rs with AWS_COPY_IF_NOT_EXISTS=multipart (object_store's multipart path)",
+    ),
+    Check(
+        copy_if_absent,
+        False,
+        "no Delta writer of the workbook's eras; clients that copy a staged file onto a key if absent",
+    ),
+    Check(
+        compare_and_swap,
+        False,
+        "no Delta commit; other table formats and tools that update one object in place",
+    ),
 )

@@ -34,35 +34,76 @@ LIMIT_FILES_PER_COMMIT = 10
 
 def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
     """``(backend, S3 server or None)`` for each store measured: S3 once per server when servers are named."""
-    return [(backend, server) for backend in backends for server in ((s3_servers or [None]) if backend == "s3" else [None])]
+    return [
+        (backend, server)
+        for backend in backends
+        for server in ((s3_servers or [None]) if backend == "s3" else [None])
+    ]
 
 
-def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int = FILES_PER_PRODUCER,
-             appends: int = APPENDS, backends=BACKENDS, s3_servers=None, with_profile: bool = True) -> results_module.Results:
+def full_run(
+    name: str = "full",
+    *,
+    producer_counts=PRODUCER_COUNTS,
+    files: int = FILES_PER_PRODUCER,
+    appends: int = APPENDS,
+    backends=BACKENDS,
+    s3_servers=None,
+    with_profile: bool = True,
+) -> results_module.Results:
     """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
     ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
     import pandas as pd
 
     started = time.time()
     protocols = [p for p, b in results_module.BACKEND_OF_PROTOCOL.items() if b in backends]
-    racing = bench.benchmark(protocols, writer_counts=[1, results_module.RACING_WRITERS], appends=appends,
-                             name=f"producers-{name}", probe_requests=10, s3_servers=s3_servers) if protocols else None
+    racing = (
+        bench.benchmark(
+            protocols,
+            writer_counts=[1, results_module.RACING_WRITERS],
+            appends=appends,
+            name=f"producers-{name}",
+            probe_requests=10,
+            s3_servers=s3_servers,
+        )
+        if protocols
+        else None
+    )
     metered = config.profile() == "local"
     rows, limit_rows, profile_rows, queue_rows = [], [], [], []
     for backend, server in _stores(backends, s3_servers):
         store = results_module.store(backend, server)
         with config.s3_server_chosen(server) if server else contextlib.nullcontext():
-            meter = RequestMeter(upstream(backend), claim_style="object") if metered and backend != "local" else None
+            meter = (
+                RequestMeter(upstream(backend), claim_style="object")
+                if metered and backend != "local"
+                else None
+            )
             try:
                 where = f"producers/{name}/{store.replace('@', '-')}"
                 for n in producer_counts:
                     table = Table.fresh(backend, f"{where}-n{n}")
-                    row = throughput(table, producers=n, files=files, committer_options=table.route(meter) if meter else None)
+                    row = throughput(
+                        table,
+                        producers=n,
+                        files=files,
+                        committer_options=table.route(meter) if meter else None,
+                    )
                     rows.append({**row, "backend": store, "metered": meter is not None})
                     table.remove()
                 table = Table.fresh(backend, f"{where}-staged")
-                limit_rows.append({**at_the_limit(table, producers=max(producer_counts), files=files, max_files=LIMIT_FILES_PER_COMMIT,
-                                                  committer_options=table.route(meter) if meter else None), "backend": store})
+                limit_rows.append(
+                    {
+                        **at_the_limit(
+                            table,
+                            producers=max(producer_counts),
+                            files=files,
+                            max_files=LIMIT_FILES_PER_COMMIT,
+                            committer_options=table.route(meter) if meter else None,
+                        ),
+                        "backend": store,
+                    }
+                )
                 table.remove()
                 if with_profile:
                     steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
@@ -71,18 +112,46 @@ def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int 
             finally:
                 if meter is not None:
                     meter.close()
-    racing_frame = pd.DataFrame(results_module.racing_rows(racing.runs) if racing is not None else [],
-                                columns=["backend", "protocol", "writers", "commits_per_s", "rows_per_s", "ratio_to_serial", "lost", "failed"])
+    racing_frame = pd.DataFrame(
+        results_module.racing_rows(racing.runs) if racing is not None else [],
+        columns=[
+            "backend",
+            "protocol",
+            "writers",
+            "commits_per_s",
+            "rows_per_s",
+            "ratio_to_serial",
+            "lost",
+            "failed",
+        ],
+    )
     runs = results_module.with_ratios(pd.DataFrame(rows), racing_frame)
-    meta = {"run_id": name, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": bench.machine(),
-            "versions": racing.meta["versions"] if racing is not None else {}, "producer_counts": list(producer_counts),
-            "files_per_producer": files, "rows_per_file": int(runs.rows_per_file.iloc[0]), "racing_appends": appends,
-            "racing_writers": results_module.RACING_WRITERS, "backends": list(backends), "metered": metered,
-            "s3_server": config.s3_server(), "s3_servers": list(s3_servers or [config.s3_server()]),
-            "limit_files_per_commit": LIMIT_FILES_PER_COMMIT, "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
-            "wall_s": time.time() - started}
-    results = results_module.Results(runs, racing_frame, meta, limit=results_module.limit_ratios(pd.DataFrame(limit_rows), racing_frame),
-                                     profile=pd.DataFrame(profile_rows), queue=pd.DataFrame(queue_rows))
+    meta = {
+        "run_id": name,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": bench.machine(),
+        "versions": racing.meta["versions"] if racing is not None else {},
+        "producer_counts": list(producer_counts),
+        "files_per_producer": files,
+        "rows_per_file": int(runs.rows_per_file.iloc[0]),
+        "racing_appends": appends,
+        "racing_writers": results_module.RACING_WRITERS,
+        "backends": list(backends),
+        "metered": metered,
+        "s3_server": config.s3_server(),
+        "s3_servers": list(s3_servers or [config.s3_server()]),
+        "limit_files_per_commit": LIMIT_FILES_PER_COMMIT,
+        "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
+        "wall_s": time.time() - started,
+    }
+    results = results_module.Results(
+        runs,
+        racing_frame,
+        meta,
+        limit=results_module.limit_ratios(pd.DataFrame(limit_rows), racing_frame),
+        profile=pd.DataFrame(profile_rows),
+        queue=pd.DataFrame(queue_rows),
+    )
     results_module.save(results, RESULTS_DIR / name)
     return results
 
@@ -90,36 +159,93 @@ def full_run(name: str = "full", *, producer_counts=PRODUCER_COUNTS, files: int 
 def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.producers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--producers", default=",".join(map(str, PRODUCER_COUNTS)), help="producer counts (default 1,2,4,8)")
-    parser.add_argument("--files", type=int, default=FILES_PER_PRODUCER, help="data files per producer (default 40)")
-    parser.add_argument("--appends", type=int, default=APPENDS, help="appends per racing writer (default 8)")
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="from local, azure, s3 (default: all)")
-    parser.add_argument("--name", default="full", help="results folder under build/producers/ (default full)")
-    parser.add_argument("--s3-servers", default="", help="S3 on each of these servers in one run, e.g. moto,versitygw "
-                                                         "(default: the one WORKBOOK_S3_SERVER names)")
-    parser.add_argument("--no-profile", action="store_true", help="leave out the commit's step-by-step profile and the queue-length run")
-    parser.add_argument("--publish", action="store_true", help="when every check holds, copy the tables to data/full_runs/producers/")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.producers", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--producers",
+        default=",".join(map(str, PRODUCER_COUNTS)),
+        help="producer counts (default 1,2,4,8)",
+    )
+    parser.add_argument(
+        "--files", type=int, default=FILES_PER_PRODUCER, help="data files per producer (default 40)"
+    )
+    parser.add_argument(
+        "--appends", type=int, default=APPENDS, help="appends per racing writer (default 8)"
+    )
+    parser.add_argument(
+        "--backends", default=",".join(BACKENDS), help="from local, azure, s3 (default: all)"
+    )
+    parser.add_argument(
+        "--name", default="full", help="results folder under build/producers/ (default full)"
+    )
+    parser.add_argument(
+        "--s3-servers",
+        default="",
+        help="S3 on each of these servers in one run, e.g. moto,versitygw "
+        "(default: the one WORKBOOK_S3_SERVER names)",
+    )
+    parser.add_argument(
+        "--no-profile",
+        action="store_true",
+        help="leave out the commit's step-by-step profile and the queue-length run",
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="when every check holds, copy the tables to data/full_runs/producers/",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(v) for v in args.producers.split(",")]
         backends = [b for b in args.backends.split(",") if b]
         servers = [v for v in args.s3_servers.split(",") if v]
-        if not counts or min(counts) < 1 or args.files < 1 or args.appends < 1 or set(backends) - set(BACKENDS):
+        if (
+            not counts
+            or min(counts) < 1
+            or args.files < 1
+            or args.appends < 1
+            or set(backends) - set(BACKENDS)
+        ):
             raise ValueError
         if set(servers) - set(config.S3_SERVERS) or len(set(servers)) != len(servers):
-            parser.error(f"--s3-servers: distinct names from {', '.join(config.S3_SERVERS)}, not {args.s3_servers!r}")
+            parser.error(
+                f"--s3-servers: distinct names from {', '.join(config.S3_SERVERS)}, not {args.s3_servers!r}"
+            )
     except ValueError:
-        parser.error("producer counts and files must be whole numbers >= 1, backends from " + ", ".join(BACKENDS))
+        parser.error(
+            "producer counts and files must be whole numbers >= 1, backends from "
+            + ", ".join(BACKENDS)
+        )
     try:
-        found = full_run(args.name, producer_counts=counts, files=args.files, appends=args.appends, backends=backends,
-                         s3_servers=servers or None, with_profile=not args.no_profile)
+        found = full_run(
+            args.name,
+            producer_counts=counts,
+            files=args.files,
+            appends=args.appends,
+            backends=backends,
+            s3_servers=servers or None,
+            with_profile=not args.no_profile,
+        )
     except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
         print(f"producers: {error}", file=sys.stderr)
         return 1
-    columns = ["backend", "producers", "commits", "rows", "commits_per_s", "rows_per_s", "files_per_commit_mean",
-               "ratio_to_serial", "rows_ratio_to_racing", "marker_to_commit_p50_s", "marker_to_commit_p99_s",
-               "producers_cpu_share", "machine_cpu_share", "exactly_once"]
+    columns = [
+        "backend",
+        "producers",
+        "commits",
+        "rows",
+        "commits_per_s",
+        "rows_per_s",
+        "files_per_commit_mean",
+        "ratio_to_serial",
+        "rows_ratio_to_racing",
+        "marker_to_commit_p50_s",
+        "marker_to_commit_p99_s",
+        "producers_cpu_share",
+        "machine_cpu_share",
+        "exactly_once",
+    ]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(found.runs[columns].round(3).to_string(index=False))
         print(found.racing.round(3).to_string(index=False))
@@ -130,7 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Results: {config.shown(found.folder)}")
     bad = [t for t in (found.runs, found.limit) if len(t) and not t.exactly_once.astype(bool).all()]
     if bad or (len(found.racing) and found.racing.lost.sum()):
-        print("producers: a run lost or duplicated rows, or a racing writer lost a commit", file=sys.stderr)
+        print(
+            "producers: a run lost or duplicated rows, or a racing writer lost a commit",
+            file=sys.stderr,
+        )
         return 1
     if args.publish:
         print(f"published to {config.shown(results_module.publish(found.folder))}/")

@@ -9,12 +9,19 @@ from helpers.producers import results as results_module
 HEADING = "## What to build instead of racing writers"
 GOAL_SERIAL, GOAL_RACING = 0.9, 4.0
 """The design's targets at 8 producers: commits/s at least 0.9 of the serial limit; rows/s at least 4x 8 racing writers'."""
-STORES = {"local": "local disk", "azure": "Azure Blob (Azurite)", "s3": "S3 (moto)", "s3@moto": "S3 (moto)",
-          "s3@versitygw": "S3 (versitygw)"}
+STORES = {
+    "local": "local disk",
+    "azure": "Azure Blob (Azurite)",
+    "s3": "S3 (moto)",
+    "s3@moto": "S3 (moto)",
+    "s3@versitygw": "S3 (versitygw)",
+}
 
 
 def _ratio(value) -> str:
-    return "n/a" if value != value else f"{value:.2f}"  # NaN: the store has no racing-writer protocol
+    return (
+        "n/a" if value != value else f"{value:.2f}"
+    )  # NaN: the store has no racing-writer protocol
 
 
 def what_to_build(found: results_module.Results | None = None, *, heading: bool = True) -> str:
@@ -46,18 +53,33 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
         "| rows/s against 8 racing writers | the committer alone on staged files, commits/s against the serial limit |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    limit = found.limit.set_index("backend") if found.limit is not None and len(found.limit) else None
-    alone = {b: (limit.ratio_to_serial.get(b, float("nan")) if limit is not None else float("nan")) for b in top.index}
+    limit = (
+        found.limit.set_index("backend") if found.limit is not None and len(found.limit) else None
+    )
+    alone = {
+        b: (limit.ratio_to_serial.get(b, float("nan")) if limit is not None else float("nan"))
+        for b in top.index
+    }
     for backend, row in top.iterrows():
-        latency = (f"{row.marker_to_commit_p50_s * 1000:.0f} / {row.marker_to_commit_p99_s * 1000:.0f} ms"
-                   if "marker_to_commit_p50_s" in row else "n/a")
+        latency = (
+            f"{row.marker_to_commit_p50_s * 1000:.0f} / {row.marker_to_commit_p99_s * 1000:.0f} ms"
+            if "marker_to_commit_p50_s" in row
+            else "n/a"
+        )
         share = f"{row.producers_cpu_share:.0%}" if "producers_cpu_share" in row else "n/a"
-        lines.append(f"| {STORES.get(backend, backend)} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} | "
-                     f"{row.files_per_commit_mean:.1f} | {latency} | {share} | {_ratio(row.rows_ratio_to_racing)} | "
-                     f"{_ratio(alone[backend])} |")
-    lines += ["", "The serial limit is one writer appending alone, measured in the same run; the committer alone commits "
-                  f"{meta.get('limit_files_per_commit', 10)} staged files per commit, back to back, with no producer running.",
-              "", _targets(top, alone) + _per_commit(found), ""]
+        lines.append(
+            f"| {STORES.get(backend, backend)} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} | "
+            f"{row.files_per_commit_mean:.1f} | {latency} | {share} | {_ratio(row.rows_ratio_to_racing)} | "
+            f"{_ratio(alone[backend])} |"
+        )
+    lines += [
+        "",
+        "The serial limit is one writer appending alone, measured in the same run; the committer alone commits "
+        f"{meta.get('limit_files_per_commit', 10)} staged files per commit, back to back, with no producer running.",
+        "",
+        _targets(top, alone) + _per_commit(found),
+        "",
+    ]
     lines += _more_cores(found)
     return "\n".join(lines) + "\n"
 
@@ -66,13 +88,28 @@ def _targets(top, alone: dict) -> str:
     """The targets line: met, or each store's measured ratio that fell short."""
     short = []
     for backend, row in top.iterrows():
-        if alone[backend] == alone[backend] and alone[backend] < GOAL_SERIAL:  # NaN: no serial limit measured (local disk)
-            short.append(f"{STORES.get(backend, backend)}: the committer alone at {_ratio(alone[backend])} of the serial limit")
-        if row.rows_ratio_to_racing == row.rows_ratio_to_racing and row.rows_ratio_to_racing < GOAL_RACING:
-            short.append(f"{STORES.get(backend, backend)}: {_ratio(row.rows_ratio_to_racing)} times 8 racing writers' rows/s")
-    head = (f"Targets (the committer alone at least {GOAL_SERIAL} of the serial limit in commits/s; with "
-            f"{int(top.producers.max())} producers, at least {GOAL_RACING:g} times 8 racing writers' rows/s): ")
-    return head + ("met on every store in this run." if not short else "not met in this run: " + "; ".join(short) + ".")
+        if (
+            alone[backend] == alone[backend] and alone[backend] < GOAL_SERIAL
+        ):  # NaN: no serial limit measured (local disk)
+            short.append(
+                f"{STORES.get(backend, backend)}: the committer alone at {_ratio(alone[backend])} of the serial limit"
+            )
+        if (
+            row.rows_ratio_to_racing == row.rows_ratio_to_racing
+            and row.rows_ratio_to_racing < GOAL_RACING
+        ):
+            short.append(
+                f"{STORES.get(backend, backend)}: {_ratio(row.rows_ratio_to_racing)} times 8 racing writers' rows/s"
+            )
+    head = (
+        f"Targets (the committer alone at least {GOAL_SERIAL} of the serial limit in commits/s; with "
+        f"{int(top.producers.max())} producers, at least {GOAL_RACING:g} times 8 racing writers' rows/s): "
+    )
+    return head + (
+        "met on every store in this run."
+        if not short
+        else "not met in this run: " + "; ".join(short) + "."
+    )
 
 
 def _per_commit(found) -> str:
@@ -82,13 +119,26 @@ def _per_commit(found) -> str:
     whole = found.profile[found.profile.step == "whole commit"].set_index(["backend", "variant"])
     parts = []
     for backend in dict.fromkeys(found.profile.backend):
-        if (backend, "committer") in whole.index and (backend, "plain append") in whole.index and backend != "local":
+        if (
+            (backend, "committer") in whole.index
+            and (backend, "plain append") in whole.index
+            and backend != "local"
+        ):
             mine, plain = whole.loc[(backend, "committer")], whole.loc[(backend, "plain append")]
-            parts.append(f"{STORES.get(backend, backend)} {mine.seconds_median * 1000:.0f} ms and {mine.requests_median:g} requests "
-                         f"against {plain.seconds_median * 1000:.0f} ms and {plain.requests_median:g}")
-    return (" Measured apart, one request at a time in one process, one committer commit of 10 files took "
-            + "; ".join(parts) + " for one plain append (its refresh reads its own commit back, and listing and "
-            "deleting markers add a request each; notebook 14 §4 has every step).") if parts else ""
+            parts.append(
+                f"{STORES.get(backend, backend)} {mine.seconds_median * 1000:.0f} ms and {mine.requests_median:g} requests "
+                f"against {plain.seconds_median * 1000:.0f} ms and {plain.requests_median:g}"
+            )
+    return (
+        (
+            " Measured apart, one request at a time in one process, one committer commit of 10 files took "
+            + "; ".join(parts)
+            + " for one plain append (its refresh reads its own commit back, and listing and "
+            "deleting markers add a request each; notebook 14 §4 has every step)."
+        )
+        if parts
+        else ""
+    )
 
 
 def _more_cores(found) -> list[str]:
@@ -98,10 +148,15 @@ def _more_cores(found) -> list[str]:
     checked, projected = figures.cores_model(found.runs, cpus=cpus)
     spread = checked.model_over_measured
     cores = [c for c in projected.columns if c.endswith("cores")]
-    per_store = "; ".join(f"{STORES.get(b, b)} " + ", ".join(f"{row[c]:.0f}" for c in cores) for b, row in projected.iterrows())
-    return [f"More cores: the committer is not the bound (it takes whatever waits, so its files per commit grow), the "
-            f"producers and the emulators' CPU are. Rows/s as the lesser of one producer's rows/s times the producers and "
-            f"rows/s per core (from the {int(found.runs.producers.max())}-producer run) times the cores comes within "
-            f"{spread.min():.2f} to {spread.max():.2f} of every run's measured rows/s here; with "
-            f"{int(found.runs.producers.max())} producers it gives, at {', '.join(c.split()[0] for c in cores)} cores: "
-            f"{per_store} rows/s (notebook 14 §4)."]
+    per_store = "; ".join(
+        f"{STORES.get(b, b)} " + ", ".join(f"{row[c]:.0f}" for c in cores)
+        for b, row in projected.iterrows()
+    )
+    return [
+        f"More cores: the committer is not the bound (it takes whatever waits, so its files per commit grow), the "
+        f"producers and the emulators' CPU are. Rows/s as the lesser of one producer's rows/s times the producers and "
+        f"rows/s per core (from the {int(found.runs.producers.max())}-producer run) times the cores comes within "
+        f"{spread.min():.2f} to {spread.max():.2f} of every run's measured rows/s here; with "
+        f"{int(found.runs.producers.max())} producers it gives, at {', '.join(c.split()[0] for c in cores)} cores: "
+        f"{per_store} rows/s (notebook 14 §4)."
+    ]

@@ -45,7 +45,9 @@ class Verdict:
         check.equal(f"{at}damage in the log", self.damage, [])
         check.equal(f"{at}data files added by more than one commit", self.files_added_twice, {})
         check.equal(f"{at}batches in more than one commit", self.batches_twice, {})
-        check.equal(f"{at}rows the log adds (every add action)", self.rows_the_log_adds, self.rows_expected)
+        check.equal(
+            f"{at}rows the log adds (every add action)", self.rows_the_log_adds, self.rows_expected
+        )
         check.equal(f"{at}rows read, against rows produced", self.rows_read, self.rows_expected)
         check.equal(f"{at}produced ids missing from the table", self.missing_ids, 0)
         check.equal(f"{at}ids read twice", self.duplicate_ids, 0)
@@ -58,7 +60,9 @@ class Verdict:
         return check.passed
 
 
-def exactly_once(table_uri: str, storage_options: dict[str, str], expected_ids: set[int]) -> Verdict:
+def exactly_once(
+    table_uri: str, storage_options: dict[str, str], expected_ids: set[int]
+) -> Verdict:
     """Read the table from storage and say whether it holds every id in ``expected_ids`` exactly once."""
     from deltalake import DeltaTable
 
@@ -73,18 +77,32 @@ def exactly_once(table_uri: str, storage_options: dict[str, str], expected_ids: 
         gross += commit.rows_added or 0
         if commit.writer_id is not None and commit.batch is not None:
             batches[(commit.writer_id, commit.batch)].append(version)
-    ids = DeltaTable(table_uri, storage_options=dict(storage_options)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+    ids = (
+        DeltaTable(table_uri, storage_options=dict(storage_options))
+        .to_pyarrow_table(columns=["id"])
+        .column("id")
+        .to_pylist()
+    )
     counted = collections.Counter(ids)
     return Verdict(
-        table_uri=str(table_uri), rows_expected=len(expected_ids), rows_read=len(ids), rows_the_log_adds=gross,
-        missing_ids=len(expected_ids - counted.keys()), extra_ids=len(counted.keys() - expected_ids),
+        table_uri=str(table_uri),
+        rows_expected=len(expected_ids),
+        rows_read=len(ids),
+        rows_the_log_adds=gross,
+        missing_ids=len(expected_ids - counted.keys()),
+        extra_ids=len(counted.keys() - expected_ids),
         duplicate_ids=sum(n - 1 for n in counted.values() if n > 1),
         files_added_twice={p: v for p, v in adders.items() if len(v) > 1},
         batches_twice={b: v for b, v in batches.items() if len(v) > 1},
-        staged_left=staged_left(table_uri, set(state.live_files)), damage=[str(p) for p in state.blocking])
+        staged_left=staged_left(table_uri, set(state.live_files)),
+        damage=[str(p) for p in state.blocking],
+    )
 
 
 def staged_left(table_uri: str, live: set[str]) -> list[str]:
     """Files under ``_queue/`` and ``produced/`` files the table does not hold."""
-    return [p for p in storage.list_table(table_uri)
-            if p.startswith("_queue/") or (p.startswith(layout.PRODUCED_DIR + "/") and p not in live)]
+    return [
+        p
+        for p in storage.list_table(table_uri)
+        if p.startswith("_queue/") or (p.startswith(layout.PRODUCED_DIR + "/") and p not in live)
+    ]

@@ -17,7 +17,9 @@ from helpers.producers import layout
 from helpers.producers.committer import table_files
 
 
-def clean_up(table_uri: str, storage_options: dict[str, str], *, orphans_older_than_s: float | None = None) -> dict[str, int]:
+def clean_up(
+    table_uri: str, storage_options: dict[str, str], *, orphans_older_than_s: float | None = None
+) -> dict[str, int]:
     """Delete landed markers (and orphaned data files); return how many of each went."""
     from deltalake import DeltaTable
 
@@ -32,8 +34,15 @@ def clean_up(table_uri: str, storage_options: dict[str, str], *, orphans_older_t
     orphans = []
     if produced:
         cutoff = time.time() - orphans_older_than_s
-        orphans = [p for p, info in zip(produced, fs.get_file_info(produced))
-                   if p not in named and info.mtime is not None and info.mtime.timestamp() <= cutoff]
+        orphans = [
+            p
+            for p, info in zip(produced, fs.get_file_info(produced))
+            if p not in named and info.mtime is not None and info.mtime.timestamp() <= cutoff
+        ]
         for path in orphans:
             fs.delete_file(path)
-    return {"markers": len(landed), "orphaned data files": len(orphans), "waiting": len(queued) - len(landed)}
+    return {
+        "markers": len(landed),
+        "orphaned data files": len(orphans),
+        "waiting": len(queued) - len(landed),
+    }

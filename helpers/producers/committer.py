@@ -50,7 +50,9 @@ COMMIT_TRIES = 5
 """Tries per batch (the first and up to four after errors, each after asking the table)."""
 
 
-def commit_batch(table, app_id: str, batch: int, files: list[tuple[str, int, int]], ask_first: bool = True) -> str:
+def commit_batch(
+    table, app_id: str, batch: int, files: list[tuple[str, int, int]], ask_first: bool = True
+) -> str:
     """Commit ``files`` ([(path relative to the table, bytes, rows)], Parquet files already in the
     table's folder) as ONE transaction carrying ``Transaction(app_id, batch)``, unless the table
     already holds that batch. ``ask_first=False`` only when this process's last commit was answered
@@ -62,9 +64,19 @@ def commit_batch(table, app_id: str, batch: int, files: list[tuple[str, int, int
     if ask_first and (table.transaction_version(app_id) or 0) >= batch:
         return "landed already"
     now_ms = int(time.time() * 1000)
-    adds = [AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows})) for path, size, rows in files]
-    table.create_write_transaction(adds, mode="append", schema=table.schema(), commit_properties=CommitProperties(
-        app_transactions=[Transaction(app_id, batch)], custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)}))
+    adds = [
+        AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows}))
+        for path, size, rows in files
+    ]
+    table.create_write_transaction(
+        adds,
+        mode="append",
+        schema=table.schema(),
+        commit_properties=CommitProperties(
+            app_transactions=[Transaction(app_id, batch)],
+            custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)},
+        ),
+    )
     return "committed"
 
 
@@ -74,9 +86,18 @@ def commit_blindly(table, app_id: str, batch: int, files: list[tuple[str, int, i
     from deltalake.transaction import AddAction
 
     now_ms = int(time.time() * 1000)
-    adds = [AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows})) for path, size, rows in files]
-    table.create_write_transaction(adds, mode="append", schema=table.schema(),
-                                   commit_properties=CommitProperties(custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)}))
+    adds = [
+        AddAction(path, size, {}, now_ms, True, json.dumps({"numRecords": rows}))
+        for path, size, rows in files
+    ]
+    table.create_write_transaction(
+        adds,
+        mode="append",
+        schema=table.schema(),
+        commit_properties=CommitProperties(
+            custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)}
+        ),
+    )
     return "committed"
 
 
@@ -108,12 +129,20 @@ class Committer:
     def one_batch(self, staged: list[layout.Staged]) -> dict:
         self.batch += 1
         files = [(s.data_path, s.size, s.rows) for s in staged]
-        record = {"batch": self.batch, "files": len(files), "rows": sum(s.rows for s in staged), "t_start": time.time(),
-                  "errors": [], "staged": [[s.producer, s.seq] for s in staged]}
+        record = {
+            "batch": self.batch,
+            "files": len(files),
+            "rows": sum(s.rows for s in staged),
+            "t_start": time.time(),
+            "errors": [],
+            "staged": [[s.producer, s.seq] for s in staged],
+        }
         for attempt in range(1, COMMIT_TRIES + 1):
             try:
                 if self.idempotent:
-                    record["outcome"] = commit_batch(self.table, self.app_id, self.batch, files, ask_first=not self.answered)
+                    record["outcome"] = commit_batch(
+                        self.table, self.app_id, self.batch, files, ask_first=not self.answered
+                    )
                 else:
                     record["outcome"] = commit_blindly(self.table, self.app_id, self.batch, files)
                 self.answered = True
@@ -131,7 +160,9 @@ class Committer:
     def run(self, stop_file: Path, commits: list[dict]) -> None:
         try:
             while True:
-                stopping = stop_file.exists()  # before the listing: a marker written before the stop is in this pass
+                stopping = (
+                    stop_file.exists()
+                )  # before the listing: a marker written before the stop is in this pass
                 listed = self.queue.waiting(self.max_files)
                 if not listed:
                     if self.queue.from_start:  # a whole pass found nothing waiting
@@ -139,16 +170,27 @@ class Committer:
                             return
                         time.sleep(POLL_S)
                     continue
-                landed = [s for s in listed if s.data_path in self.taken]  # a killed run's batch: the table holds it
+                landed = [
+                    s for s in listed if s.data_path in self.taken
+                ]  # a killed run's batch: the table holds it
                 pending = [s for s in listed if s.data_path not in self.taken]
                 if pending:
                     commits.append(self.one_batch(pending))
-                self.queue.take(landed + pending)  # only now: the table holds every one of these files
+                self.queue.take(
+                    landed + pending
+                )  # only now: the table holds every one of these files
         finally:
             self.queue.settle()
 
+
 def run(spec: dict) -> dict:
-    result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "commits": [], "error": None}
+    result = {
+        "process": spec["process"],
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "commits": [],
+        "error": None,
+    }
 
     def prepare() -> Committer:
         committer = Committer(spec)
@@ -159,7 +201,10 @@ def run(spec: dict) -> dict:
         try:
             committer.run(Path(spec["stop_file"]), result["commits"])
         finally:
-            result["markers_listed"], result["listings"] = committer.queue.listed, committer.queue.listings
+            result["markers_listed"], result["listings"] = (
+                committer.queue.listed,
+                committer.queue.listings,
+            )
             result["cpu_s"] = sum(os.times()[:2])
 
     return processes.run_at_barrier(spec, result, prepare, work)

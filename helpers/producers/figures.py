@@ -13,13 +13,20 @@ from __future__ import annotations
 
 from helpers.producers.profile import APPEND_STEPS, STEPS, VARIANTS
 
-SHORT = {"committer": "committer", "committer, before": "committer as it was", "plain append": "plain append"}
+SHORT = {
+    "committer": "committer",
+    "committer, before": "committer as it was",
+    "plain append": "plain append",
+}
 
 
 def markdown(frame) -> str:
     """A frame as a markdown table (its index as the first columns)."""
     flat = frame.reset_index()
-    lines = ["| " + " | ".join(str(c) for c in flat.columns) + " |", "| " + " | ".join("---" for _ in flat.columns) + " |"]
+    lines = [
+        "| " + " | ".join(str(c) for c in flat.columns) + " |",
+        "| " + " | ".join("---" for _ in flat.columns) + " |",
+    ]
     for row in flat.itertuples(index=False):
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     return "\n".join(lines)
@@ -34,19 +41,37 @@ def _cell(value) -> str:
 def steps_table(profile):
     """Store and step by variant: ``ms`` (median seconds per commit x 1000) and ``requests`` (median)."""
     frame = profile.assign(ms=profile.seconds_median * 1000, requests=profile.requests_median)
-    wide = frame.pivot_table(index=["backend", "step"], columns="variant", values=["ms", "requests"], aggfunc="first")
+    wide = frame.pivot_table(
+        index=["backend", "step"], columns="variant", values=["ms", "requests"], aggfunc="first"
+    )
     wide.columns = [f"{SHORT[v]}, {what}" for what, v in wide.columns]
-    wide = wide[[f"{SHORT[v]}, {what}" for v in VARIANTS for what in ("ms", "requests") if f"{SHORT[v]}, {what}" in wide.columns]]
+    wide = wide[
+        [
+            f"{SHORT[v]}, {what}"
+            for v in VARIANTS
+            for what in ("ms", "requests")
+            if f"{SHORT[v]}, {what}" in wide.columns
+        ]
+    ]
     order = [*STEPS, *APPEND_STEPS, "whole commit"]
-    rows = [(b, s) for b in dict.fromkeys(profile.backend) for s in dict.fromkeys(order) if (b, s) in wide.index]
+    rows = [
+        (b, s)
+        for b in dict.fromkeys(profile.backend)
+        for s in dict.fromkeys(order)
+        if (b, s) in wide.index
+    ]
     return wide.loc[rows].round(1)
 
 
 def queue_table(queue):
     """Store and markers waiting by variant: a whole commit's ms, its requests and the markers its listing read (medians)."""
     whole = queue[queue.step == "whole commit"]
-    wide = whole.pivot_table(index=["backend", "waiting"], columns="variant",
-                             values=["seconds_median", "requests_median", "markers_listed_median"], aggfunc="first")
+    wide = whole.pivot_table(
+        index=["backend", "waiting"],
+        columns="variant",
+        values=["seconds_median", "requests_median", "markers_listed_median"],
+        aggfunc="first",
+    )
     columns = {}
     for variant in ("committer", "committer, before"):
         columns[f"{SHORT[variant]}, ms"] = wide[("seconds_median", variant)] * 1000
@@ -63,10 +88,18 @@ def queue_plot(queue, meta: dict | None = None):
 
     whole = queue[queue.step == "whole commit"].sort_values("waiting")
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    colours = {b: f"C{i}" for i, b in enumerate(dict.fromkeys(whole.backend))}  # one colour a store; dashed: as it was
+    colours = {
+        b: f"C{i}" for i, b in enumerate(dict.fromkeys(whole.backend))
+    }  # one colour a store; dashed: as it was
     for (backend, variant), group in whole.groupby(["backend", "variant"], sort=False):
-        ax.plot(group.waiting, group.seconds_median * 1000, marker="o", linestyle="-" if variant == "committer" else "--",
-                color=colours[backend], label=f"{backend}, {SHORT[variant]}")
+        ax.plot(
+            group.waiting,
+            group.seconds_median * 1000,
+            marker="o",
+            linestyle="-" if variant == "committer" else "--",
+            color=colours[backend],
+            label=f"{backend}, {SHORT[variant]}",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("markers waiting in the queue")
@@ -81,8 +114,16 @@ def queue_plot(queue, meta: dict | None = None):
 
 def limit_table(limit):
     """The committer alone on staged files, back to back, against one writer appending alone (same store, same run)."""
-    return limit.set_index("backend")[["commits", "max_files", "busy_commits_per_s", "serial_commits_per_s",
-                                       "ratio_to_serial", "exactly_once"]].round(3)
+    return limit.set_index("backend")[
+        [
+            "commits",
+            "max_files",
+            "busy_commits_per_s",
+            "serial_commits_per_s",
+            "ratio_to_serial",
+            "exactly_once",
+        ]
+    ].round(3)
 
 
 def cores_model(runs, *, cores=(2, 4, 8, 16), cpus: int):
@@ -103,10 +144,22 @@ def cores_model(runs, *, cores=(2, 4, 8, 16), cpus: int):
         per_core = group.rows_per_s.loc[most] / cpus
         for producers, row in group.iterrows():
             model = min(producers * r1, cpus * per_core)
-            checked.append({"backend": backend, "producers": producers, "rows_per_s": row.rows_per_s, "model_rows_per_s": model,
-                            "model_over_measured": model / row.rows_per_s})
-        projected.append({"backend": backend, **{f"{k} cores": min(most * r1, k * per_core) for k in cores},
-                          "bound": f"{most} producers alone: {most * r1:.0f}"})
+            checked.append(
+                {
+                    "backend": backend,
+                    "producers": producers,
+                    "rows_per_s": row.rows_per_s,
+                    "model_rows_per_s": model,
+                    "model_over_measured": model / row.rows_per_s,
+                }
+            )
+        projected.append(
+            {
+                "backend": backend,
+                **{f"{k} cores": min(most * r1, k * per_core) for k in cores},
+                "bound": f"{most} producers alone: {most * r1:.0f}",
+            }
+        )
     return pd.DataFrame(checked).round(2), pd.DataFrame(projected).set_index("backend").round(0)
 
 
@@ -115,13 +168,18 @@ def benchmark_tables(found) -> str:
     commit, the queue's length, and the committer alone on staged files (markdown)."""
     meta, machine = found.meta, found.meta["machine"]
     versions = ", ".join(f"{name} {version}" for name, version in meta["versions"].items())
-    return "\n\n".join([
-        f"Run of {meta['date'][:10]} ({machine['cpus']} cores, {machine['memory_gib']} GiB, {machine['system']}; {versions}; "
-        f"`data/full_runs/producers/`).",
-        "Each step of one commit, milliseconds and requests (medians of 10 commits of 10 files):",
-        markdown(steps_table(found.profile)),
-        "A whole commit with markers waiting (medians of 5 commits of 10 files):",
-        markdown(queue_table(found.queue)),
-        "The committer alone on the 8 producers' staged files, back to back, against one writer appending alone:",
-        markdown(limit_table(found.limit)),
-    ]) + "\n"
+    return (
+        "\n\n".join(
+            [
+                f"Run of {meta['date'][:10]} ({machine['cpus']} cores, {machine['memory_gib']} GiB, {machine['system']}; {versions}; "
+                f"`data/full_runs/producers/`).",
+                "Each step of one commit, milliseconds and requests (medians of 10 commits of 10 files):",
+                markdown(steps_table(found.profile)),
+                "A whole commit with markers waiting (medians of 5 commits of 10 files):",
+                markdown(queue_table(found.queue)),
+                "The committer alone on the 8 producers' staged files, back to back, against one writer appending alone:",
+                markdown(limit_table(found.limit)),
+            ]
+        )
+        + "\n"
+    )

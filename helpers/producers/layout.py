@@ -95,13 +95,25 @@ def row_ids(producer: int, seq: int, rows: int) -> range:
 
 def expected_ids(files_per_producer: dict[int, int], rows: int) -> set[int]:
     """Every id the producers make: producer -> how many files it produces."""
-    return {i for p, files in files_per_producer.items() for s in range(1, files + 1) for i in row_ids(p, s, rows)}
+    return {
+        i
+        for p, files in files_per_producer.items()
+        for s in range(1, files + 1)
+        for i in row_ids(p, s, rows)
+    }
 
 
 def schema():
     import pyarrow as pa
 
-    return pa.schema([("id", pa.int64()), ("producer", pa.int32()), ("seq", pa.int32()), ("payload", pa.string())])
+    return pa.schema(
+        [
+            ("id", pa.int64()),
+            ("producer", pa.int32()),
+            ("seq", pa.int32()),
+            ("payload", pa.string()),
+        ]
+    )
 
 
 def file_rows(producer: int, seq: int, rows: int):
@@ -109,8 +121,15 @@ def file_rows(producer: int, seq: int, rows: int):
     import pyarrow as pa
 
     ids = list(row_ids(producer, seq, rows))
-    return pa.Table.from_pydict({"id": ids, "producer": [producer] * rows, "seq": [seq] * rows,
-                                 "payload": [f"event {i}" for i in ids]}, schema=schema())
+    return pa.Table.from_pydict(
+        {
+            "id": ids,
+            "producer": [producer] * rows,
+            "seq": [seq] * rows,
+            "payload": [f"event {i}" for i in ids],
+        },
+        schema=schema(),
+    )
 
 
 def filesystem(table_uri: str, storage_options: dict[str, str] | None):
@@ -119,7 +138,9 @@ def filesystem(table_uri: str, storage_options: dict[str, str] | None):
     import pyarrow.fs as pafs
     from deltalake.fs import DeltaStorageHandler
 
-    if "://" not in str(table_uri) or str(table_uri).startswith("file://"):  # a local table's folder must exist
+    if "://" not in str(table_uri) or str(table_uri).startswith(
+        "file://"
+    ):  # a local table's folder must exist
         os.makedirs(str(table_uri).removeprefix("file://"), exist_ok=True)
     return pafs.PyFileSystem(DeltaStorageHandler(str(table_uri), dict(storage_options or {})))
 

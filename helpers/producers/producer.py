@@ -28,12 +28,18 @@ def handed_over(table_uri: str, storage_options: dict, fs, producer: int) -> set
     from deltalake import DeltaTable
 
     done = {s.seq for s in layout.ready(fs) if s.producer == producer}
-    paths = DeltaTable(table_uri, storage_options=dict(storage_options)).get_add_actions(flatten=True).column("path")
+    paths = (
+        DeltaTable(table_uri, storage_options=dict(storage_options))
+        .get_add_actions(flatten=True)
+        .column("path")
+    )
     found = (layout.producer_and_seq(str(p)) for p in paths.to_pylist())
     return done | {seq for owner, seq in (f for f in found if f) if owner == producer}
 
 
-def produce(fs, producer: int, seq: int, rows: int, die_after_data: int | None = None) -> layout.Staged:
+def produce(
+    fs, producer: int, seq: int, rows: int, die_after_data: int | None = None
+) -> layout.Staged:
     """Write one data file, then its ready marker; return what was handed over."""
     import pyarrow.parquet as pq
 
@@ -48,12 +54,22 @@ def produce(fs, producer: int, seq: int, rows: int, die_after_data: int | None =
 
 
 def run(spec: dict) -> dict:
-    result = {"process": spec["process"], "pid": os.getpid(), "t_process_start": T_PROCESS_START, "files": [], "error": None}
+    result = {
+        "process": spec["process"],
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "files": [],
+        "error": None,
+    }
 
     def prepare():
         producer, rows = int(spec["producer"]), int(spec["rows"])
         fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
-        skip = handed_over(spec["table_uri"], spec["storage_options"], fs, producer) if spec.get("resume") else set()
+        skip = (
+            handed_over(spec["table_uri"], spec["storage_options"], fs, producer)
+            if spec.get("resume")
+            else set()
+        )
         result["skipped"] = sorted(skip)
         return fs, skip, producer, rows
 

@@ -35,9 +35,11 @@ from helpers.producers.run import RUN_TIMEOUT_S, Table
 
 STEPS = ("list", "refresh", "transaction_version", "build actions", "commit", "take off the queue")
 APPEND_STEPS = ("refresh", "write and commit")
-VARIANTS = {"committer": "the committer (a bounded listing, markers taken off)",
-            "committer, before": "the committer as it was (the whole queue listed each commit)",
-            "plain append": "one writer appending alone (update_incremental, write_deltalake)"}
+VARIANTS = {
+    "committer": "the committer (a bounded listing, markers taken off)",
+    "committer, before": "the committer as it was (the whole queue listed each commit)",
+    "plain append": "one writer appending alone (update_incremental, write_deltalake)",
+}
 QUEUE_LENGTHS = (100, 1000, 10000)
 STAGE_THREADS = 16
 
@@ -71,8 +73,19 @@ class _Clock:
         return value
 
 
-def _commit_once(table, app_id: str, batch: int, listed, *, keep, take: int, q, clock: _Clock,
-                 listed_markers: list[int], ask: bool = True) -> list[layout.Staged]:
+def _commit_once(
+    table,
+    app_id: str,
+    batch: int,
+    listed,
+    *,
+    keep,
+    take: int,
+    q,
+    clock: _Clock,
+    listed_markers: list[int],
+    ask: bool = True,
+) -> list[layout.Staged]:
     """One committer commit of the first ``take`` staged files that ``listed()`` returns and ``keep`` keeps, timed step by step."""
     from deltalake import CommitProperties, Transaction
     from deltalake.transaction import AddAction
@@ -81,19 +94,40 @@ def _commit_once(table, app_id: str, batch: int, listed, *, keep, take: int, q, 
     listed_markers.append(len(staged))
     staged = [s for s in staged if keep(s)][:take]
     clock.step("refresh", table.update_incremental)
-    landed = clock.step("transaction_version", lambda: table.transaction_version(app_id) if ask else None)
+    landed = clock.step(
+        "transaction_version", lambda: table.transaction_version(app_id) if ask else None
+    )
     if (landed or 0) >= batch:
-        raise RuntimeError(f"batch {batch} is in the table already: the measurement's table is not fresh")
+        raise RuntimeError(
+            f"batch {batch} is in the table already: the measurement's table is not fresh"
+        )
     now_ms = int(time.time() * 1000)
-    adds = clock.step("build actions", lambda: [AddAction(s.data_path, s.size, {}, now_ms, True, json.dumps({"numRecords": s.rows}))
-                                                for s in staged])
-    clock.step("commit", lambda: table.create_write_transaction(adds, mode="append", schema=table.schema(), commit_properties=CommitProperties(
-        app_transactions=[Transaction(app_id, batch)], custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)})))
+    adds = clock.step(
+        "build actions",
+        lambda: [
+            AddAction(s.data_path, s.size, {}, now_ms, True, json.dumps({"numRecords": s.rows}))
+            for s in staged
+        ],
+    )
+    clock.step(
+        "commit",
+        lambda: table.create_write_transaction(
+            adds,
+            mode="append",
+            schema=table.schema(),
+            commit_properties=CommitProperties(
+                app_transactions=[Transaction(app_id, batch)],
+                custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)},
+            ),
+        ),
+    )
     clock.step("take off the queue", (lambda: q.take(staged)) if q is not None else (lambda: None))
     return staged
 
 
-def _committer_commits(uri: str, options: dict, *, commits: int, files: int, before: bool, first_batch: int = 1) -> list[dict]:
+def _committer_commits(
+    uri: str, options: dict, *, commits: int, files: int, before: bool, first_batch: int = 1
+) -> list[dict]:
     """``commits`` commits of ``files`` files each, by the committer as it is or (``before``) as it was."""
     from deltalake import DeltaTable
 
@@ -105,12 +139,31 @@ def _committer_commits(uri: str, options: dict, *, commits: int, files: int, bef
     for batch in range(first_batch, first_batch + commits):
         clock, listed = _Clock(), []
         if before:  # every marker listed, then those the table holds left out, as the committer did
-            staged = _commit_once(delta, app_id, batch, lambda: layout.ready(fs), keep=lambda s: s.data_path not in taken,
-                                  take=files, q=None, clock=clock, listed_markers=listed)
+            staged = _commit_once(
+                delta,
+                app_id,
+                batch,
+                lambda: layout.ready(fs),
+                keep=lambda s: s.data_path not in taken,
+                take=files,
+                q=None,
+                clock=clock,
+                listed_markers=listed,
+            )
             taken.update(s.data_path for s in staged)
         else:
-            _commit_once(delta, app_id, batch, lambda: q.waiting(files), keep=lambda s: s.data_path not in taken, take=files,
-                         q=q, clock=clock, listed_markers=listed, ask=batch == first_batch)  # as the committer: once answered, it does not ask
+            _commit_once(
+                delta,
+                app_id,
+                batch,
+                lambda: q.waiting(files),
+                keep=lambda s: s.data_path not in taken,
+                take=files,
+                q=q,
+                clock=clock,
+                listed_markers=listed,
+                ask=batch == first_batch,
+            )  # as the committer: once answered, it does not ask
         records.append({"batch": batch, "markers_listed": listed[0], "steps": clock.steps})
     q.settle()
     return records
@@ -124,7 +177,10 @@ def _appends(uri: str, options: dict, *, commits: int, rows: int) -> list[dict]:
     for seq in range(1, commits + 1):
         clock = _Clock()
         clock.step("refresh", delta.update_incremental)
-        clock.step("write and commit", lambda: write_deltalake(delta, layout.file_rows(9, seq, rows), mode="append"))
+        clock.step(
+            "write and commit",
+            lambda: write_deltalake(delta, layout.file_rows(9, seq, rows), mode="append"),
+        )
         records.append({"batch": seq, "markers_listed": 0, "steps": clock.steps})
     return records
 
@@ -134,25 +190,45 @@ def measure(spec: dict) -> dict:
     is a list of {uri, options (direct), routed (through the meter), variant, staged, waiting, commits, files}."""
     records = []
     for one in spec["runs"]:
-        table = Table(spec["backend"], one["uri"], one["options"], Path(spec["run_dir"]), rows=spec["rows"])
+        table = Table(
+            spec["backend"], one["uri"], one["options"], Path(spec["run_dir"]), rows=spec["rows"]
+        )
         if one.get("stage"):
             stage(table, 1, range(1, one["stage"] + 1))
             if one["waiting"] > one["stage"]:
-                stage(table, 2, range(1, one["waiting"] - one["stage"] + 1), data=spec["backend"] == "local")
+                stage(
+                    table,
+                    2,
+                    range(1, one["waiting"] - one["stage"] + 1),
+                    data=spec["backend"] == "local",
+                )
         for variant, first in one["variants"]:
             if variant == "plain append":
-                found = _appends(one["uri"], one["routed"], commits=one["commits"], rows=spec["rows"])
+                found = _appends(
+                    one["uri"], one["routed"], commits=one["commits"], rows=spec["rows"]
+                )
             else:
-                found = _committer_commits(one["uri"], one["routed"], commits=one["commits"], files=one["files"],
-                                           before=variant != "committer", first_batch=first)
+                found = _committer_commits(
+                    one["uri"],
+                    one["routed"],
+                    commits=one["commits"],
+                    files=one["files"],
+                    before=variant != "committer",
+                    first_batch=first,
+                )
             records += [{**r, "variant": variant, "waiting": one["waiting"]} for r in found]
     return {"records": records}
 
 
 def _summary(store: str, records: list[dict], meter) -> list[dict]:
     """Median seconds and requests per commit of each step, and of the whole commit, per (variant, waiting)."""
+
     def requests(window) -> int:
-        return sum(1 for r in meter.requests if window[0] <= r.t_start <= window[0] + window[1]) if meter is not None else 0
+        return (
+            sum(1 for r in meter.requests if window[0] <= r.t_start <= window[0] + window[1])
+            if meter is not None
+            else 0
+        )
 
     groups: dict[tuple, list[dict]] = {}
     for r in records:
@@ -164,16 +240,30 @@ def _summary(store: str, records: list[dict], meter) -> list[dict]:
             chosen = names if step == "whole commit" else [step]
             seconds = [sum(r["steps"][s][1] for s in chosen) for r in found]
             counts = [sum(requests(r["steps"][s]) for s in chosen) for r in found]
-            rows.append({"backend": store, "variant": variant, "waiting": waiting, "step": step, "commits": len(found),
-                         "seconds_median": statistics.median(seconds), "seconds_mean": statistics.fmean(seconds),
-                         "requests_median": statistics.median(counts), "requests_max": max(counts),
-                         "markers_listed_median": statistics.median(r["markers_listed"] for r in found)})
+            rows.append(
+                {
+                    "backend": store,
+                    "variant": variant,
+                    "waiting": waiting,
+                    "step": step,
+                    "commits": len(found),
+                    "seconds_median": statistics.median(seconds),
+                    "seconds_mean": statistics.fmean(seconds),
+                    "requests_median": statistics.median(counts),
+                    "requests_max": max(counts),
+                    "markers_listed_median": statistics.median(r["markers_listed"] for r in found),
+                }
+            )
     return rows
 
 
 def _fresh(backend: str, name: str, meter) -> tuple[Table, dict]:
     table = Table.fresh(backend, name)
-    return table, {"uri": table.uri, "options": table.options, "routed": table.route(meter) if meter is not None else table.options}
+    return table, {
+        "uri": table.uri,
+        "options": table.options,
+        "routed": table.route(meter) if meter is not None else table.options,
+    }
 
 
 def _remove(table: Table, tries: int = 3) -> None:
@@ -185,32 +275,78 @@ def _remove(table: Table, tries: int = 3) -> None:
             return
         except Exception as error:  # noqa: BLE001  (the last failure is said, not raised: the figures stand)
             if attempt == tries:
-                print(f"profile: could not remove {table.uri} after {tries} tries: {type(error).__name__}: {error}", file=sys.stderr)
+                print(
+                    f"profile: could not remove {table.uri} after {tries} tries: {type(error).__name__}: {error}",
+                    file=sys.stderr,
+                )
             time.sleep(2.0)
 
 
-def run_profile(store: str, backend: str, name: str, meter, *, commits: int = 10, files: int = 10,
-                lengths=QUEUE_LENGTHS, queue_commits: int = 5) -> tuple[list[dict], list[dict]]:
+def run_profile(
+    store: str,
+    backend: str,
+    name: str,
+    meter,
+    *,
+    commits: int = 10,
+    files: int = 10,
+    lengths=QUEUE_LENGTHS,
+    queue_commits: int = 5,
+) -> tuple[list[dict], list[dict]]:
     """On one store: each step of a commit (the committer as it is, as it was, a plain append), and
     a commit's cost with each of ``lengths`` markers waiting. Returns (steps rows, queue rows)."""
     tables, runs = [], []
     for variant in VARIANTS:
-        table, where = _fresh(backend, f"{name}/{variant.replace(', ', '-').replace(' ', '-')}", meter)
+        table, where = _fresh(
+            backend, f"{name}/{variant.replace(', ', '-').replace(' ', '-')}", meter
+        )
         tables.append(table)
-        runs.append({**where, "variants": [[variant, 1]], "stage": 0 if variant == "plain append" else commits * files,
-                     "waiting": 0, "commits": commits, "files": files})
-    for waiting in lengths or ():  # the committer as it is takes the first files; as it was, the next ones
+        runs.append(
+            {
+                **where,
+                "variants": [[variant, 1]],
+                "stage": 0 if variant == "plain append" else commits * files,
+                "waiting": 0,
+                "commits": commits,
+                "files": files,
+            }
+        )
+    for waiting in (
+        lengths or ()
+    ):  # the committer as it is takes the first files; as it was, the next ones
         table, where = _fresh(backend, f"{name}/queue-{waiting}", meter)
         tables.append(table)
-        runs.append({**where, "variants": [["committer", 1], ["committer, before", queue_commits + 1]],
-                     "stage": 2 * queue_commits * files, "waiting": waiting, "commits": queue_commits, "files": files})
+        runs.append(
+            {
+                **where,
+                "variants": [["committer", 1], ["committer, before", queue_commits + 1]],
+                "stage": 2 * queue_commits * files,
+                "waiting": waiting,
+                "commits": queue_commits,
+                "files": files,
+            }
+        )
     run_dir = tables[0].run_dir
     spec_path, result_path = run_dir / "profile.json", run_dir / "profile.result.json"
-    spec_path.write_text(json.dumps({"backend": backend, "rows": tables[0].rows, "run_dir": str(run_dir), "runs": runs,
-                                     "result_path": str(result_path)}, indent=1))
+    spec_path.write_text(
+        json.dumps(
+            {
+                "backend": backend,
+                "rows": tables[0].rows,
+                "run_dir": str(run_dir),
+                "runs": runs,
+                "result_path": str(result_path),
+            },
+            indent=1,
+        )
+    )
     if meter is not None:
         meter.reset()
-    subprocess.run([sys.executable, "-m", "helpers.producers.profile", str(spec_path)], check=True, timeout=RUN_TIMEOUT_S)
+    subprocess.run(
+        [sys.executable, "-m", "helpers.producers.profile", str(spec_path)],
+        check=True,
+        timeout=RUN_TIMEOUT_S,
+    )
     records = json.loads(result_path.read_text())["records"]
     rows = _summary(store, records, meter)
     for table in tables:

@@ -118,25 +118,40 @@ class S3Queue(Queue):
 
         super().__init__()
         self.bucket, self.prefix = bucket, f"{prefix.strip('/')}/" if prefix.strip("/") else ""
-        kwargs = {"region_name": options.get("AWS_REGION") or options.get("aws_region") or "us-east-1"}
+        kwargs = {
+            "region_name": options.get("AWS_REGION") or options.get("aws_region") or "us-east-1"
+        }
         if options.get("AWS_ENDPOINT_URL"):
             kwargs["endpoint_url"] = options["AWS_ENDPOINT_URL"]
         if options.get("AWS_ACCESS_KEY_ID"):
-            kwargs.update(aws_access_key_id=options["AWS_ACCESS_KEY_ID"], aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"))
-        self.client = boto3.client("s3", config=Config(retries={"max_attempts": 3}, connect_timeout=5), **kwargs)
+            kwargs.update(
+                aws_access_key_id=options["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
+            )
+        self.client = boto3.client(
+            "s3", config=Config(retries={"max_attempts": 3}, connect_timeout=5), **kwargs
+        )
 
     def _names(self, limit: int, cursor) -> tuple[list[str], object]:
         after = {"StartAfter": cursor} if cursor else {}
-        page = self.client.list_objects_v2(Bucket=self.bucket, Prefix=f"{self.prefix}{layout.READY_DIR}/", MaxKeys=limit, **after)
+        page = self.client.list_objects_v2(
+            Bucket=self.bucket, Prefix=f"{self.prefix}{layout.READY_DIR}/", MaxKeys=limit, **after
+        )
         keys = [item["Key"] for item in page.get("Contents", [])]
-        return [k.rsplit("/", 1)[-1] for k in keys], keys[-1] if len(keys) == limit and page.get("IsTruncated") else None
+        return [k.rsplit("/", 1)[-1] for k in keys], keys[-1] if len(keys) == limit and page.get(
+            "IsTruncated"
+        ) else None
 
     def _delete(self, paths: list[str]) -> None:
         for start in range(0, len(paths), S3_DELETE_MAX):
-            keys = [{"Key": self.prefix + p} for p in paths[start:start + S3_DELETE_MAX]]
-            answer = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+            keys = [{"Key": self.prefix + p} for p in paths[start : start + S3_DELETE_MAX]]
+            answer = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True}
+            )
             if answer.get("Errors"):
-                raise OSError(f"DeleteObjects refused {len(answer['Errors'])} markers: {answer['Errors'][:1]}")
+                raise OSError(
+                    f"DeleteObjects refused {len(answer['Errors'])} markers: {answer['Errors'][:1]}"
+                )
 
 
 class AzureQueue(Queue):
@@ -148,7 +163,9 @@ class AzureQueue(Queue):
         super().__init__()
         self.prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
         account = options.get("account_name") or options.get("azure_storage_account_name")
-        endpoint = options.get("azure_storage_endpoint") or f"https://{account}.blob.core.windows.net"
+        endpoint = (
+            options.get("azure_storage_endpoint") or f"https://{account}.blob.core.windows.net"
+        )
         key = options.get("account_key") or options.get("azure_storage_account_key")
         if key:
             credential = {"account_name": account, "account_key": key}
@@ -156,20 +173,28 @@ class AzureQueue(Queue):
             from azure.identity import DefaultAzureCredential
 
             credential = DefaultAzureCredential()
-        self.client = ContainerClient(endpoint, container, credential=credential, connection_timeout=5)
+        self.client = ContainerClient(
+            endpoint, container, credential=credential, connection_timeout=5
+        )
 
     def _names(self, limit: int, cursor) -> tuple[list[str], object]:
-        pages = self.client.list_blobs(name_starts_with=f"{self.prefix}{layout.READY_DIR}/", results_per_page=limit).by_page(cursor)
+        pages = self.client.list_blobs(
+            name_starts_with=f"{self.prefix}{layout.READY_DIR}/", results_per_page=limit
+        ).by_page(cursor)
         names = [blob.name.rsplit("/", 1)[-1] for blob in next(pages, [])]
         return names, pages.continuation_token or None
 
     def _delete(self, paths: list[str]) -> None:
         for start in range(0, len(paths), AZURE_BATCH_MAX):
-            names = [self.prefix + p for p in paths[start:start + AZURE_BATCH_MAX]]
+            names = [self.prefix + p for p in paths[start : start + AZURE_BATCH_MAX]]
             answers = self.client.delete_blobs(*names, raise_on_any_failure=False)
-            refused = [a.status_code for a in answers if a.status_code not in (202, 404)]  # 404: deleted already
+            refused = [
+                a.status_code for a in answers if a.status_code not in (202, 404)
+            ]  # 404: deleted already
             if refused:
-                raise OSError(f"Blob Batch refused {len(refused)} marker deletions (status {refused[0]})")
+                raise OSError(
+                    f"Blob Batch refused {len(refused)} marker deletions (status {refused[0]})"
+                )
 
 
 def open_queue(table_uri: str, storage_options: dict[str, str] | None) -> Queue:

@@ -50,11 +50,21 @@ def racing_rows(bench_runs) -> list[dict]:
     (each of its commits appends one landing batch)."""
     rows = []
     for _, r in bench_runs.iterrows():
-        protocol, _, server = r["protocol"].partition("@")  # s3-conditional-put@versitygw: one of several servers
-        rows.append({"backend": store(BACKEND_OF_PROTOCOL[protocol], server or None), "protocol": r["protocol"],
-                     "writers": int(r["writers"]),
-                     "commits_per_s": float(r["commits_per_s"]), "rows_per_s": float(r["commits_per_s"]) * landing.ROWS_PER_BATCH,
-                     "ratio_to_serial": float(r["ratio_to_serial"]), "lost": int(r["lost"]), "failed": int(r["failed"])})
+        protocol, _, server = r["protocol"].partition(
+            "@"
+        )  # s3-conditional-put@versitygw: one of several servers
+        rows.append(
+            {
+                "backend": store(BACKEND_OF_PROTOCOL[protocol], server or None),
+                "protocol": r["protocol"],
+                "writers": int(r["writers"]),
+                "commits_per_s": float(r["commits_per_s"]),
+                "rows_per_s": float(r["commits_per_s"]) * landing.ROWS_PER_BATCH,
+                "ratio_to_serial": float(r["ratio_to_serial"]),
+                "lost": int(r["lost"]),
+                "failed": int(r["failed"]),
+            }
+        )
     return rows
 
 
@@ -89,7 +99,9 @@ def save(results: Results, folder: Path) -> Path:
     for name in (*TABLES, *EXTRA_TABLES):
         if getattr(results, name) is not None:
             getattr(results, name).to_csv(folder / f"{name}.csv", index=False)
-    (folder / "meta.json").write_text(json.dumps(results.meta, indent=1))  # last: the run is finished
+    (folder / "meta.json").write_text(
+        json.dumps(results.meta, indent=1)
+    )  # last: the run is finished
     results.folder = folder
     return folder
 
@@ -100,8 +112,12 @@ def publish(folder: Path) -> Path:
 
     target = full_runs.publish(KIND, folder)
     for name in EXTRA_TABLES:
-        if (Path(folder) / f"{name}.csv").is_file():  # mtime 0: publishing the same run twice writes the same bytes
-            (target / f"{name}.csv.gz").write_bytes(gzip.compress((Path(folder) / f"{name}.csv").read_bytes(), mtime=0))
+        if (
+            Path(folder) / f"{name}.csv"
+        ).is_file():  # mtime 0: publishing the same run twice writes the same bytes
+            (target / f"{name}.csv.gz").write_bytes(
+                gzip.compress((Path(folder) / f"{name}.csv").read_bytes(), mtime=0)
+            )
     return target
 
 
@@ -109,7 +125,17 @@ def load(folder: str | Path | None = None) -> Results:
     """A saved run (default: the full run, this machine's or the committed copy)."""
     folder = Path(folder) if folder is not None else full_runs.location(KIND)
     if not full_runs.finished(folder):
-        raise full_runs.FullRunError(f"No producers run in {config.shown(folder)}; `make producers` makes one.")
-    extra = {name: full_runs.read_table(folder, name) for name in EXTRA_TABLES
-             if (folder / f"{name}.csv").is_file() or (folder / f"{name}.csv.gz").is_file()}
-    return Results(*(full_runs.read_table(folder, t) for t in TABLES), json.loads((folder / "meta.json").read_text()), folder, **extra)
+        raise full_runs.FullRunError(
+            f"No producers run in {config.shown(folder)}; `make producers` makes one."
+        )
+    extra = {
+        name: full_runs.read_table(folder, name)
+        for name in EXTRA_TABLES
+        if (folder / f"{name}.csv").is_file() or (folder / f"{name}.csv.gz").is_file()
+    }
+    return Results(
+        *(full_runs.read_table(folder, t) for t in TABLES),
+        json.loads((folder / "meta.json").read_text()),
+        folder,
+        **extra,
+    )

@@ -76,16 +76,26 @@ class Table:
 
     def route(self, gate) -> dict[str, str]:
         """The table's options through a gate or meter (in front of this backend's emulator)."""
-        return gate.route_azure(self.options) if self.backend == "azure" else gate.route(self.options)
+        return (
+            gate.route_azure(self.options) if self.backend == "azure" else gate.route(self.options)
+        )
 
     def gate(self, kind):
         """A gate of ``kind`` (:class:`faults.LostAnswerGate`, :class:`faults.KillGate`) in front of this backend's emulator."""
         if self.backend == "local":
-            raise ProducersError("A gate stands in front of an emulator; a local table has none (use azure or s3).")
-        return kind(upstream(self.backend), claim_style="object") if kind is faults.KillGate else kind(upstream(self.backend))
+            raise ProducersError(
+                "A gate stands in front of an emulator; a local table has none (use azure or s3)."
+            )
+        return (
+            kind(upstream(self.backend), claim_style="object")
+            if kind is faults.KillGate
+            else kind(upstream(self.backend))
+        )
 
     def verdict(self, files_per_producer: dict[int, int]) -> check.Verdict:
-        return check.exactly_once(self.uri, self.options, layout.expected_ids(files_per_producer, self.rows))
+        return check.exactly_once(
+            self.uri, self.options, layout.expected_ids(files_per_producer, self.rows)
+        )
 
     def clean_up(self, *, orphans_older_than_s: float | None = 0.0) -> dict[str, int]:
         return cleanup.clean_up(self.uri, self.options, orphans_older_than_s=orphans_older_than_s)
@@ -116,24 +126,61 @@ class Phase:
         self.stop_file = self.dir / "stop"
 
     def _add(self, name: str, module: str, spec: dict) -> _Process:
-        proc = _Process(name=name, era=eras.CURRENT, module=module, spec_path=self.dir / f"{name}.json",
-                        result_path=self.dir / f"{name}.result.json", stdout_path=self.dir / f"{name}.out",
-                        stderr_path=self.dir / f"{name}.err")
-        spec = {"process": name, "table_uri": self.table.uri, "barrier_dir": str(self.dir), "runner_pid": os.getpid(),
-                "result_path": str(proc.result_path), **spec}
+        proc = _Process(
+            name=name,
+            era=eras.CURRENT,
+            module=module,
+            spec_path=self.dir / f"{name}.json",
+            result_path=self.dir / f"{name}.result.json",
+            stdout_path=self.dir / f"{name}.out",
+            stderr_path=self.dir / f"{name}.err",
+        )
+        spec = {
+            "process": name,
+            "table_uri": self.table.uri,
+            "barrier_dir": str(self.dir),
+            "runner_pid": os.getpid(),
+            "result_path": str(proc.result_path),
+            **spec,
+        }
         proc.spec_path.write_text(json.dumps(spec, indent=1))
         self.procs.append(proc)
         return proc
 
-    def producer(self, number: int, files: int, *, die_after_data: int | None = None, resume: bool = False) -> _Process:
-        return self._add(f"p{number}", "helpers.producers.producer",
-                         {"producer": number, "files": files, "rows": self.table.rows, "storage_options": self.table.options,
-                          "die_after_data": die_after_data, "resume": resume})
+    def producer(
+        self, number: int, files: int, *, die_after_data: int | None = None, resume: bool = False
+    ) -> _Process:
+        return self._add(
+            f"p{number}",
+            "helpers.producers.producer",
+            {
+                "producer": number,
+                "files": files,
+                "rows": self.table.rows,
+                "storage_options": self.table.options,
+                "die_after_data": die_after_data,
+                "resume": resume,
+            },
+        )
 
-    def committer(self, options: dict[str, str] | None = None, *, idempotent: bool = True, max_files: int = 1000) -> _Process:
-        return self._add("committer", "helpers.producers.committer",
-                         {"committer": self.table.committer, "storage_options": options or self.table.options,
-                          "idempotent": idempotent, "max_files": max_files, "stop_file": str(self.stop_file)})
+    def committer(
+        self,
+        options: dict[str, str] | None = None,
+        *,
+        idempotent: bool = True,
+        max_files: int = 1000,
+    ) -> _Process:
+        return self._add(
+            "committer",
+            "helpers.producers.committer",
+            {
+                "committer": self.table.committer,
+                "storage_options": options or self.table.options,
+                "idempotent": idempotent,
+                "max_files": max_files,
+                "stop_file": str(self.stop_file),
+            },
+        )
 
     def start(self, kill_gate: faults.KillGate | None = None) -> float:
         """Start every process, wait until each is at the barrier (or gone), release them; return the time."""
@@ -143,10 +190,14 @@ class Phase:
         deadline = time.monotonic() + RUN_TIMEOUT_S
         shown = RunProgress(f"{self.table.backend} {self.dir.name}", len(self.procs))
         if not processes.wait_for_barrier(self.procs, self.dir, deadline, shown):
-            raise ProducersError(f"The processes were not set up within {RUN_TIMEOUT_S:.0f} s; see {config.shown(self.dir)}.")
+            raise ProducersError(
+                f"The processes were not set up within {RUN_TIMEOUT_S:.0f} s; see {config.shown(self.dir)}."
+            )
         missing = processes.absent(self.procs, self.dir)
         if missing:
-            raise ProducersError(f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}")
+            raise ProducersError(
+                f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}"
+            )
         self.shown, self.deadline = shown, deadline
         return open_barrier(self.dir)
 
@@ -159,7 +210,9 @@ class Phase:
             processes.wait_for_exits(self.procs, self.deadline, self.shown)
         finally:
             if processes.kill_stragglers(self.procs):
-                raise ProducersError(f"The run did not end within {RUN_TIMEOUT_S:.0f} s; its processes were stopped.")
+                raise ProducersError(
+                    f"The run did not end within {RUN_TIMEOUT_S:.0f} s; its processes were stopped."
+                )
         self.shown.finish(", ".join(f"{p.name} exit {p.exit_code}" for p in self.procs))
 
     def failed(self, *, expected_kills: tuple[str, ...] = ()) -> list[str]:
@@ -170,5 +223,7 @@ class Phase:
             if p.name in expected_kills:
                 continue
             if result is None or result["error"]:
-                found.append(f"{p.name}: {result['error'] if result else processes.stderr_tail(p.stderr_path)}")
+                found.append(
+                    f"{p.name}: {result['error'] if result else processes.stderr_tail(p.stderr_path)}"
+                )
         return found

@@ -42,14 +42,18 @@ def _one_result(phase: Phase, name: str) -> dict:
     proc = next(p for p in phase.procs if p.name == name)
     result = proc.result()
     if result is None or result["error"]:
-        raise ProducersError(f"{name} failed: {result['error'] if result else 'no result'} (see {config.shown(phase.dir)})")
+        raise ProducersError(
+            f"{name} failed: {result['error'] if result else 'no result'} (see {config.shown(phase.dir)})"
+        )
     return result
 
 
 def survive_faults(table: Table, *, producers: int = 3, files: int = 4) -> Survival:
     """The committer killed mid-commit and restarted, a producer killed mid-file and restarted, a lost answer."""
     if producers < 1 or files < 2:
-        raise ProducersError("survive_faults needs at least 1 producer with 2 files (producer 1 dies after its 2nd).")
+        raise ProducersError(
+            "survive_faults needs at least 1 producer with 2 files (producer 1 dies after its 2nd)."
+        )
     counts = {p: files for p in range(1, producers + 1)}
     with table.gate(faults.KillGate) as kill_gate, table.gate(faults.LostAnswerGate) as lost_gate:
         kill_gate.arm("claimed")
@@ -70,10 +74,15 @@ def survive_faults(table: Table, *, producers: int = 3, files: int = 4) -> Survi
         second.finish()
         restarted = _one_result(second, "committer")
         killed_producer = next(p for p in first.procs if p.name == "p1")
-        found = Survival(files=counts, killed_producer_exit=killed_producer.exit_code,
-                         killed_committer_exit=killed_committer.exit_code, killed_at=kill_gate.killed,
-                         restarted_after_batch=restarted["started_after_batch"], lost_answers=list(lost_gate.dropped),
-                         commits=restarted["commits"])
+        found = Survival(
+            files=counts,
+            killed_producer_exit=killed_producer.exit_code,
+            killed_committer_exit=killed_committer.exit_code,
+            killed_at=kill_gate.killed,
+            restarted_after_batch=restarted["started_after_batch"],
+            lost_answers=list(lost_gate.dropped),
+            commits=restarted["commits"],
+        )
     _one_result(second, "p1")
     found.before_cleanup = table.verdict(counts)
     found.cleaned = table.clean_up(orphans_older_than_s=0.0)
@@ -118,8 +127,14 @@ def _percentile(values: list[float], q: float) -> float:
     return percentile(values, q) if values else float("nan")
 
 
-def throughput(table: Table, *, producers: int, files: int, committer_options: dict[str, str] | None = None,
-               max_files: int = 1000) -> dict:
+def throughput(
+    table: Table,
+    *,
+    producers: int,
+    files: int,
+    committer_options: dict[str, str] | None = None,
+    max_files: int = 1000,
+) -> dict:
     """N producers, ``files`` each, through one committer; the run's figures (the window runs from
     the barrier to the committer's last commit; ``busy_commits_per_s`` from its first commit to its
     last, when it commits back to back), the latency from each file's marker to the end of its
@@ -143,27 +158,68 @@ def throughput(table: Table, *, producers: int, files: int, committer_options: d
     commits = [c for c in result["commits"] if c["outcome"] == "committed"]
     window = max(c["t_done"] for c in commits) - t_go
     latencies = sorted(c["t_done"] - c["t_start"] for c in commits)
-    done = sorted(c["t_done"] for c in commits)  # from its first commit on, the committer always had files waiting
-    busy = (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else float("nan")
-    handed = {(int(p.name[1:]), f["seq"]): f["t_done"] for p in phase.procs if p.name != "committer" for f in p.result()["files"]}
-    waited = [c["t_done"] - handed[(p, seq)] for c in commits for p, seq in c["staged"] if (p, seq) in handed]
+    done = sorted(
+        c["t_done"] for c in commits
+    )  # from its first commit on, the committer always had files waiting
+    busy = (
+        (len(done) - 1) / (done[-1] - done[0])
+        if len(done) > 1 and done[-1] > done[0]
+        else float("nan")
+    )
+    handed = {
+        (int(p.name[1:]), f["seq"]): f["t_done"]
+        for p in phase.procs
+        if p.name != "committer"
+        for f in p.result()["files"]
+    }
+    waited = [
+        c["t_done"] - handed[(p, seq)]
+        for c in commits
+        for p, seq in c["staged"]
+        if (p, seq) in handed
+    ]
     cores = os.cpu_count() or 1
     producer_cpu = sum(p.result().get("cpu_s", 0.0) for p in phase.procs if p.name != "committer")
-    machine = (busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1]) if busy_after[1] > busy_before[1] else float("nan")
+    machine = (
+        (busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1])
+        if busy_after[1] > busy_before[1]
+        else float("nan")
+    )
     verdict = table.verdict(counts)
     rows = sum(c["rows"] for c in commits)
-    return {"backend": table.backend, "producers": producers, "files_per_producer": files, "rows_per_file": table.rows,
-            "commits": len(commits), "rows": rows, "window_s": window, "commits_per_s": len(commits) / window,
-            "busy_commits_per_s": busy,
-            "rows_per_s": rows / window, "files_per_commit_mean": rows / table.rows / len(commits),
-            "commit_latency_p50_s": latencies[len(latencies) // 2],
-            "marker_to_commit_p50_s": _percentile(waited, 50), "marker_to_commit_p99_s": _percentile(waited, 99),
-            "producers_cpu_share": producer_cpu / (window * cores), "committer_cpu_share": result.get("cpu_s", 0.0) / (window * cores),
-            "machine_cpu_share": machine, "markers_listed": result.get("markers_listed"), "listings": result.get("listings"),
-            "exactly_once": verdict.exactly_once, "attempts_max": max(c["attempts"] for c in commits)}
+    return {
+        "backend": table.backend,
+        "producers": producers,
+        "files_per_producer": files,
+        "rows_per_file": table.rows,
+        "commits": len(commits),
+        "rows": rows,
+        "window_s": window,
+        "commits_per_s": len(commits) / window,
+        "busy_commits_per_s": busy,
+        "rows_per_s": rows / window,
+        "files_per_commit_mean": rows / table.rows / len(commits),
+        "commit_latency_p50_s": latencies[len(latencies) // 2],
+        "marker_to_commit_p50_s": _percentile(waited, 50),
+        "marker_to_commit_p99_s": _percentile(waited, 99),
+        "producers_cpu_share": producer_cpu / (window * cores),
+        "committer_cpu_share": result.get("cpu_s", 0.0) / (window * cores),
+        "machine_cpu_share": machine,
+        "markers_listed": result.get("markers_listed"),
+        "listings": result.get("listings"),
+        "exactly_once": verdict.exactly_once,
+        "attempts_max": max(c["attempts"] for c in commits),
+    }
 
 
-def at_the_limit(table: Table, *, producers: int, files: int, max_files: int, committer_options: dict[str, str] | None = None) -> dict:
+def at_the_limit(
+    table: Table,
+    *,
+    producers: int,
+    files: int,
+    max_files: int,
+    committer_options: dict[str, str] | None = None,
+) -> dict:
     """The files staged first (``producers`` producers, ``files`` each, none running after), then the
     committer alone, ``max_files`` files per commit, back to back: its commits/s from its first
     commit to its last, and whether storage holds every row exactly once."""
@@ -181,10 +237,20 @@ def at_the_limit(table: Table, *, producers: int, files: int, max_files: int, co
     problems = staging.failed() + committing.failed()
     if problems:
         raise ProducersError("; ".join(problems))
-    commits = [c for c in _one_result(committing, "committer")["commits"] if c["outcome"] == "committed"]
+    commits = [
+        c for c in _one_result(committing, "committer")["commits"] if c["outcome"] == "committed"
+    ]
     done = sorted(c["t_done"] for c in commits)
     verdict = table.verdict(counts)
-    return {"backend": table.backend, "producers": producers, "files_per_producer": files, "max_files": max_files,
-            "commits": len(commits), "rows": sum(c["rows"] for c in commits),
-            "busy_commits_per_s": (len(done) - 1) / (done[-1] - done[0]) if len(done) > 1 and done[-1] > done[0] else float("nan"),
-            "exactly_once": verdict.exactly_once}
+    return {
+        "backend": table.backend,
+        "producers": producers,
+        "files_per_producer": files,
+        "max_files": max_files,
+        "commits": len(commits),
+        "rows": sum(c["rows"] for c in commits),
+        "busy_commits_per_s": (len(done) - 1) / (done[-1] - done[0])
+        if len(done) > 1 and done[-1] > done[0]
+        else float("nan"),
+        "exactly_once": verdict.exactly_once,
+    }

@@ -43,31 +43,50 @@ RUN_TIMEOUT_S = 300.0
 
 # -- the calls to copy (notebook 14 §5 writes them out; tests compare the two) ------------------------
 
+
 def append_batch(batch, batch_id: int, table_uri: str, app_id: str) -> None:
     """Append one micro-batch as ONE commit carrying ``txn(app_id, batch_id)``; Delta Spark writes
     nothing if the table's ``txn`` for ``app_id`` is already at ``batch_id`` or later."""
-    (batch.write.format("delta").mode("append")
-     .option("txnAppId", app_id).option("txnVersion", batch_id)
-     .option("userMetadata", json.dumps({"workbook.writer": app_id, "workbook.batch": str(batch_id)}))
-     .save(table_uri))
+    (
+        batch.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", batch_id)
+        .option(
+            "userMetadata", json.dumps({"workbook.writer": app_id, "workbook.batch": str(batch_id)})
+        )
+        .save(table_uri)
+    )
 
 
 def append_blindly(batch, batch_id: int, table_uri: str, app_id: str) -> None:
     """The counter-example: the same append without ``txnAppId`` / ``txnVersion``."""
-    (batch.write.format("delta").mode("append")
-     .option("userMetadata", json.dumps({"workbook.writer": app_id, "workbook.batch": str(batch_id)}))
-     .save(table_uri))
+    (
+        batch.write.format("delta")
+        .mode("append")
+        .option(
+            "userMetadata", json.dumps({"workbook.writer": app_id, "workbook.batch": str(batch_id)})
+        )
+        .save(table_uri)
+    )
 
 
 def start_stream(spark, inbox: str, schema: str, files_per_batch: int, checkpoint: str, each_batch):
     """Start the query: the Parquet files in ``inbox``, ``files_per_batch`` per micro-batch, each
     handed to ``each_batch(batch, batch_id)``; it stops once every file there is done."""
-    return (spark.readStream.schema(schema).option("maxFilesPerTrigger", files_per_batch).parquet(inbox)
-            .writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True).start())
+    return (
+        spark.readStream.schema(schema)
+        .option("maxFilesPerTrigger", files_per_batch)
+        .parquet(inbox)
+        .writeStream.foreachBatch(each_batch)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
 # -- the driver process ---------------------------------------------------------------------------
+
 
 def note(path: str, event: dict) -> None:
     """Append one event to the process's events file, flushed to the disk (it must outlive a SIGKILL)."""
@@ -91,8 +110,12 @@ def run(spec: dict) -> dict:
 
     result = {"process": spec["process"], "pid": os.getpid(), "error": None}
     try:
-        spark = sessions.spark_session("local", app_name=f"stream-{spec['process']}", extra_conf=SparkEngine.DEFAULT_CONF)
-        note(spec["events_path"], {"process": spec["process"], "event": "session", "t": time.time()})
+        spark = sessions.spark_session(
+            "local", app_name=f"stream-{spec['process']}", extra_conf=SparkEngine.DEFAULT_CONF
+        )
+        note(
+            spec["events_path"], {"process": spec["process"], "event": "session", "t": time.time()}
+        )
 
         def each_batch(batch, batch_id: int) -> None:
             batch.persist()
@@ -101,18 +124,30 @@ def run(spec: dict) -> dict:
             append_blindly(batch, batch_id, spec["blind_uri"], BLIND_ID)
             batch.unpersist()
             killing = batch_id == spec.get("kill_at_batch")
-            note(spec["events_path"], {"process": spec["process"], "event": "batch", "batch": batch_id, "rows": rows,
-                                       "killing": killing, "t": time.time()})
+            note(
+                spec["events_path"],
+                {
+                    "process": spec["process"],
+                    "event": "batch",
+                    "batch": batch_id,
+                    "rows": rows,
+                    "killing": killing,
+                    "t": time.time(),
+                },
+            )
             if killing:
                 kill_own_group()
 
-        start_stream(spark, spec["inbox"], SCHEMA, spec["files_per_batch"], spec["checkpoint"], each_batch).awaitTermination()
+        start_stream(
+            spark, spec["inbox"], SCHEMA, spec["files_per_batch"], spec["checkpoint"], each_batch
+        ).awaitTermination()
     except Exception as error:  # recorded: the runner reports it
         result["error"] = f"{type(error).__name__}: {one_line(str(error), 600)}"
     return result
 
 
 # -- the runner and what storage says -------------------------------------------------------------
+
 
 def stage_inputs(inbox: Path, producers: int, files: int, rows: int) -> set[int]:
     """Write ``files`` Parquet input files per producer into ``inbox``; return every id they hold."""
@@ -127,9 +162,14 @@ def stage_inputs(inbox: Path, producers: int, files: int, rows: int) -> set[int]
 
 def checkpoint_batches(checkpoint: Path) -> dict[str, list[int]]:
     """The batch ids a streaming checkpoint has planned (``offsets``) and recorded done (``commits``)."""
+
     def ids(folder: str) -> list[int]:
         where = checkpoint / folder
-        return sorted(int(f.name) for f in where.iterdir() if f.name.isdigit()) if where.is_dir() else []
+        return (
+            sorted(int(f.name) for f in where.iterdir() if f.name.isdigit())
+            if where.is_dir()
+            else []
+        )
 
     return {"offsets": ids("offsets"), "commits": ids("commits")}
 
@@ -144,8 +184,15 @@ def log_commits(table_uri: str) -> list[dict]:
         commit = audit.parse_commit(version, body)
         actions = [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
         txns = [a["txn"] for a in actions if "txn" in a]
-        found.append({"version": version, "batch": commit.batch, "txn": [f"{t['appId']}:{t['version']}" for t in txns],
-                      "files": len(commit.added), "rows": commit.rows_added})
+        found.append(
+            {
+                "version": version,
+                "batch": commit.batch,
+                "txn": [f"{t['appId']}:{t['version']}" for t in txns],
+                "files": len(commit.added),
+                "rows": commit.rows_added,
+            }
+        )
     return found
 
 
@@ -188,22 +235,41 @@ def _driver(folder: Path, name: str, spec: dict):
     from helpers.producers.run import ProducersError
     from helpers.progress import RunProgress
 
-    proc = processes.EraProcess(name=name, era=eras.CURRENT, module="helpers.producers.spark_stream",
-                                spec_path=folder / f"{name}.json", stdout_path=folder / f"{name}.out", stderr_path=folder / f"{name}.err")
+    proc = processes.EraProcess(
+        name=name,
+        era=eras.CURRENT,
+        module="helpers.producers.spark_stream",
+        spec_path=folder / f"{name}.json",
+        stdout_path=folder / f"{name}.out",
+        stderr_path=folder / f"{name}.err",
+    )
     result_path = folder / f"{name}.result.json"
-    proc.spec_path.write_text(json.dumps({**spec, "process": name, "result_path": str(result_path)}, indent=1))
+    proc.spec_path.write_text(
+        json.dumps({**spec, "process": name, "result_path": str(result_path)}, indent=1)
+    )
     processes.launch([proc], new_session=True)
     try:
-        processes.wait_for_exits([proc], time.monotonic() + RUN_TIMEOUT_S, RunProgress(f"Spark driver {name}", 1))
+        processes.wait_for_exits(
+            [proc], time.monotonic() + RUN_TIMEOUT_S, RunProgress(f"Spark driver {name}", 1)
+        )
     finally:
         if processes.kill_stragglers([proc]):
-            raise ProducersError(f"Spark driver {name} did not end within {RUN_TIMEOUT_S:.0f} s; it was stopped.")
+            raise ProducersError(
+                f"Spark driver {name} did not end within {RUN_TIMEOUT_S:.0f} s; it was stopped."
+            )
     result = json.loads(result_path.read_text()) if result_path.exists() else None
     return proc.process.poll(), result, processes.stderr_tail(proc.stderr_path)
 
 
-def kill_and_restart(name: str = "notebook-14/spark", *, producers: int = 2, files: int = 3, rows: int = 10,
-                     files_per_batch: int = 2, kill_at_batch: int = 1) -> StreamRun:
+def kill_and_restart(
+    name: str = "notebook-14/spark",
+    *,
+    producers: int = 2,
+    files: int = 3,
+    rows: int = 10,
+    files_per_batch: int = 2,
+    kill_at_batch: int = 1,
+) -> StreamRun:
     """Stage the input files, run the query in a Spark driver that SIGKILLs itself after writing
     batch ``kill_at_batch``, run it again from the same checkpoint, and read both tables from storage."""
     from helpers import tables
@@ -213,21 +279,39 @@ def kill_and_restart(name: str = "notebook-14/spark", *, producers: int = 2, fil
     root = tables.local_table_path(*name.split("/"))
     shutil.rmtree(root, ignore_errors=True)
     expected = stage_inputs(root / "inbox", producers, files, rows)
-    spec = {"inbox": str(root / "inbox"), "checkpoint": str(root / "checkpoint"), "files_per_batch": files_per_batch,
-            "idempotent_uri": str(root / "idempotent"), "blind_uri": str(root / "blind"), "events_path": str(root / "events.jsonl")}
-    killed_exit, result, stderr = _driver(root, "driver-1", {**spec, "kill_at_batch": kill_at_batch})
-    if result is not None and result["error"]:  # it ended on its own, failed, instead of being killed
+    spec = {
+        "inbox": str(root / "inbox"),
+        "checkpoint": str(root / "checkpoint"),
+        "files_per_batch": files_per_batch,
+        "idempotent_uri": str(root / "idempotent"),
+        "blind_uri": str(root / "blind"),
+        "events_path": str(root / "events.jsonl"),
+    }
+    killed_exit, result, stderr = _driver(
+        root, "driver-1", {**spec, "kill_at_batch": kill_at_batch}
+    )
+    if (
+        result is not None and result["error"]
+    ):  # it ended on its own, failed, instead of being killed
         raise ProducersError(f"The first Spark driver failed before its kill: {result['error']}")
     after_kill = checkpoint_batches(root / "checkpoint")
     restarted_exit, result, stderr = _driver(root, "driver-2", spec)
     if result is None or result["error"]:
-        raise ProducersError(f"The restarted Spark driver failed: {result['error'] if result else stderr}")
+        raise ProducersError(
+            f"The restarted Spark driver failed: {result['error'] if result else stderr}"
+        )
     events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
-    return StreamRun(killed_exit=killed_exit, restarted_exit=restarted_exit, kill_at_batch=kill_at_batch,
-                     checkpoint_after_kill=after_kill, events=events,
-                     idempotent=check.exactly_once(spec["idempotent_uri"], {}, expected),
-                     blind=check.exactly_once(spec["blind_uri"], {}, expected),
-                     idempotent_commits=log_commits(spec["idempotent_uri"]), blind_commits=log_commits(spec["blind_uri"]))
+    return StreamRun(
+        killed_exit=killed_exit,
+        restarted_exit=restarted_exit,
+        kill_at_batch=kill_at_batch,
+        checkpoint_after_kill=after_kill,
+        events=events,
+        idempotent=check.exactly_once(spec["idempotent_uri"], {}, expected),
+        blind=check.exactly_once(spec["blind_uri"], {}, expected),
+        idempotent_commits=log_commits(spec["idempotent_uri"]),
+        blind_commits=log_commits(spec["blind_uri"]),
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,15 @@ def logged_operations(check: integrity.Check) -> list[LoggedOperation]:
         tags = commit_tags(delta_log.read_commit(body)[0])
         if WRITER_TAG in tags and BATCH_TAG in tags:
             target = tags.get(TARGET_TAG)
-            found.append(LoggedOperation(version, tags[WRITER_TAG], int(tags[BATCH_TAG]), tags.get(OP_TAG, APPEND),
-                                         int(target) if target not in (None, "None") else None))
+            found.append(
+                LoggedOperation(
+                    version,
+                    tags[WRITER_TAG],
+                    int(tags[BATCH_TAG]),
+                    tags.get(OP_TAG, APPEND),
+                    int(target) if target not in (None, "None") else None,
+                )
+            )
     return found
 
 
@@ -67,8 +74,14 @@ def account(operations: list[dict], logged: list[LoggedOperation]) -> list[dict]
     rows = []
     for op in operations:
         found = versions.get(op["op"], [])
-        rows.append({**op, "in_log": len(found), "versions": found,
-                     "verdict": classify(op["outcome"] == ACKNOWLEDGED, len(found))})
+        rows.append(
+            {
+                **op,
+                "in_log": len(found),
+                "versions": found,
+                "verdict": classify(op["outcome"] == ACKNOWLEDGED, len(found)),
+            }
+        )
     return rows
 
 
@@ -90,7 +103,9 @@ def rows_match(rows_by_batch: dict, expected: set[int]) -> list[str]:
         problems.append(f"{len(extra)} batch(es) that should not be there (e.g. {extra[:5]})")
     wrong = {b: n for b, n in seen.items() if b in expected and n != landing.ROWS_PER_BATCH}
     if wrong:
-        problems.append(f"{len(wrong)} batch(es) without exactly {landing.ROWS_PER_BATCH} rows (e.g. {dict(list(wrong.items())[:5])})")
+        problems.append(
+            f"{len(wrong)} batch(es) without exactly {landing.ROWS_PER_BATCH} rows (e.g. {dict(list(wrong.items())[:5])})"
+        )
     return problems
 
 
@@ -99,10 +114,14 @@ def orphans(table_uri: str, check: integrity.Check) -> list[str]:
     added = set()
     for body in check.commit_bodies.values():
         added.update(unquote(a["path"]) for a in delta_log.read_commit(body)[1])
-    return sorted(f for f in storage.list_table(table_uri) if delta_log.is_data_file(f) and f not in added)
+    return sorted(
+        f for f in storage.list_table(table_uri) if delta_log.is_data_file(f) and f not in added
+    )
 
 
 def incomplete_lock_items(table_uris: list[str]) -> list[str]:
     """DynamoDB log-store items of the table not marked complete (the item's file name each)."""
     items = [item for uri in table_uris for item in storage.lock_entries(uri)]
-    return sorted(item["fileName"] for item in items if str(item.get("complete", "")).lower() != "true")
+    return sorted(
+        item["fileName"] for item in items if str(item.get("complete", "")).lower() != "true"
+    )

@@ -41,11 +41,20 @@ def race(path: str) -> dict:
 
     shutil.rmtree(path, ignore_errors=True)
     for batch in range(1, BATCHES + 1):
-        write_deltalake(path, pa.Table.from_pylist(landing.landing_rows(batch), schema=landing.landing_schema()), mode="append")
+        write_deltalake(
+            path,
+            pa.Table.from_pylist(landing.landing_rows(batch), schema=landing.landing_schema()),
+            mode="append",
+        )
     first, second = DeltaTable(path), DeltaTable(path)
     first.optimize.compact()
-    report = {"deltalake": deltalake.__version__, "batches": BATCHES,
-              "first_version": DeltaTable(path).version(), "second_version": None, "second_error": None}
+    report = {
+        "deltalake": deltalake.__version__,
+        "batches": BATCHES,
+        "first_version": DeltaTable(path).version(),
+        "second_version": None,
+        "second_error": None,
+    }
     try:
         second.optimize.compact()
     except Exception as error:  # the refusal is the result
@@ -62,12 +71,16 @@ def race_in_era(era: str, path: str | Path) -> dict:
     done = eras.run_in_era(era, ["-m", __name__, str(path)], timeout=180)
     reports = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not reports:
-        raise CompactionRaceError(f"The compaction race in {era} gave no report (exit {done.returncode}): "
-                                  f"{done.stderr.strip()[-400:]}")
+        raise CompactionRaceError(
+            f"The compaction race in {era} gave no report (exit {done.returncode}): "
+            f"{done.stderr.strip()[-400:]}"
+        )
     return json.loads(reports[-1])
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m helpers.torture.compaction_race PATH (a local folder; it is replaced)")
+        sys.exit(
+            "usage: python -m helpers.torture.compaction_race PATH (a local folder; it is replaced)"
+        )
     print(json.dumps(race(sys.argv[1])))

@@ -86,11 +86,19 @@ def copy_completion(method: str, path: str, headers) -> bool:
     query = parsed.query
     if method == "POST" and "uploadId=" in query:
         return True
-    return method == "PUT" and "partNumber=" not in query and header_value(headers, "x-amz-copy-source") is not None
+    return (
+        method == "PUT"
+        and "partNumber=" not in query
+        and header_value(headers, "x-amz-copy-source") is not None
+    )
 
 
 def _is_staged(key: str) -> bool:
-    return delta_log.LOG_DIR in key and integrity.KNOWN_LOG_FILES["staged file"].match(key.split(delta_log.LOG_DIR, 1)[1]) is not None
+    return (
+        delta_log.LOG_DIR in key
+        and integrity.KNOWN_LOG_FILES["staged file"].match(key.split(delta_log.LOG_DIR, 1)[1])
+        is not None
+    )
 
 
 def staged_cleanup(method: str, path: str, body: bytes | None = None) -> bool:
@@ -100,7 +108,10 @@ def staged_cleanup(method: str, path: str, body: bytes | None = None) -> bool:
     if method == "DELETE":
         return _is_staged(unquote(parsed.path))
     if method == "POST" and "delete" in parse_qs(parsed.query, keep_blank_values=True):
-        return any(_is_staged(unescape(key)) for key in re.findall(r"<Key>([^<]*)</Key>", (body or b"").decode("utf-8", "replace")))
+        return any(
+            _is_staged(unescape(key))
+            for key in re.findall(r"<Key>([^<]*)</Key>", (body or b"").decode("utf-8", "replace"))
+        )
     return False
 
 
@@ -131,7 +142,9 @@ class StopWindows:
             while self._held:
                 self._changed.wait()
             # a claim is left once per enter (the same call); a copy's window is one per gate, closed by its cleanup
-            self._open[(id(gate), kind)] = self._open[(id(gate), kind)] + 1 if kind == self.CLAIM else 1
+            self._open[(id(gate), kind)] = (
+                self._open[(id(gate), kind)] + 1 if kind == self.CLAIM else 1
+            )
 
     def leave(self, gate: "KillGate", kind: str) -> None:
         with self._changed:
@@ -161,7 +174,9 @@ class KillGate(CommitGate):
     """A gate that kills its writer process at the point it is armed with (see the module's
     text); unarmed, a plain pass-through."""
 
-    def __init__(self, upstream: str, *, claim_style: str, windows: StopWindows | None = None) -> None:
+    def __init__(
+        self, upstream: str, *, claim_style: str, windows: StopWindows | None = None
+    ) -> None:
         super().__init__(upstream)
         self.claim_style = claim_style
         self.windows = windows
@@ -172,7 +187,9 @@ class KillGate(CommitGate):
         self._data_written = self._staged = False
         self._own_claim: int | None = None
         """The version of this process's last accepted claim (its own lock item, for ``copied``)."""
-        self._server.handle_error = lambda request, client: None  # a killed writer's dropped connection is expected
+        self._server.handle_error = lambda request, client: (
+            None
+        )  # a killed writer's dropped connection is expected
 
     def arm(self, point: str) -> None:
         """Kill the process at ``point`` of its commit, from now on (the one under way, if it has
@@ -183,7 +200,12 @@ class KillGate(CommitGate):
     def _kill(self, step: str, path: str) -> None:
         """Kill the process group (once); every later request of it is refused."""
         if self.killed is None:
-            self.killed = {"point": self.point, "step": step, "t": time.time(), "path": unquote(urlparse(path).path)}
+            self.killed = {
+                "point": self.point,
+                "step": step,
+                "t": time.time(),
+                "path": unquote(urlparse(path).path),
+            }
             if self.pgid is not None:
                 try:
                     os.killpg(self.pgid, signal.SIGKILL)
@@ -197,10 +219,18 @@ class KillGate(CommitGate):
 
     def forward(self, method: str, path: str, headers, body):
         if self.windows is None:
-            return self._forward(method, path, headers, body, step_of(method, path, headers, body, self.claim_style))
+            return self._forward(
+                method, path, headers, body, step_of(method, path, headers, body, self.claim_style)
+            )
         step = step_of(method, path, headers, body, self.claim_style)
-        opened = [kind for kind, opens in ((StopWindows.CLAIM, step == "claim"),
-                                           (StopWindows.COPY, copy_completion(method, path, headers))) if opens]
+        opened = [
+            kind
+            for kind, opens in (
+                (StopWindows.CLAIM, step == "claim"),
+                (StopWindows.COPY, copy_completion(method, path, headers)),
+            )
+            if opens
+        ]
         for kind in opened:
             self.windows.enter(self, kind)
         try:
@@ -220,10 +250,20 @@ class KillGate(CommitGate):
             if self.killed is not None:
                 raise Killed("the process was killed")
             armed = self.point is not None
-            if armed and ((self.point == "data-written" and step in ("staged", "claim") and self._data_written)
-                          or (self.point == "staged" and step == "claim" and self._staged)
-                          or (self.point == "copied" and step == "mark" and self._marks_own_item(headers, body))
-                          or (self.point == BEFORE_CLEANUP and staged_cleanup(method, path, body))):
+            if armed and (
+                (
+                    self.point == "data-written"
+                    and step in ("staged", "claim")
+                    and self._data_written
+                )
+                or (self.point == "staged" and step == "claim" and self._staged)
+                or (
+                    self.point == "copied"
+                    and step == "mark"
+                    and self._marks_own_item(headers, body)
+                )
+                or (self.point == BEFORE_CLEANUP and staged_cleanup(method, path, body))
+            ):
                 self._kill(step, path)
         answer = super().forward(method, path, headers, body)
         with self._state:
@@ -234,8 +274,9 @@ class KillGate(CommitGate):
             elif step == "claim":
                 if answer[0] < 300:
                     self._data_written = self._staged = False
-                    self._own_claim = claim_of_request(method, path, headers, body, self.claim_style)[0]
+                    self._own_claim = claim_of_request(
+                        method, path, headers, body, self.claim_style
+                    )[0]
                     if armed and self.point == "claimed":
                         self._kill(step, path)
         return answer
-

@@ -55,8 +55,10 @@ class Group:
     def storage_options(self) -> dict[str, str]:
         if self.commit == "azure":
             return tables.azure_storage_options()
-        return tables.s3_storage_options(unsafe_rename=self.commit == "s3-unsafe-rename",
-                                         locking_provider="dynamodb" if self.commit == "s3-dynamodb" else None)
+        return tables.s3_storage_options(
+            unsafe_rename=self.commit == "s3-unsafe-rename",
+            locking_provider="dynamodb" if self.commit == "s3-dynamodb" else None,
+        )
 
     def table_uri(self, name: str) -> str:
         if self.commit == "azure":
@@ -92,7 +94,11 @@ class Protocol:
     @property
     def compactors(self) -> tuple[int, ...]:
         """The writers (by index, from 1) that compact."""
-        return (1,) if self.one_compactor else tuple(i for i in range(1, self.writers + 1) if i % 4 == 1)
+        return (
+            (1,)
+            if self.one_compactor
+            else tuple(i for i in range(1, self.writers + 1) if i % 4 == 1)
+        )
 
     @property
     def backend(self) -> str:
@@ -104,28 +110,76 @@ class Protocol:
 
 
 CURRENT, INTEROP, SEEDS = eras.CURRENT, eras.DYNAMODB_INTEROP, eras.SEEDS
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
-    Protocol("s3-conditional-put", "S3 conditional put (deltalake 1.6.6)", (Group(CURRENT, "deltalake", "s3-conditional", 8),),
-             safe=True, kill_points=("data-written", "claimed"), restarts=("moto",), one_compactor=True),
-    Protocol("s3-dynamodb-lock", "S3 + DynamoDB lock (deltalake 1.5.1)", (Group(INTEROP, "deltalake", "s3-dynamodb", 8),),
-             safe=True, kill_points=KILL_POINTS, restarts=("moto",)),
-    Protocol("spark-dynamodb", "Spark, DynamoDB log store (2 drivers x 4 writer threads)",
-             (Group(CURRENT, "spark", "s3-dynamodb", 2, threads=4),), safe=True, kill_points=KILL_POINTS),
-    Protocol("azure", "Azure Blob, conditional put (deltalake 1.6.6, Azurite)", (Group(CURRENT, "deltalake", "azure", 8),),
-             safe=True, kill_points=("data-written", "claimed"), restarts=("azurite",), one_compactor=True),
-    Protocol("s3-unsafe-rename", "the seeds' era: rename without a lock (deltalake 0.22.3)",
-             (Group(SEEDS, "deltalake", "s3-unsafe-rename", 8),), safe=False),
-    Protocol("spark-default-log-store", "Spark's default S3 log store from 2 drivers (x 4 writer threads)",
-             (Group(CURRENT, "spark", "s3-spark-default", 2, threads=4),), safe=False),
-    Protocol("mixed-spark-and-deltalake-1.6", "Spark with the DynamoDB log store beside deltalake 1.6.6 (conditional put)",
-             (Group(CURRENT, "spark", "s3-dynamodb", 2, threads=2), Group(CURRENT, "deltalake", "s3-conditional", 4)), safe=False,
-             one_compactor=True),
-)}
+PROTOCOLS: dict[str, Protocol] = {
+    p.name: p
+    for p in (
+        Protocol(
+            "s3-conditional-put",
+            "S3 conditional put (deltalake 1.6.6)",
+            (Group(CURRENT, "deltalake", "s3-conditional", 8),),
+            safe=True,
+            kill_points=("data-written", "claimed"),
+            restarts=("moto",),
+            one_compactor=True,
+        ),
+        Protocol(
+            "s3-dynamodb-lock",
+            "S3 + DynamoDB lock (deltalake 1.5.1)",
+            (Group(INTEROP, "deltalake", "s3-dynamodb", 8),),
+            safe=True,
+            kill_points=KILL_POINTS,
+            restarts=("moto",),
+        ),
+        Protocol(
+            "spark-dynamodb",
+            "Spark, DynamoDB log store (2 drivers x 4 writer threads)",
+            (Group(CURRENT, "spark", "s3-dynamodb", 2, threads=4),),
+            safe=True,
+            kill_points=KILL_POINTS,
+        ),
+        Protocol(
+            "azure",
+            "Azure Blob, conditional put (deltalake 1.6.6, Azurite)",
+            (Group(CURRENT, "deltalake", "azure", 8),),
+            safe=True,
+            kill_points=("data-written", "claimed"),
+            restarts=("azurite",),
+            one_compactor=True,
+        ),
+        Protocol(
+            "s3-unsafe-rename",
+            "the seeds' era: rename without a lock (deltalake 0.22.3)",
+            (Group(SEEDS, "deltalake", "s3-unsafe-rename", 8),),
+            safe=False,
+        ),
+        Protocol(
+            "spark-default-log-store",
+            "Spark's default S3 log store from 2 drivers (x 4 writer threads)",
+            (Group(CURRENT, "spark", "s3-spark-default", 2, threads=4),),
+            safe=False,
+        ),
+        Protocol(
+            "mixed-spark-and-deltalake-1.6",
+            "Spark with the DynamoDB log store beside deltalake 1.6.6 (conditional put)",
+            (
+                Group(CURRENT, "spark", "s3-dynamodb", 2, threads=2),
+                Group(CURRENT, "deltalake", "s3-conditional", 4),
+            ),
+            safe=False,
+            one_compactor=True,
+        ),
+    )
+}
 
 
 FULL_RUN_MIN_COMMITS = 1000
 """What ``make torture`` promises each safe protocol: at least this many contended commits."""
-FULL_RUN_PER_WRITER = {"s3-conditional-put": 275, "s3-dynamodb-lock": 275, "spark-dynamodb": 160, "azure": 275}
+FULL_RUN_PER_WRITER = {
+    "s3-conditional-put": 275,
+    "s3-dynamodb-lock": 275,
+    "spark-dynamodb": 160,
+    "azure": 275,
+}
 """Operations per writer of each safe protocol in ``make torture``: enough for at least 1,000
 commits from its 8 writers. Not every operation commits: delta-rs 1.x fails an append that races
 a delete or an OPTIMIZE ("a concurrent transaction deleted data this operation read"). In a
@@ -145,7 +199,9 @@ def protocol(name: str) -> Protocol:
     try:
         return PROTOCOLS[name]
     except KeyError:
-        raise PlanError(f"Unknown protocol {name!r}; the torture run has {', '.join(PROTOCOLS)}.") from None
+        raise PlanError(
+            f"Unknown protocol {name!r}; the torture run has {', '.join(PROTOCOLS)}."
+        ) from None
 
 
 def kind_of(position: int, writer_index: int, compactors: tuple[int, ...]) -> str:
@@ -158,14 +214,21 @@ def kind_of(position: int, writer_index: int, compactors: tuple[int, ...]) -> st
     return DELETE if position % 10 == 5 else APPEND
 
 
-def operations(writers: int, per_writer: int, compactors: tuple[int, ...] = (1,)) -> dict[str, list[dict]]:
+def operations(
+    writers: int, per_writer: int, compactors: tuple[int, ...] = (1,)
+) -> dict[str, list[dict]]:
     """Each writer's operations: writer ``w<i>`` has numbers ``(i-1)*M+1 .. i*M``, so an
     operation's number (its commit's ``workbook.batch`` tag, an append's batch) names its writer;
     the writers in ``compactors`` (:attr:`Protocol.compactors`) compact."""
     if isinstance(per_writer, bool) or not isinstance(per_writer, int) or per_writer < 1:
         raise PlanError(f"operations per writer must be a whole number >= 1, not {per_writer!r}.")
-    return {f"w{i}": [{"op": (i - 1) * per_writer + k, "kind": kind_of(k, i, compactors)} for k in range(1, per_writer + 1)]
-            for i in range(1, writers + 1)}
+    return {
+        f"w{i}": [
+            {"op": (i - 1) * per_writer + k, "kind": kind_of(k, i, compactors)}
+            for k in range(1, per_writer + 1)
+        ]
+        for i in range(1, writers + 1)
+    }
 
 
 def kill_schedule(proto: Protocol, kills: int) -> list[str]:

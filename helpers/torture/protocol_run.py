@@ -42,12 +42,23 @@ def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")
     ports, state under ``folder``, for this process and the processes it starts; stopped afterwards.
     With ``WORKBOOK_S3_SERVER=versitygw``, a versitygw of its own plays S3 (its objects and
     versions are files, so they survive a restart) and moto DynamoDB alone."""
-    variables = ("WORKBOOK_MOTO_PORT", "WORKBOOK_AZURITE_PORT", "WORKBOOK_VERSITYGW_PORT", "WORKBOOK_MOTO_DURABLE", "WORKBOOK_S3_SERVER")
+    variables = (
+        "WORKBOOK_MOTO_PORT",
+        "WORKBOOK_AZURITE_PORT",
+        "WORKBOOK_VERSITYGW_PORT",
+        "WORKBOOK_MOTO_DURABLE",
+        "WORKBOOK_S3_SERVER",
+    )
     saved_env = {k: os.environ.get(k) for k in variables}
     saved_state = config.STATE_DIR
     s3_server = config.s3_server()
-    os.environ.update(WORKBOOK_MOTO_PORT=str(local_processes.free_port()), WORKBOOK_AZURITE_PORT=str(local_processes.free_port()),
-                      WORKBOOK_VERSITYGW_PORT=str(local_processes.free_port()), WORKBOOK_MOTO_DURABLE="1", WORKBOOK_S3_SERVER=s3_server)
+    os.environ.update(
+        WORKBOOK_MOTO_PORT=str(local_processes.free_port()),
+        WORKBOOK_AZURITE_PORT=str(local_processes.free_port()),
+        WORKBOOK_VERSITYGW_PORT=str(local_processes.free_port()),
+        WORKBOOK_MOTO_DURABLE="1",
+        WORKBOOK_S3_SERVER=s3_server,
+    )
     if s3_server == "versitygw" and "moto" in names:
         names = (*names, "versitygw")
     config.STATE_DIR = folder
@@ -113,8 +124,17 @@ class _Slot:
 class ProtocolRun:
     """One protocol's table, writers and faults (see the module's text)."""
 
-    def __init__(self, proto: Protocol, *, run_id: str, per_writer: int, kills: int, restarts: int, folder: Path,
-                 max_commit_retries: int | None = None) -> None:
+    def __init__(
+        self,
+        proto: Protocol,
+        *,
+        run_id: str,
+        per_writer: int,
+        kills: int,
+        restarts: int,
+        folder: Path,
+        max_commit_retries: int | None = None,
+    ) -> None:
         self.proto, self.folder = proto, folder
         self.kills_planned = plan.kill_schedule(proto, kills)
         self.kills_left = list(self.kills_planned)
@@ -133,7 +153,9 @@ class ProtocolRun:
         ids = iter(self.operations)
         for group in proto.groups:
             for _ in range(group.processes):
-                self.slots.append(_Slot(len(self.slots) + 1, group, [next(ids) for _ in range(group.threads)], []))
+                self.slots.append(
+                    _Slot(len(self.slots) + 1, group, [next(ids) for _ in range(group.threads)], [])
+                )
 
     def uri(self, group: Group) -> str:
         return group.table_uri(self.name)
@@ -157,9 +179,11 @@ class ProtocolRun:
                     with inc.journal_path.open("rb") as journal:
                         journal.seek(inc.journal_read)
                         text = journal.read()
-                    whole = text[:text.rfind(b"\n") + 1]
+                    whole = text[: text.rfind(b"\n") + 1]
                     inc.journal_read += len(whole)
-                    inc.journaled += [json.loads(line) for line in whole.splitlines() if line.strip()]
+                    inc.journaled += [
+                        json.loads(line) for line in whole.splitlines() if line.strip()
+                    ]
                 events += inc.journaled
         return events
 
@@ -168,11 +192,19 @@ class ProtocolRun:
         events = self._journal_events()
         started = {(e["writer"], e["op"]) for e in events if e["event"] == "start"}
         acked = {(e["writer"], e["op"]) for e in events if e["event"] == "ack"}
-        kinds = {(e["writer"], e["op"]): (e["kind"], e.get("target")) for e in events if e["event"] == "start"}
+        kinds = {
+            (e["writer"], e["op"]): (e["kind"], e.get("target"))
+            for e in events
+            if e["event"] == "start"
+        }
         remaining, deletable = {}, {}
         for w in slot.writers:
             remaining[w] = [o for o in self.operations[w] if (w, o["op"]) not in started]
-            appended = [op for (writer, op) in sorted(acked) if writer == w and kinds[(w, op)][0] == "append"]
+            appended = [
+                op
+                for (writer, op) in sorted(acked)
+                if writer == w and kinds[(w, op)][0] == "append"
+            ]
             targeted = {kinds[k][1] for k in started if k[0] == w and kinds[k][0] == "delete"}
             deletable[w] = [b for b in appended if b not in targeted]
         return remaining, deletable
@@ -183,21 +215,47 @@ class ProtocolRun:
         run_dir = self.folder
         gate = None
         options = slot.group.storage_options()
-        if self.kills_planned or self.restarts_planned:  # every process gets a gate; the run arms one at a time (_arm_kill)
+        if (
+            self.kills_planned or self.restarts_planned
+        ):  # every process gets a gate; the run arms one at a time (_arm_kill)
             backend = "azure" if slot.group.commit == "azure" else "s3"
-            gate = faults.KillGate(config.azurite_endpoint() if backend == "azure" else config.s3_emulator_endpoint(),
-                                   claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
-                                   windows=self.stop_windows)
-            options = gate.route_azure(options) if backend == "azure" else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
+            gate = faults.KillGate(
+                config.azurite_endpoint() if backend == "azure" else config.s3_emulator_endpoint(),
+                claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
+                windows=self.stop_windows,
+            )
+            options = (
+                gate.route_azure(options)
+                if backend == "azure"
+                else gate.route(options, dynamodb=slot.group.commit == "s3-dynamodb")
+            )
         remaining, deletable = self._remaining(slot)
-        inc = _Incarnation(name=name, era=slot.group.era, module=WORKER_MODULE, spec_path=run_dir / f"{name}.json",
-                           stdout_path=run_dir / f"{name}.out", stderr_path=run_dir / f"{name}.err", journal_path=run_dir / f"{name}.journal",
-                           result_path=run_dir / f"{name}.result.json", gate=gate)
-        spec = {"process": name, "writers": slot.writers, "engine": slot.group.engine, "era": slot.group.era,
-                "table_uri": self.uri(slot.group), "storage_options": options, "operations": remaining,
-                "deletable": deletable, "journal_path": str(inc.journal_path), "result_path": str(inc.result_path),
-                "barrier_dir": str(run_dir) if barrier else None, "runner_pid": os.getpid(),
-                "max_commit_retries": self.max_commit_retries}
+        inc = _Incarnation(
+            name=name,
+            era=slot.group.era,
+            module=WORKER_MODULE,
+            spec_path=run_dir / f"{name}.json",
+            stdout_path=run_dir / f"{name}.out",
+            stderr_path=run_dir / f"{name}.err",
+            journal_path=run_dir / f"{name}.journal",
+            result_path=run_dir / f"{name}.result.json",
+            gate=gate,
+        )
+        spec = {
+            "process": name,
+            "writers": slot.writers,
+            "engine": slot.group.engine,
+            "era": slot.group.era,
+            "table_uri": self.uri(slot.group),
+            "storage_options": options,
+            "operations": remaining,
+            "deletable": deletable,
+            "journal_path": str(inc.journal_path),
+            "result_path": str(inc.result_path),
+            "barrier_dir": str(run_dir) if barrier else None,
+            "runner_pid": os.getpid(),
+            "max_commit_retries": self.max_commit_retries,
+        }
         inc.spec_path.write_text(json.dumps(spec, indent=1))
         processes.launch([inc], new_session=True)
         if gate is not None:
@@ -209,7 +267,9 @@ class ProtocolRun:
         try:
             detail = json.loads(inc.result_path.read_text()).get("error")
         except (OSError, ValueError):
-            detail = f"no result (exit {inc.process.poll()}): {processes.stderr_tail(inc.stderr_path)}"
+            detail = (
+                f"no result (exit {inc.process.poll()}): {processes.stderr_tail(inc.stderr_path)}"
+            )
         return TortureError(f"{self.proto.name}: writer process {inc.name} failed: {detail}")
 
     # -- the run ----------------------------------------------------------------------------------
@@ -227,7 +287,11 @@ class ProtocolRun:
         k = len(self.kills_planned) - len(self.kills_left)
         if done < total * self.KILLS_SPREAD * (k + 0.5) / len(self.kills_planned):
             return
-        left = {s.index: sum(map(len, self._remaining(s)[0].values())) for s in self.slots if s.current.process.poll() is None}
+        left = {
+            s.index: sum(map(len, self._remaining(s)[0].values()))
+            for s in self.slots
+            if s.current.process.poll() is None
+        }
         if not left:
             return
         after = self.kills_made[-1]["slot"] if self.kills_made else 0
@@ -239,27 +303,46 @@ class ProtocolRun:
     def _restart_due(self, done: int, total: int) -> bool:
         """Restarts are spread evenly over the run, by operations done (acknowledged or failed)."""
         made = len(self.restarts_made)
-        return made < self.restarts_planned and done >= total * (made + 1) / (self.restarts_planned + 1)
+        return made < self.restarts_planned and done >= total * (made + 1) / (
+            self.restarts_planned + 1
+        )
 
     def _restart(self, name: str) -> None:
         """Stop ``name`` (with the servers it stands for: :func:`restarted_together`); start it
         again once a writer failed for want of it (or after OUTAGE_MAX_S)."""
         gates = {id(s.current.gate): s.current for s in self.slots if s.current.gate is not None}
         together = restarted_together(name)
-        with self.stop_windows.closed(lambda gate: gate in gates and gates[gate].process.poll() is None):
+        with self.stop_windows.closed(
+            lambda gate: gate in gates and gates[gate].process.poll() is None
+        ):
             t_stop = time.time()
-            services.down(together, quiet=True)  # its state stays on disk: Azurite's folder, moto's journal, versitygw's files
+            services.down(
+                together, quiet=True
+            )  # its state stays on disk: Azurite's folder, moto's journal, versitygw's files
         deadline = time.monotonic() + OUTAGE_MAX_S
         while time.monotonic() < deadline:
-            noticed = any(e["event"] == "fail" and e.get("service_down") and e["t"] >= t_stop for e in self._journal_events())
+            noticed = any(
+                e["event"] == "fail" and e.get("service_down") and e["t"] >= t_stop
+                for e in self._journal_events()
+            )
             if noticed or all(s.current.process.poll() is not None for s in self.slots):
                 break
             time.sleep(POLL_S)
         t_start = time.time()
         services.up(together, quiet=True)
-        endpoints = [f"{services.SERVICES[n].host()}:{services.SERVICES[n].port()}" for n in together]
-        self.restarts_made.append({"service": "+".join(together), "endpoint": " ".join(endpoints), "t_stop": t_stop,
-                                   "t_start": t_start, "t_answering": time.time(), "outage_s": time.time() - t_stop})
+        endpoints = [
+            f"{services.SERVICES[n].host()}:{services.SERVICES[n].port()}" for n in together
+        ]
+        self.restarts_made.append(
+            {
+                "service": "+".join(together),
+                "endpoint": " ".join(endpoints),
+                "t_stop": t_stop,
+                "t_start": t_start,
+                "t_answering": time.time(),
+                "outage_s": time.time() - t_stop,
+            }
+        )
 
     def run(self) -> dict:
         for uri in self.table_uris:
@@ -275,7 +358,9 @@ class ProtocolRun:
                 self._launch(slot, barrier=True)
             firsts = [s.current for s in self.slots]
             if not processes.wait_for_barrier(firsts, self.folder, deadline, shown):
-                raise TortureError(f"{self.proto.name}: the writers were not set up within {RUN_TIMEOUT_S:.0f} s.")
+                raise TortureError(
+                    f"{self.proto.name}: the writers were not set up within {RUN_TIMEOUT_S:.0f} s."
+                )
             missing = processes.absent(firsts, self.folder)
             if missing:
                 raise self._failure(missing[0])
@@ -296,12 +381,16 @@ class ProtocolRun:
         while time.monotonic() < deadline:
             events = self._journal_events()
             acknowledged = sum(1 for e in events if e["event"] == "ack")
-            shown.status(f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts")
+            shown.status(
+                f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts"
+            )
             done = sum(1 for e in events if e["event"] in ("ack", "fail"))
             self._arm_kill(done, total)
             alive = [s.current.name for s in self.slots if s.current.process.poll() is None]
             if self._restart_due(done, total) and not still_setting_up(events, alive):
-                self._restart(self.proto.restarts[len(self.restarts_made) % len(self.proto.restarts)])
+                self._restart(
+                    self.proto.restarts[len(self.restarts_made) % len(self.proto.restarts)]
+                )
             running = 0
             for slot in self.slots:
                 inc = slot.current
@@ -313,19 +402,27 @@ class ProtocolRun:
                     inc.t_exited = time.time()
                     if inc is self.armed:
                         self.armed = None
-                        if inc.gate.killed is None:  # it finished before reaching its point: arm another
+                        if (
+                            inc.gate.killed is None
+                        ):  # it finished before reaching its point: arm another
                             self.kills_left.insert(0, inc.gate.point)
                     if inc.gate is not None and inc.gate.killed is not None:
                         inc.killed = True
-                        self.kills_made.append({**inc.gate.killed, "process": inc.name, "slot": slot.index})
+                        self.kills_made.append(
+                            {**inc.gate.killed, "process": inc.name, "slot": slot.index}
+                        )
                         remaining, _ = self._remaining(slot)
                         if any(remaining.values()):
                             self._launch(slot, barrier=False)
                             running += 1
-                    elif not inc.result_path.exists() or json.loads(inc.result_path.read_text()).get("error"):
+                    elif not inc.result_path.exists() or json.loads(
+                        inc.result_path.read_text()
+                    ).get("error"):
                         raise self._failure(inc)
             if running == 0:
-                shown.finish(f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts")
+                shown.finish(
+                    f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts"
+                )
                 return
             time.sleep(POLL_S)
         raise TortureError(f"{self.proto.name}: the run did not end within {RUN_TIMEOUT_S:.0f} s.")

@@ -52,7 +52,9 @@ def _report(done_stdout: str, what: str, stderr: str, code) -> dict:
 def _in_era(era: str, action: str, table_uri: str, options: dict, *extra: str) -> dict:
     from helpers import eras
 
-    done = eras.run_in_era(era, ["-m", __name__, action, table_uri, json.dumps(options), *extra], timeout=180)
+    done = eras.run_in_era(
+        era, ["-m", __name__, action, table_uri, json.dumps(options), *extra], timeout=180
+    )
     return _report(done.stdout, f"{action} of {table_uri} in {era}", done.stderr, done.returncode)
 
 
@@ -69,38 +71,52 @@ def wedge_in_era(era: str, table_uri: str) -> dict:
     options = tables.s3_storage_options(locking_provider="dynamodb")
     created = runner.create_table_in_era(table_uri, options, era=era, first_batch=1)
     if created["error"]:
-        raise WedgeError(f"Creating {table_uri} in {era} failed: {created['error']}: {created['message']}")
+        raise WedgeError(
+            f"Creating {table_uri} in {era} failed: {created['error']}: {created['message']}"
+        )
     gate = faults.KillGate(config.s3_emulator_endpoint(), claim_style="dynamodb")
     try:
         gate.arm(faults.BEFORE_CLEANUP)
         routed = gate.route(options, dynamodb=True)
-        writer = eras.start_in_era(era, ["-m", __name__, "append", table_uri, json.dumps(routed), "2"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        writer = eras.start_in_era(
+            era,
+            ["-m", __name__, "append", table_uri, json.dumps(routed), "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         gate.pgid = writer.pid
         out, err = writer.communicate(timeout=180)
     finally:
         gate.close()
     if gate.killed is None:
-        raise WedgeError(f"The writer of batch 2 was not killed before its cleanup (exit {writer.returncode}): "
-                         f"{(out + err).strip()[-400:]}")
+        raise WedgeError(
+            f"The writer of batch 2 was not killed before its cleanup (exit {writer.returncode}): "
+            f"{(out + err).strip()[-400:]}"
+        )
     log = [name for name in storage.list_table(table_uri) if name.startswith("_delta_log/")]
     items = {item["fileName"]: item for item in storage.lock_entries(table_uri)}
     version_file = "00000000000000000002.json"
     report = {
-        "deltalake": created["deltalake"], "killed": gate.killed,
+        "deltalake": created["deltalake"],
+        "killed": gate.killed,
         "commit_file": f"_delta_log/{version_file}" in log,
         "staged_left": [name for name in log if name.endswith(".json.tmp")],
         "item_complete": items.get(version_file, {}).get("complete"),
         "opens_while_wedged": [_in_era(era, "open", table_uri, options) for _ in range(OPENS)],
         "append_while_wedged": _in_era(era, "append", table_uri, options, "3"),
-        "current_reads": _in_era(eras.CURRENT, "open", table_uri, tables.kernel_storage_options(options)),
+        "current_reads": _in_era(
+            eras.CURRENT, "open", table_uri, tables.kernel_storage_options(options)
+        ),
     }
     store = storage.table_store(table_uri)
     for staged in report["staged_left"]:
         store.client.delete_object(Bucket=store.bucket, Key=store.prefix + staged)
     report["after_cleanup"] = _in_era(era, "open", table_uri, options)
-    report["item_complete_after_cleanup"] = {item["fileName"]: item for item in storage.lock_entries(table_uri)}.get(
-        version_file, {}).get("complete")
+    report["item_complete_after_cleanup"] = {
+        item["fileName"]: item for item in storage.lock_entries(table_uri)
+    }.get(version_file, {}).get("complete")
     return report
 
 
@@ -113,7 +129,12 @@ def append(table_uri: str, options: dict, batch: int) -> dict:
 
     report = {"deltalake": deltalake.__version__, "version": None, "error": None}
     try:
-        write_deltalake(table_uri, landing.read_landing_file(landing.landing_file(batch)), mode="append", storage_options=options)
+        write_deltalake(
+            table_uri,
+            landing.read_landing_file(landing.landing_file(batch)),
+            mode="append",
+            storage_options=options,
+        )
         report["version"] = DeltaTable(table_uri, storage_options=options).version()
     except Exception as error:  # the report is the record
         report["error"] = f"{type(error).__name__}: {error}".splitlines()[0]
@@ -138,4 +159,9 @@ if __name__ == "__main__":
     if len(sys.argv) < 4 or sys.argv[1] not in ("append", "open"):
         sys.exit("usage: python -m helpers.torture.wedge append|open URI OPTIONS_JSON [BATCH]")
     action, uri, given = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    print(json.dumps(append(uri, given, int(sys.argv[4])) if action == "append" else open_table(uri, given)), flush=True)
+    print(
+        json.dumps(
+            append(uri, given, int(sys.argv[4])) if action == "append" else open_table(uri, given)
+        ),
+        flush=True,
+    )

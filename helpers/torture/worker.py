@@ -40,8 +40,16 @@ import urllib.request
 
 from helpers import landing
 from helpers.bench.worker import DeltalakeAppender, SparkAppender, batch_table
-from helpers.writers.protocol import (BATCH_TAG, TAG_PREFIX, WRITER_TAG, gone_file, one_line, process_alive, spec_process_main,
-                                     wait_at_barrier)
+from helpers.writers.protocol import (
+    BATCH_TAG,
+    TAG_PREFIX,
+    WRITER_TAG,
+    gone_file,
+    one_line,
+    process_alive,
+    spec_process_main,
+    wait_at_barrier,
+)
 
 OP_TAG = TAG_PREFIX + "op"
 TARGET_TAG = TAG_PREFIX + "target"
@@ -83,8 +91,10 @@ class DeltalakeOperations(DeltalakeAppender):
 
         table = self.tables[writer]
         table.update_incremental()
-        properties = CommitProperties(custom_metadata=tags(writer, op, kind, target),
-                                      max_commit_retries=self.spec.get("max_commit_retries"))
+        properties = CommitProperties(
+            custom_metadata=tags(writer, op, kind, target),
+            max_commit_retries=self.spec.get("max_commit_retries"),
+        )
         if kind == APPEND:
             write_deltalake(table, batch_table(op), mode="append", commit_properties=properties)
         elif kind == DELETE:
@@ -107,9 +117,13 @@ class SparkOperations(SparkAppender):
         from delta.tables import DeltaTable
 
         session = self.sessions[writer]
-        session.conf.set(self.USER_METADATA, json.dumps(tags(writer, op, kind, target), sort_keys=True))
+        session.conf.set(
+            self.USER_METADATA, json.dumps(tags(writer, op, kind, target), sort_keys=True)
+        )
         if kind == APPEND:
-            session.createDataFrame(batch_table(op)).write.format("delta").mode("append").save(self.uri)
+            session.createDataFrame(batch_table(op)).write.format("delta").mode("append").save(
+                self.uri
+            )
         elif kind == DELETE:
             DeltaTable.forPath(session, self.uri).delete(id_range(target))
         else:
@@ -126,7 +140,9 @@ def deltalake_read(table: dict) -> dict:
 
     def rows() -> dict[int, int]:
         found = DeltaTable(table["table_uri"], storage_options=dict(table["storage_options"]))
-        return landing.rows_per_batch(found.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+        return landing.rows_per_batch(
+            found.to_pyarrow_table(columns=["id"]).column("id").to_pylist()
+        )
 
     result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
     if table.get("vacuum"):
@@ -142,12 +158,19 @@ def spark_read(spark, table: dict) -> dict:
     from delta.tables import DeltaTable
 
     def rows() -> dict[int, int]:
-        return landing.rows_per_batch([r.id for r in spark.read.format("delta").load(table["table_uri"]).select("id").collect()])
+        return landing.rows_per_batch(
+            [
+                r.id
+                for r in spark.read.format("delta").load(table["table_uri"]).select("id").collect()
+            ]
+        )
 
     result = {"table_uri": table["table_uri"], "rows_by_batch": rows()}
     if table.get("vacuum"):
         spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
-        DeltaTable.forPath(spark, table["table_uri"]).vacuum(0.0)  # what it removed is counted in storage by the checker
+        DeltaTable.forPath(spark, table["table_uri"]).vacuum(
+            0.0
+        )  # what it removed is counted in storage by the checker
         result["rows_after_vacuum"] = rows()
     return result
 
@@ -158,10 +181,16 @@ def read_tables(spec: dict) -> dict:
         from helpers import sessions
 
         spark = sessions.spark_session(*spec["spark_stores"], app_name=f"torture-{spec['process']}")
-        return {"library": f"Spark {spark.version}", "tables": [spark_read(spark, t) for t in spec["tables"]]}
+        return {
+            "library": f"Spark {spark.version}",
+            "tables": [spark_read(spark, t) for t in spec["tables"]],
+        }
     import deltalake
 
-    return {"library": f"deltalake {deltalake.__version__}", "tables": [deltalake_read(t) for t in spec["tables"]]}
+    return {
+        "library": f"deltalake {deltalake.__version__}",
+        "tables": [deltalake_read(t) for t in spec["tables"]],
+    }
 
 
 class Journal:
@@ -215,7 +244,9 @@ def unanswered_behind(endpoints: list[tuple[str, int]]) -> tuple[str, int] | Non
     return None
 
 
-def service_down(message: str, endpoints: list[tuple[str, int]]) -> tuple[tuple[str, int] | None, str | None]:
+def service_down(
+    message: str, endpoints: list[tuple[str, int]]
+) -> tuple[tuple[str, int] | None, str | None]:
     """The endpoint a failed operation's error was due to, if it is down, and how it was found
     (:data:`FOUND_IN_ERROR` or :data:`FOUND_BY_PROBE`); ``(None, None)`` for any other failure."""
     down = unanswered_endpoint(message)
@@ -237,11 +268,20 @@ def wait_for(endpoint: tuple[str, int]) -> float:
             return time.monotonic() - started
         except OSError:
             time.sleep(0.2)
-    raise TimeoutError(f"{endpoint[0]}:{endpoint[1]} did not answer again within {SERVICE_WAIT_S:.0f} s")
+    raise TimeoutError(
+        f"{endpoint[0]}:{endpoint[1]} did not answer again within {SERVICE_WAIT_S:.0f} s"
+    )
 
 
-def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], journal: Journal, runner_pid: int,
-                endpoints: list[tuple[str, int]]) -> None:
+def writer_loop(
+    engine,
+    writer: str,
+    ops: list[dict],
+    deletable: list[int],
+    journal: Journal,
+    runner_pid: int,
+    endpoints: list[tuple[str, int]],
+) -> None:
     """Do each planned operation (``{"op": n, "kind": ...}``) in turn. A delete removes the newest
     batch in ``deletable`` (batches this writer appended and saw acknowledged, not deleted yet);
     with none there, the operation is an append instead. Stops early if the harness (``runner_pid``)
@@ -263,8 +303,15 @@ def writer_loop(engine, writer: str, ops: list[dict], deletable: list[int], jour
         except Exception as error:  # a failed operation is a figure; the writer goes on
             message = one_line(str(error), 600)
             down, found = service_down(message, endpoints)
-            journal.write(event="fail", writer=writer, op=op, error_class=type(error).__name__, error=message,
-                          service_down=f"{down[0]}:{down[1]}" if down else None, service_down_found=found)
+            journal.write(
+                event="fail",
+                writer=writer,
+                op=op,
+                error_class=type(error).__name__,
+                error=message,
+                service_down=f"{down[0]}:{down[1]}" if down else None,
+                service_down_found=found,
+            )
             if down:
                 journal.write(event="waited", writer=writer, op=op, seconds=wait_for(down))
             if target is not None:
@@ -284,7 +331,9 @@ def open_engine(spec: dict, journal: Journal):
             message = one_line(str(error), 600)
             if attempt == OPEN_ATTEMPTS or not REPAIR_RACE.search(message):
                 raise
-            journal.write(event="open_retry", process=spec["process"], attempt=attempt, error=message)
+            journal.write(
+                event="open_retry", process=spec["process"], attempt=attempt, error=message
+            )
             time.sleep(OPEN_RETRY_S)
 
 
@@ -299,15 +348,32 @@ def run(spec: dict) -> dict:
         journal = Journal(spec["journal_path"])
         engine = open_engine(spec, journal)
         result["library"] = engine.version
-        endpoints = sorted({(host, int(port)) for host, port in ENDPOINT.findall(json.dumps(spec["storage_options"]))})
+        endpoints = sorted(
+            {
+                (host, int(port))
+                for host, port in ENDPOINT.findall(json.dumps(spec["storage_options"]))
+            }
+        )
         ready = True
         if spec.get("barrier_dir"):
             wait_at_barrier(spec["barrier_dir"], spec["process"], None, spec["runner_pid"])
         journal.write(event="go", process=spec["process"], pid=os.getpid())
-        threads = [threading.Thread(target=writer_loop, name=w,
-                                    args=(engine, w, spec["operations"][w], spec["deletable"][w], journal, spec["runner_pid"],
-                                          endpoints))
-                   for w in spec["writers"]]
+        threads = [
+            threading.Thread(
+                target=writer_loop,
+                name=w,
+                args=(
+                    engine,
+                    w,
+                    spec["operations"][w],
+                    spec["deletable"][w],
+                    journal,
+                    spec["runner_pid"],
+                    endpoints,
+                ),
+            )
+            for w in spec["writers"]
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

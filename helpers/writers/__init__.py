@@ -9,9 +9,29 @@ The protocol's names are re-exported here: ``writers.WriterSpec``, ``writers.COM
 """
 
 from helpers.writers.protocol import (  # noqa: F401
-    BATCH_TAG, COMMITTED, ENGINES, FAILED, WRITER_TAG, BarrierTimeout, Engine, EngineUnavailable, SpecError,
-    TableNotFoundError, WriterResult, WriterSpec, check_max_commit_retries, commit_tags, engine_class, go_file,
-    gone_file, one_line, open_barrier, ready_file, wait_at_barrier, write_result, writer_tags,
+    BATCH_TAG,
+    COMMITTED,
+    ENGINES,
+    FAILED,
+    WRITER_TAG,
+    BarrierTimeout,
+    Engine,
+    EngineUnavailable,
+    SpecError,
+    TableNotFoundError,
+    WriterResult,
+    WriterSpec,
+    check_max_commit_retries,
+    commit_tags,
+    engine_class,
+    go_file,
+    gone_file,
+    one_line,
+    open_barrier,
+    ready_file,
+    wait_at_barrier,
+    write_result,
+    writer_tags,
 )
 
 MODULE = "helpers.writers"

@@ -37,24 +37,39 @@ import traceback
 from pathlib import Path
 
 from helpers import landing
-from helpers.writers.protocol import (COMMITTED, SpecError, WriterResult, WriterSpec, engine_class, gone_file, one_line,
-                                      wait_at_barrier, write_result)
-
+from helpers.writers.protocol import (
+    COMMITTED,
+    SpecError,
+    WriterResult,
+    WriterSpec,
+    engine_class,
+    gone_file,
+    one_line,
+    wait_at_barrier,
+    write_result,
+)
 
 
 def run(spec: WriterSpec) -> WriterResult:
     """Do the four steps of the module docstring and return the result (never raises for a
     storage or engine error: that becomes ``outcome="failed"`` with the error recorded)."""
     result = WriterResult(
-        writer_id=spec.writer_id, era=spec.era, engine=spec.engine, table_uri=spec.table_uri,
-        batch=spec.batch, landing_file=spec.landing_file, max_commit_retries=spec.max_commit_retries,
+        writer_id=spec.writer_id,
+        era=spec.era,
+        engine=spec.engine,
+        table_uri=spec.table_uri,
+        batch=spec.batch,
+        landing_file=spec.landing_file,
+        max_commit_retries=spec.max_commit_retries,
         t_start=time.time(),
     )
     try:
         result.stage = "landing"
         engine = engine_class(spec.engine)()
         result.deltalake_version = engine.version
-        result.library_max_commit_retries = engine.library_max_commit_retries(spec.max_commit_retries)
+        result.library_max_commit_retries = engine.library_max_commit_retries(
+            spec.max_commit_retries
+        )
         import pyarrow  # noqa: F401  (imported here so that reading the file is timed on its own)
 
         result.t_imported = time.time()
@@ -71,7 +86,9 @@ def run(spec: WriterSpec) -> WriterResult:
 
         result.stage = "barrier"
         if spec.barrier_dir:
-            result.t_barrier_released = wait_at_barrier(spec.barrier_dir, spec.writer_id, spec.barrier_timeout_s, spec.runner_pid)
+            result.t_barrier_released = wait_at_barrier(
+                spec.barrier_dir, spec.writer_id, spec.barrier_timeout_s, spec.runner_pid
+            )
         else:
             result.t_barrier_released = time.time()
 
@@ -126,13 +143,33 @@ def create_table(table_uri: str, storage_options: dict, landing_file: str | None
     exception class of the step that failed, ``message`` its text."""
     from deltalake import DeltaTable, __version__, write_deltalake
 
-    report = {"deltalake": __version__, "created": False, "appended": False, "version": None, "error": None, "message": None}
+    report = {
+        "deltalake": __version__,
+        "created": False,
+        "appended": False,
+        "version": None,
+        "error": None,
+        "message": None,
+    }
     try:
-        table = DeltaTable.create(table_uri, schema=landing.landing_schema(), mode="error", storage_options=storage_options)
+        table = DeltaTable.create(
+            table_uri,
+            schema=landing.landing_schema(),
+            mode="error",
+            storage_options=storage_options,
+        )
         report["created"], report["version"] = True, table.version()
         if landing_file:
-            write_deltalake(table_uri, landing.read_landing_file(landing_file), mode="append", storage_options=storage_options)
-            report["appended"], report["version"] = True, DeltaTable(table_uri, storage_options=storage_options).version()
+            write_deltalake(
+                table_uri,
+                landing.read_landing_file(landing_file),
+                mode="append",
+                storage_options=storage_options,
+            )
+            report["appended"], report["version"] = (
+                True,
+                DeltaTable(table_uri, storage_options=storage_options).version(),
+            )
     except Exception as error:  # the report is the record
         report["error"], report["message"] = type(error).__name__, one_line(str(error), 600)
     return report
@@ -144,16 +181,26 @@ def main(argv: list[str]) -> None:
         _exit(0 if argv else 2)
     if argv[0] == "--make-landing":
         if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--batches"):
-            print("usage: python -m helpers.writers --make-landing DIR [--batches FIRST-LAST]", file=sys.stderr)
+            print(
+                "usage: python -m helpers.writers --make-landing DIR [--batches FIRST-LAST]",
+                file=sys.stderr,
+            )
             _exit(2)
         for batch in _parse_batches(argv[3] if len(argv) == 4 else "1-8"):
             print(landing.write_landing_file(batch, argv[1]))
         _exit(0)
     if argv[0] == "--create-table":
         if len(argv) not in (3, 4):
-            print("usage: python -m helpers.writers --create-table URI OPTIONS_JSON [LANDING_FILE]", file=sys.stderr)
+            print(
+                "usage: python -m helpers.writers --create-table URI OPTIONS_JSON [LANDING_FILE]",
+                file=sys.stderr,
+            )
             _exit(2)
-        print(json.dumps(create_table(argv[1], json.loads(argv[2]), argv[3] if len(argv) == 4 else None)))
+        print(
+            json.dumps(
+                create_table(argv[1], json.loads(argv[2]), argv[3] if len(argv) == 4 else None)
+            )
+        )
         _exit(0)
     try:
         spec = load_spec(argv[0])
@@ -166,8 +213,14 @@ def main(argv: list[str]) -> None:
     except OSError:
         traceback.print_exc()
         _exit(3)
-    print(f"{result.writer_id}: {result.outcome}"
-          + (f" v{result.reported_version}" if result.outcome == COMMITTED else f" ({result.error_class}: {result.error_message})"))
+    print(
+        f"{result.writer_id}: {result.outcome}"
+        + (
+            f" v{result.reported_version}"
+            if result.outcome == COMMITTED
+            else f" ({result.error_class}: {result.error_message})"
+        )
+    )
     _exit(0 if result.outcome == COMMITTED else 1)
 
 
@@ -175,10 +228,16 @@ def _report_bad_spec(argument: str, error: SpecError) -> None:
     """Print the problem; also leave a failed result if the spec at least names where to put it."""
     print(f"writer: unusable spec: {error}", file=sys.stderr)
     try:
-        data = json.loads(argument if argument.lstrip().startswith("{") else Path(argument).read_text())
+        data = json.loads(
+            argument if argument.lstrip().startswith("{") else Path(argument).read_text()
+        )
         result = WriterResult(
-            writer_id=str(data.get("writer_id", "?")), era=str(data.get("era", "?")), engine=str(data.get("engine", "?")),
-            table_uri=str(data.get("table_uri", "?")), batch=None, landing_file=str(data.get("landing_file", "?")),
+            writer_id=str(data.get("writer_id", "?")),
+            era=str(data.get("era", "?")),
+            engine=str(data.get("engine", "?")),
+            table_uri=str(data.get("table_uri", "?")),
+            batch=None,
+            landing_file=str(data.get("landing_file", "?")),
             stage="spec",
         )
         result.fail(error)

@@ -10,8 +10,17 @@ from typing import Any, Callable
 
 from helpers import delta_log
 from helpers.writers.deltalake_engine import open_delta_table
-from helpers.writers.protocol import (READ_LANDING, WRITER_TAG, Engine, EngineUnavailable, SpecError, WriterSpec, commit_tags,
-                                      literal, writer_tags)
+from helpers.writers.protocol import (
+    READ_LANDING,
+    WRITER_TAG,
+    Engine,
+    EngineUnavailable,
+    SpecError,
+    WriterSpec,
+    commit_tags,
+    literal,
+    writer_tags,
+)
 
 
 class DaftEngine(Engine):
@@ -57,11 +66,18 @@ class DaftEngine(Engine):
 
     name = "daft"
     holds_snapshot = False
-    refresh_reason = ("Daft's write_deltalake opens (or refreshes) the table itself when it writes, so it cannot "
-                      "append against a snapshot held across the barrier.")
+    refresh_reason = (
+        "Daft's write_deltalake opens (or refreshes) the table itself when it writes, so it cannot "
+        "append against a snapshot held across the barrier."
+    )
     _snapshot_version = -1
     URI_SCHEMES = ("s3", "s3a", "", "file")
-    LOCK_KEYS = ("AWS_S3_LOCKING_PROVIDER", "DELTA_DYNAMO_TABLE_NAME", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_S3_ALLOW_UNSAFE_RENAME")
+    LOCK_KEYS = (
+        "AWS_S3_LOCKING_PROVIDER",
+        "DELTA_DYNAMO_TABLE_NAME",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        "AWS_S3_ALLOW_UNSAFE_RENAME",
+    )
 
     def __init__(self) -> None:
         where = f"this environment ({Path(sys.prefix).name}, {sys.executable})"
@@ -109,10 +125,14 @@ class DaftEngine(Engine):
             )
         scheme = urlparse(spec.table_uri).scheme
         if scheme not in cls.URI_SCHEMES:
-            raise SpecError(f"The daft engine writes to s3://, s3a:// or local paths, not {spec.table_uri!r}.")
+            raise SpecError(
+                f"The daft engine writes to s3://, s3a:// or local paths, not {spec.table_uri!r}."
+            )
         options = spec.storage_options
         if scheme in ("", "file") and options:
-            raise SpecError(f"A local table takes no storage_options in the daft engine, got {', '.join(sorted(options))}.")
+            raise SpecError(
+                f"A local table takes no storage_options in the daft engine, got {', '.join(sorted(options))}."
+            )
         known = set(DAFT_S3_CONFIG_KEYS) | set(cls.LOCK_KEYS)
         unknown = sorted(set(options) - known)
         if unknown:
@@ -122,23 +142,36 @@ class DaftEngine(Engine):
             )
         provider = options.get("AWS_S3_LOCKING_PROVIDER")
         if provider is not None and provider != "dynamodb":
-            raise SpecError(f"AWS_S3_LOCKING_PROVIDER must be 'dynamodb' (Daft's dynamo_table_name), not {provider!r}.")
+            raise SpecError(
+                f"AWS_S3_LOCKING_PROVIDER must be 'dynamodb' (Daft's dynamo_table_name), not {provider!r}."
+            )
         if provider and not options.get("DELTA_DYNAMO_TABLE_NAME"):
-            raise SpecError("AWS_S3_LOCKING_PROVIDER=dynamodb needs DELTA_DYNAMO_TABLE_NAME (Daft's dynamo_table_name).")
+            raise SpecError(
+                "AWS_S3_LOCKING_PROVIDER=dynamodb needs DELTA_DYNAMO_TABLE_NAME (Daft's dynamo_table_name)."
+            )
         if "DELTA_DYNAMO_TABLE_NAME" in options and not provider:
-            raise SpecError("DELTA_DYNAMO_TABLE_NAME without AWS_S3_LOCKING_PROVIDER=dynamodb means nothing to Daft.")
+            raise SpecError(
+                "DELTA_DYNAMO_TABLE_NAME without AWS_S3_LOCKING_PROVIDER=dynamodb means nothing to Daft."
+            )
         unsafe = options.get("AWS_S3_ALLOW_UNSAFE_RENAME")
         if unsafe is not None and unsafe.lower() not in ("true", "false"):
-            raise SpecError(f"AWS_S3_ALLOW_UNSAFE_RENAME must be 'true' or 'false', not {unsafe!r}.")
+            raise SpecError(
+                f"AWS_S3_ALLOW_UNSAFE_RENAME must be 'true' or 'false', not {unsafe!r}."
+            )
 
     @staticmethod
     def write_arguments(spec: WriterSpec) -> dict[str, Any]:
         """Daft's locking parameters for a spec: ``dynamo_table_name`` and ``allow_unsafe_rename``."""
         options = spec.storage_options
-        dynamo = options.get("DELTA_DYNAMO_TABLE_NAME") if options.get("AWS_S3_LOCKING_PROVIDER") == "dynamodb" else None
+        dynamo = (
+            options.get("DELTA_DYNAMO_TABLE_NAME")
+            if options.get("AWS_S3_LOCKING_PROVIDER") == "dynamodb"
+            else None
+        )
         return {
             "dynamo_table_name": dynamo,
-            "allow_unsafe_rename": options.get("AWS_S3_ALLOW_UNSAFE_RENAME", "false").lower() == "true",
+            "allow_unsafe_rename": options.get("AWS_S3_ALLOW_UNSAFE_RENAME", "false").lower()
+            == "true",
         }
 
     @staticmethod
@@ -181,14 +214,21 @@ class DaftEngine(Engine):
         lines = ["import daft", "", "from helpers import landing"]
         if settings is not None:
             lines[1:1] = ["from daft.io import IOConfig, S3Config"]
-            lines += ["",
-                      f"io_config = IOConfig(s3=S3Config(**{literal(config.masked(settings))}))"]
-        lines += [READ_LANDING,
-                  f"daft.from_arrow(data).write_deltalake(  # {version}: Daft opens the table itself when it writes",
-                  f"    {literal(spec.table_uri)},"]
+            lines += [
+                "",
+                f"io_config = IOConfig(s3=S3Config(**{literal(config.masked(settings))}))",
+            ]
+        lines += [
+            READ_LANDING,
+            f"daft.from_arrow(data).write_deltalake(  # {version}: Daft opens the table itself when it writes",
+            f"    {literal(spec.table_uri)},",
+        ]
         if settings is not None:
             lines.append("    io_config=io_config,")
-        lines += [f"    {name}={literal(value, wrap=False)}," for name, value in cls.call_arguments(spec).items()]
+        lines += [
+            f"    {name}={literal(value, wrap=False)},"
+            for name, value in cls.call_arguments(spec).items()
+        ]
         lines.append(")")
         return "\n".join(lines)
 
@@ -199,7 +239,11 @@ class DaftEngine(Engine):
         from daft.io.object_store_options import io_config_to_storage_options
 
         io_config = cls.io_config(spec)
-        return (io_config_to_storage_options(io_config, spec.table_uri) or {}) if io_config is not None else {}
+        return (
+            (io_config_to_storage_options(io_config, spec.table_uri) or {})
+            if io_config is not None
+            else {}
+        )
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -209,7 +253,9 @@ class DaftEngine(Engine):
         import pyarrow as pa
 
         with tempfile.TemporaryDirectory(prefix="daft-warm-up-") as folder:
-            frame = self.daft.from_arrow(pa.table({"id": pa.array([0], pa.int32()), "name": ["warm-up"]}))
+            frame = self.daft.from_arrow(
+                pa.table({"id": pa.array([0], pa.int32()), "name": ["warm-up"]})
+            )
             frame.write_deltalake(os.path.join(folder, "t"), mode="append")
 
     def load(self, spec: WriterSpec):
@@ -231,17 +277,35 @@ class DaftEngine(Engine):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                written = frame.write_deltalake(spec.table_uri, io_config=self.io_config(spec),
-                                                **self.call_arguments(spec)).to_pydict()
-                files = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
+                written = frame.write_deltalake(
+                    spec.table_uri, io_config=self.io_config(spec), **self.call_arguments(spec)
+                ).to_pydict()
+                files = [
+                    name
+                    for name, op in zip(written["file_name"], written["operation"])
+                    if op == "ADD"
+                ]
             finally:
                 keep_write_record(spec, files, _daft_warnings(caught))
-        read_from = sorted({int(name.split("-", 1)[0]) - 1 for name in files if name.split("-", 1)[0].isdigit()})
-        basis = f"; Daft read v{read_from[0]} when it wrote (its data file is named {read_from[0] + 1}-...)" if len(read_from) == 1 else ""
+        read_from = sorted(
+            {int(name.split("-", 1)[0]) - 1 for name in files if name.split("-", 1)[0].isdigit()}
+        )
+        basis = (
+            f"; Daft read v{read_from[0]} when it wrote (its data file is named {read_from[0] + 1}-...)"
+            if len(read_from) == 1
+            else ""
+        )
         version = self.find_commit(spec, after=self._snapshot_version)
         if version is None:
-            return None, "Daft returned without error, but no commit with this writer's tag is in the log" + basis
-        return version, f"this writer's commit found in the log by its {WRITER_TAG} tag (Daft returns no version){basis}"
+            return (
+                None,
+                "Daft returned without error, but no commit with this writer's tag is in the log"
+                + basis,
+            )
+        return (
+            version,
+            f"this writer's commit found in the log by its {WRITER_TAG} tag (Daft returns no version){basis}",
+        )
 
     def find_commit(self, spec: WriterSpec, after: int = -1) -> int | None:
         """The version of the commit this writer tagged, found by reading the commit files after
@@ -281,8 +345,10 @@ def keep_write_record(spec: WriterSpec, files: list[str], warned: list[str]) -> 
 
 def _write_records(run) -> dict[str, dict]:
     folder = Path(getattr(run, "run_dir", run)) / "results"
-    return {path.name[: -len(WRITE_RECORD_SUFFIX)]: json.loads(path.read_text())
-            for path in sorted(folder.glob(f"*{WRITE_RECORD_SUFFIX}"))}
+    return {
+        path.name[: -len(WRITE_RECORD_SUFFIX)]: json.loads(path.read_text())
+        for path in sorted(folder.glob(f"*{WRITE_RECORD_SUFFIX}"))
+    }
 
 
 def returned_files(run) -> dict[str, list[str]]:
@@ -297,17 +363,29 @@ def daft_warnings(run) -> dict[str, list[str]]:
 
 
 def _daft_warnings(caught) -> list[str]:
-    return sorted({f"{w.category.__name__}: {w.message}" for w in caught if "daft" in (w.filename or "")})
+    return sorted(
+        {f"{w.category.__name__}: {w.message}" for w in caught if "daft" in (w.filename or "")}
+    )
 
 
 def io_config_for(table_uri: str, storage_options: dict[str, str]):
     """The ``daft.io.IOConfig`` Daft is given for a table and the workbook's storage options."""
-    spec = WriterSpec(writer_id="first", era="-", table_uri=table_uri, landing_file="-", result_path="-",
-                      storage_options=dict(storage_options), engine="daft", hold_snapshot=False)
+    spec = WriterSpec(
+        writer_id="first",
+        era="-",
+        table_uri=table_uri,
+        landing_file="-",
+        result_path="-",
+        storage_options=dict(storage_options),
+        engine="daft",
+        hold_snapshot=False,
+    )
     return DaftEngine.io_config(spec)
 
 
-def first_write(table_uri: str, storage_options: dict[str, str], landing_file: str, writer_id: str) -> dict:
+def first_write(
+    table_uri: str, storage_options: dict[str, str], landing_file: str, writer_id: str
+) -> dict:
     """Append a landing file with Daft's public ``write_deltalake`` to a table that does not exist
     yet, so Daft creates it; no ``dynamo_table_name``, no ``allow_unsafe_rename``. Returns what
     happened (never raises for a storage error): ``{"writer_id", "daft", "deltalake", "outcome",
@@ -320,17 +398,37 @@ def first_write(table_uri: str, storage_options: dict[str, str], landing_file: s
 
     from helpers import landing
 
-    report = {"writer_id": writer_id, "daft": daft.__version__, "deltalake": deltalake.__version__, "outcome": "failed",
-              "files": [], "warnings": [], "error": None, "message": None}
+    report = {
+        "writer_id": writer_id,
+        "daft": daft.__version__,
+        "deltalake": deltalake.__version__,
+        "outcome": "failed",
+        "files": [],
+        "warnings": [],
+        "error": None,
+        "message": None,
+    }
     data = landing.read_landing_file(landing_file)
-    tags = {WRITER_TAG: writer_id, "workbook.batch": str(landing.batch_of_id(data.column("id")[0].as_py()))}
+    tags = {
+        WRITER_TAG: writer_id,
+        "workbook.batch": str(landing.batch_of_id(data.column("id")[0].as_py())),
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            written = daft.from_arrow(data).write_deltalake(
-                table_uri, mode="append", io_config=io_config_for(table_uri, storage_options), custom_metadata=tags,
-            ).to_pydict()
-            report["files"] = [name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"]
+            written = (
+                daft.from_arrow(data)
+                .write_deltalake(
+                    table_uri,
+                    mode="append",
+                    io_config=io_config_for(table_uri, storage_options),
+                    custom_metadata=tags,
+                )
+                .to_pydict()
+            )
+            report["files"] = [
+                name for name, op in zip(written["file_name"], written["operation"]) if op == "ADD"
+            ]
             report["outcome"] = "committed"
         except Exception as error:  # the report is the record
             from helpers.writers.protocol import one_line

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from helpers.writers.protocol import READ_LANDING, Engine, TableNotFoundError, WriterSpec, literal, one_line, writer_tags
+from helpers.writers.protocol import (
+    READ_LANDING,
+    Engine,
+    TableNotFoundError,
+    WriterSpec,
+    literal,
+    one_line,
+    writer_tags,
+)
 
 
 def open_delta_table(table_uri: str, storage_options: dict[str, str]):
@@ -67,8 +75,10 @@ class DeltalakeEngine(Engine):
     @staticmethod
     def commit_properties(spec: WriterSpec, version: str) -> dict:
         """The ``CommitProperties`` arguments of this writer's append with deltalake ``version``."""
-        return {"max_commit_retries": max_commit_retries_for(version, spec.max_commit_retries),
-                "custom_metadata": writer_tags(spec)}
+        return {
+            "max_commit_retries": max_commit_retries_for(version, spec.max_commit_retries),
+            "custom_metadata": writer_tags(spec),
+        }
 
     @classmethod
     def code(cls, spec: WriterSpec) -> str:
@@ -78,32 +88,51 @@ class DeltalakeEngine(Engine):
 
         version = eras.era(spec.era).deltalake_version
         has_properties = has_commit_properties(version)
-        lines = [f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
-                 "", "from helpers import landing", "",
-                 f"storage_options = {literal(config.masked(spec.storage_options))}",
-                 READ_LANDING,
-                 f"table = DeltaTable({literal(spec.table_uri)}, storage_options=storage_options)"
-                 + ("  # before the barrier: every writer holds this snapshot" if spec.hold_snapshot else "")]
+        lines = [
+            f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
+            "",
+            "from helpers import landing",
+            "",
+            f"storage_options = {literal(config.masked(spec.storage_options))}",
+            READ_LANDING,
+            f"table = DeltaTable({literal(spec.table_uri)}, storage_options=storage_options)"
+            + (
+                "  # before the barrier: every writer holds this snapshot"
+                if spec.hold_snapshot
+                else ""
+            ),
+        ]
         if not spec.hold_snapshot:
             lines.append("table.update_incremental()  # after the barrier: the latest version")
         elif int(version.split(".")[0]) < 1:
-            lines += [f"# deltalake {version}'s write_deltalake refreshes the table first; the race switches that off so",
-                      "# that every writer commits from the snapshot above (leave this line out of a real job):",
-                      "table.update_incremental = lambda: None"]
+            lines += [
+                f"# deltalake {version}'s write_deltalake refreshes the table first; the race switches that off so",
+                "# that every writer commits from the snapshot above (leave this line out of a real job):",
+                "table.update_incremental = lambda: None",
+            ]
         if not has_properties:
-            lines.append('write_deltalake(table, data, mode="append")  # no CommitProperties: no tags, 15 retries, fixed')
+            lines.append(
+                'write_deltalake(table, data, mode="append")  # no CommitProperties: no tags, 15 retries, fixed'
+            )
             return "\n".join(lines)
         arguments = cls.commit_properties(spec, version)
         retries = arguments["max_commit_retries"]
-        meaning = ("the library's default" if retries is None else "one attempt, no retry" if retries == spec.max_commit_retries == 0
-                   else f"{spec.max_commit_retries} retries")
+        meaning = (
+            "the library's default"
+            if retries is None
+            else "one attempt, no retry"
+            if retries == spec.max_commit_retries == 0
+            else f"{spec.max_commit_retries} retries"
+        )
         if retries is not None and retries != spec.max_commit_retries:
             meaning += f": deltalake {version} counts attempts"
-        lines += ["properties = CommitProperties(",
-                  f"    max_commit_retries={retries!r},  # {meaning}",
-                  f"    custom_metadata={literal(arguments['custom_metadata'], wrap=False)},  # tags in commitInfo: whose commit it is",
-                  ")",
-                  'write_deltalake(table, data, mode="append", commit_properties=properties)']
+        lines += [
+            "properties = CommitProperties(",
+            f"    max_commit_retries={retries!r},  # {meaning}",
+            f"    custom_metadata={literal(arguments['custom_metadata'], wrap=False)},  # tags in commitInfo: whose commit it is",
+            ")",
+            'write_deltalake(table, data, mode="append", commit_properties=properties)',
+        ]
         return "\n".join(lines)
 
     def append(self, table, data, spec: WriterSpec) -> tuple[int, str]:
@@ -127,7 +156,9 @@ class DeltalakeEngine(Engine):
         finally:
             table.__dict__.pop("update_incremental", None)
         table.update_incremental()
-        return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+        return int(
+            table.version()
+        ), "table.version() refreshed after write (latest version, not necessarily this writer's)"
 
     def _append_without_commit_properties(self, table, data, spec: WriterSpec) -> tuple[int, str]:
         """deltalake < 0.15 (no ``CommitProperties``): the library's own retries, no tags."""
@@ -147,7 +178,9 @@ class DeltalakeEngine(Engine):
         finally:
             table.__dict__.pop("update_incremental", None)
         table.update_incremental()
-        return int(table.version()), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+        return int(
+            table.version()
+        ), "table.version() refreshed after write (latest version, not necessarily this writer's)"
 
 
 def has_commit_properties(version: str) -> bool:
@@ -165,7 +198,6 @@ def max_commit_retries_for(version: str, retries: int | None) -> int | None:
 
 class UnsupportedSetting(ValueError):
     """The spec asks for a setting this era's deltalake does not have; the message says which."""
-
 
 
 ENGINE = DeltalakeEngine

@@ -102,7 +102,11 @@ def commit_tags(info: dict) -> dict[str, str]:
             found = json.loads(info.get("userMetadata") or "{}")
         except ValueError:
             return {}
-    return {k: str(v) for k, v in found.items() if k.startswith(TAG_PREFIX)} if isinstance(found, dict) else {}
+    return (
+        {k: str(v) for k, v in found.items() if k.startswith(TAG_PREFIX)}
+        if isinstance(found, dict)
+        else {}
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,8 +161,12 @@ def engine_class(name: str) -> type[Engine]:
 
 def check_max_commit_retries(retries: Any) -> None:
     """Raise SpecError unless ``retries`` is None (the library's default) or a whole number >= 0."""
-    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
-        raise SpecError(f"max_commit_retries must be None (the library's default) or a whole number >= 0, not {retries!r}.")
+    if retries is not None and (
+        isinstance(retries, bool) or not isinstance(retries, int) or retries < 0
+    ):
+        raise SpecError(
+            f"max_commit_retries must be None (the library's default) or a whole number >= 0, not {retries!r}."
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,8 +208,12 @@ class WriterSpec:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise SpecError(f"Unknown spec field(s) {', '.join(unknown)}; the writer knows {', '.join(known)}.")
-        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+            raise SpecError(
+                f"Unknown spec field(s) {', '.join(unknown)}; the writer knows {', '.join(known)}."
+            )
+        required = [
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+        ]
         missing = [name for name in required if name not in data]
         if missing:
             raise SpecError(f"The writer spec lacks {', '.join(missing)}.")
@@ -218,7 +230,9 @@ class WriterSpec:
         if not isinstance(self.storage_options, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.storage_options.items()
         ):
-            raise SpecError("Spec field storage_options must map strings to strings (delta-rs takes only strings).")
+            raise SpecError(
+                "Spec field storage_options must map strings to strings (delta-rs takes only strings)."
+            )
         check_max_commit_retries(self.max_commit_retries)
         if self.batch is not None:
             try:
@@ -226,15 +240,29 @@ class WriterSpec:
             except landing.LandingError as error:
                 raise SpecError(f"Spec field {error}") from None
         if not isinstance(self.hold_snapshot, bool):
-            raise SpecError(f"Spec field hold_snapshot must be true or false, not {self.hold_snapshot!r}.")
-        if self.runner_pid is not None and (isinstance(self.runner_pid, bool) or not isinstance(self.runner_pid, int) or self.runner_pid < 1):
-            raise SpecError(f"Spec field runner_pid must be null or a process id, not {self.runner_pid!r}.")
+            raise SpecError(
+                f"Spec field hold_snapshot must be true or false, not {self.hold_snapshot!r}."
+            )
+        if self.runner_pid is not None and (
+            isinstance(self.runner_pid, bool)
+            or not isinstance(self.runner_pid, int)
+            or self.runner_pid < 1
+        ):
+            raise SpecError(
+                f"Spec field runner_pid must be null or a process id, not {self.runner_pid!r}."
+            )
         timeout = self.barrier_timeout_s
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise SpecError(f"Spec field barrier_timeout_s must be null or a positive number, not {timeout!r}.")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise SpecError(
+                f"Spec field barrier_timeout_s must be null or a positive number, not {timeout!r}."
+            )
         engine = engine_class(self.engine)
         if self.hold_snapshot and not engine.holds_snapshot:
-            raise SpecError(f"The {self.engine} engine needs hold_snapshot=false: {engine.refresh_reason}")
+            raise SpecError(
+                f"The {self.engine} engine needs hold_snapshot=false: {engine.refresh_reason}"
+            )
         engine.check_spec(self)
 
     def to_json(self) -> str:
@@ -360,7 +388,9 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def wait_at_barrier(barrier_dir: str, writer_id: str, timeout_s: float | None = None, runner_pid: int | None = None) -> float:
+def wait_at_barrier(
+    barrier_dir: str, writer_id: str, timeout_s: float | None = None, runner_pid: int | None = None
+) -> float:
     """Announce readiness, then poll for ``go`` every millisecond; return the time it was seen.
 
     ``timeout_s=None`` waits as long as the process ``runner_pid`` (default: this writer's parent)
@@ -371,8 +401,12 @@ def wait_at_barrier(barrier_dir: str, writer_id: str, timeout_s: float | None = 
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while not go.exists():
         if deadline is not None and time.monotonic() > deadline:
-            raise BarrierTimeout(f"No '{go.name}' in {barrier_dir} within {timeout_s:.0f} s; was the runner stopped?")
+            raise BarrierTimeout(
+                f"No '{go.name}' in {barrier_dir} within {timeout_s:.0f} s; was the runner stopped?"
+            )
         if not process_alive(runner):
-            raise BarrierTimeout(f"The runner (pid {runner}) is gone; nobody will open {barrier_dir}.")
+            raise BarrierTimeout(
+                f"The runner (pid {runner}) is gone; nobody will open {barrier_dir}."
+            )
         time.sleep(BARRIER_POLL_S)
     return time.time()

@@ -9,8 +9,19 @@ import time
 from pathlib import Path
 
 from helpers import config, sessions
-from helpers.writers.protocol import (WRITER_TAG, Engine, EngineUnavailable, SpecError, TableNotFoundError, WriterSpec, one_line,
-                                      READ_LANDING, commit_tags, literal, writer_tags)
+from helpers.writers.protocol import (
+    WRITER_TAG,
+    Engine,
+    EngineUnavailable,
+    SpecError,
+    TableNotFoundError,
+    WriterSpec,
+    one_line,
+    READ_LANDING,
+    commit_tags,
+    literal,
+    writer_tags,
+)
 
 
 class SparkEngine(Engine):
@@ -58,19 +69,33 @@ class SparkEngine(Engine):
 
     name = "spark"
     holds_snapshot = False
-    refresh_reason = ("Delta Spark's append starts a transaction that refreshes the log first, so it cannot "
-                      "commit against a snapshot held across the barrier.")
+    refresh_reason = (
+        "Delta Spark's append starts a transaction that refreshes the log first, so it cannot "
+        "commit against a snapshot held across the barrier."
+    )
     URI_SCHEMES = ("s3a",)
-    DELTA_RS_S3_KEYS = ("AWS_REGION", "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
-                        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_S3_LOCKING_PROVIDER",
-                        "DELTA_DYNAMO_TABLE_NAME", "AWS_ENDPOINT_URL_DYNAMODB")
+    DELTA_RS_S3_KEYS = (
+        "AWS_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ALLOW_HTTP",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_S3_LOCKING_PROVIDER",
+        "DELTA_DYNAMO_TABLE_NAME",
+        "AWS_ENDPOINT_URL_DYNAMODB",
+    )
     REFUSED_KEYS = {
         "DYNAMO_LOCK_TABLE_NAME": "the old delta-rs lock table; Delta Spark's log store takes DELTA_DYNAMO_TABLE_NAME",
         "AWS_S3_ALLOW_UNSAFE_RENAME": "Delta Spark never renames on S3; it writes the commit file directly",
         "conditional_put": "the S3A analogue is spark.hadoop.fs.s3a.create.conditional.enabled",
     }
-    DEFAULT_CONF = {"spark.master": "local[1]", "spark.driver.memory": "1g", "spark.sql.codegen.wholeStage": "false",
-                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    DEFAULT_CONF = {
+        "spark.master": "local[1]",
+        "spark.driver.memory": "1g",
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    }
     MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 
     def __init__(self) -> None:
@@ -98,12 +123,21 @@ class SparkEngine(Engine):
         scheme = urlparse(spec.table_uri).scheme
         if scheme not in cls.URI_SCHEMES:
             hint = f" (use s3a://{spec.table_uri.split('://', 1)[1]})" if scheme == "s3" else ""
-            raise SpecError(f"The spark engine writes to s3a:// tables (Hadoop's S3A), not {spec.table_uri!r}{hint}.")
+            raise SpecError(
+                f"The spark engine writes to s3a:// tables (Hadoop's S3A), not {spec.table_uri!r}{hint}."
+            )
         refused = sorted(set(spec.storage_options) & set(cls.REFUSED_KEYS))
         if refused:
-            raise SpecError("The spark engine cannot use storage option(s) " + "; ".join(
-                f"{key} ({cls.REFUSED_KEYS[key]})" for key in refused) + ".")
-        unknown = sorted(k for k in spec.storage_options if not k.startswith("spark.") and k not in cls.DELTA_RS_S3_KEYS)
+            raise SpecError(
+                "The spark engine cannot use storage option(s) "
+                + "; ".join(f"{key} ({cls.REFUSED_KEYS[key]})" for key in refused)
+                + "."
+            )
+        unknown = sorted(
+            k
+            for k in spec.storage_options
+            if not k.startswith("spark.") and k not in cls.DELTA_RS_S3_KEYS
+        )
         if unknown:
             raise SpecError(
                 f"The spark engine does not know storage option(s) {', '.join(unknown)}: it takes Spark settings "
@@ -111,9 +145,13 @@ class SparkEngine(Engine):
             )
         provider = spec.storage_options.get("AWS_S3_LOCKING_PROVIDER")
         if provider is not None and provider.lower() != "dynamodb":
-            raise SpecError(f"AWS_S3_LOCKING_PROVIDER={provider!r}: the only locking provider is 'dynamodb'.")
+            raise SpecError(
+                f"AWS_S3_LOCKING_PROVIDER={provider!r}: the only locking provider is 'dynamodb'."
+            )
         if cls.MAX_COMMIT_ATTEMPTS in spec.storage_options and spec.max_commit_retries is not None:
-            raise SpecError(f"Give either max_commit_retries or {cls.MAX_COMMIT_ATTEMPTS}, not both.")
+            raise SpecError(
+                f"Give either max_commit_retries or {cls.MAX_COMMIT_ATTEMPTS}, not both."
+            )
 
     @staticmethod
     def stores(spec: WriterSpec) -> tuple[str, ...]:
@@ -127,13 +165,17 @@ class SparkEngine(Engine):
         the delta-rs options translated, then the ``spark.*`` options as given."""
         options = spec.storage_options
         conf = dict(cls.DEFAULT_CONF)
-        if sessions.cluster_master():  # the driver's executors run on that cluster, not in its own JVM
+        if (
+            sessions.cluster_master()
+        ):  # the driver's executors run on that cluster, not in its own JVM
             del conf["spark.master"]
         if "AWS_ENDPOINT_URL" in options:
             conf["spark.hadoop.fs.s3a.endpoint"] = options["AWS_ENDPOINT_URL"]
         if "dynamodb" in cls.stores(spec):
             if "DELTA_DYNAMO_TABLE_NAME" in options:
-                conf[f"{sessions.DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName"] = options["DELTA_DYNAMO_TABLE_NAME"]
+                conf[f"{sessions.DYNAMODB_LOG_STORE_PREFIX}.ddb.tableName"] = options[
+                    "DELTA_DYNAMO_TABLE_NAME"
+                ]
             if "AWS_ENDPOINT_URL_DYNAMODB" in options:
                 conf[sessions.DYNAMODB_ENDPOINT_KEY] = options["AWS_ENDPOINT_URL_DYNAMODB"]
         conf.update({k: v for k, v in options.items() if k.startswith("spark.")})
@@ -154,7 +196,10 @@ class SparkEngine(Engine):
     @classmethod
     def full_conf(cls, spec: WriterSpec) -> dict[str, str]:
         """Every setting of this writer's session, as :meth:`load` asks ``sessions.spark_session`` for it."""
-        return {**sessions.spark_conf(*cls.stores(spec), app_name=cls.app_name(spec)), **cls.session_conf(spec)}
+        return {
+            **sessions.spark_conf(*cls.stores(spec), app_name=cls.app_name(spec)),
+            **cls.session_conf(spec),
+        }
 
     @staticmethod
     def app_name(spec: WriterSpec) -> str:
@@ -164,24 +209,31 @@ class SparkEngine(Engine):
     def code(cls, spec: WriterSpec) -> str:
         """What the writer process runs for ``spec`` (:meth:`load` and :meth:`append` use the same
         :meth:`full_conf` and :meth:`write_options`), as Python to copy; credentials masked."""
-        conf = {key: config.without_machine_paths(re.sub(r"\s*-XX:SharedArchiveFile=\S+", "", value))
-                for key, value in config.masked(cls.full_conf(spec)).items()}
-        write = "".join(f".option({literal(key)}, {literal(value)})" for key, value in cls.write_options(spec).items())
-        return "\n".join([
-            "from pyspark.sql import SparkSession",
-            "",
-            "from helpers import landing",
-            "",
-            "# every setting of the writer's session but one: its JVM also maps a class-data archive built",
-            "# for this machine (-XX:SharedArchiveFile, helpers/spark_start.py), which only makes it start faster",
-            f"conf = {literal(conf)}",
-            "builder = SparkSession.builder",
-            "for key, value in conf.items():",
-            "    builder = builder.config(key, value)",
-            f"spark = builder.getOrCreate()  # Delta Spark {config.DELTA_JARS_VERSION}: one JVM per writer, 'one cluster' each",
-            READ_LANDING,
-            f'spark.createDataFrame(data).write.format("delta").mode("append"){write}.save({literal(spec.table_uri)})',
-        ])
+        conf = {
+            key: config.without_machine_paths(re.sub(r"\s*-XX:SharedArchiveFile=\S+", "", value))
+            for key, value in config.masked(cls.full_conf(spec)).items()
+        }
+        write = "".join(
+            f".option({literal(key)}, {literal(value)})"
+            for key, value in cls.write_options(spec).items()
+        )
+        return "\n".join(
+            [
+                "from pyspark.sql import SparkSession",
+                "",
+                "from helpers import landing",
+                "",
+                "# every setting of the writer's session but one: its JVM also maps a class-data archive built",
+                "# for this machine (-XX:SharedArchiveFile, helpers/spark_start.py), which only makes it start faster",
+                f"conf = {literal(conf)}",
+                "builder = SparkSession.builder",
+                "for key, value in conf.items():",
+                "    builder = builder.config(key, value)",
+                f"spark = builder.getOrCreate()  # Delta Spark {config.DELTA_JARS_VERSION}: one JVM per writer, 'one cluster' each",
+                READ_LANDING,
+                f'spark.createDataFrame(data).write.format("delta").mode("append"){write}.save({literal(spec.table_uri)})',
+            ]
+        )
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -193,13 +245,19 @@ class SparkEngine(Engine):
         """Start this writer's Spark and open the table (its log), before the barrier. Raises
         TableNotFoundError (named for the URI) if there is no Delta table there."""
         started = time.monotonic()
-        self.spark = sessions.spark_session(*self.stores(spec), app_name=self.app_name(spec), extra_conf=self.session_conf(spec))
+        self.spark = sessions.spark_session(
+            *self.stores(spec), app_name=self.app_name(spec), extra_conf=self.session_conf(spec)
+        )
         self.start_seconds = time.monotonic() - started
         from delta.tables import DeltaTable
 
-        self._snapshot_version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
+        self._snapshot_version = int(
+            self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version()
+        )
         if self._snapshot_version < 0:
-            raise TableNotFoundError(f"No Delta table at {spec.table_uri} (Spark found no _delta_log there); create it before starting writers.")
+            raise TableNotFoundError(
+                f"No Delta table at {spec.table_uri} (Spark found no _delta_log there); create it before starting writers."
+            )
         return DeltaTable.forPath(self.spark, spec.table_uri)
 
     def snapshot_version(self, table) -> int:
@@ -209,15 +267,19 @@ class SparkEngine(Engine):
         """Append with Delta Spark; return (the version Delta says it committed, how that is known;
         no version when reading the log back after the write failed)."""
         frame = self.spark.createDataFrame(data)
-        frame.write.format("delta").mode("append").options(**self.write_options(spec)).save(spec.table_uri)
+        frame.write.format("delta").mode("append").options(**self.write_options(spec)).save(
+            spec.table_uri
+        )
         # save() returned: Delta says the append committed. What follows only reads the log back, so
         # a failure there is not the write's and must not turn this writer's report into "failed".
         try:
             version = int(self._delta_log(spec.table_uri).unsafeVolatileSnapshot().version())
             found = self.find_commits(spec, after=self._snapshot_version)
         except Exception as error:  # noqa: BLE001 - any error of the read-back, named in the report
-            return None, (f"none: save() returned (Delta committed the append), then reading the log back failed: "
-                          f"{type(error).__name__}: {one_line(str(error))}")
+            return None, (
+                f"none: save() returned (Delta committed the append), then reading the log back failed: "
+                f"{type(error).__name__}: {one_line(str(error))}"
+            )
         if found.get(version) == spec.writer_id:
             check = "the log's commit at that version carries this writer's tag"
         elif version in found:
@@ -227,22 +289,28 @@ class SparkEngine(Engine):
         others = sorted(v for v, w in found.items() if w == spec.writer_id and v != version)
         if others:
             check += f"; this writer's tag is also at v{', v'.join(map(str, others))}"
-        return version, (f"Delta's post-commit snapshot version (DeltaLog.unsafeVolatileSnapshot after the write); {check}; "
-                         f"JVM started in {self.start_seconds:.1f} s")
+        return version, (
+            f"Delta's post-commit snapshot version (DeltaLog.unsafeVolatileSnapshot after the write); {check}; "
+            f"JVM started in {self.start_seconds:.1f} s"
+        )
 
     def find_commits(self, spec: WriterSpec, after: int = -1) -> dict[int, str]:
         """Version -> writer id of every commit after ``after`` whose userMetadata carries workbook
         tags, read with ``DeltaTable.history()`` (it numbers commits by their file names)."""
         from delta.tables import DeltaTable
 
-        rows = DeltaTable.forPath(self.spark, spec.table_uri).history().select("version", "userMetadata").collect()
+        rows = (
+            DeltaTable.forPath(self.spark, spec.table_uri)
+            .history()
+            .select("version", "userMetadata")
+            .collect()
+        )
         found = {}
         for row in rows:
             tags = commit_tags({"userMetadata": row["userMetadata"]})
             if int(row["version"]) > after and WRITER_TAG in tags:
                 found[int(row["version"])] = tags[WRITER_TAG]
         return found
-
 
 
 ENGINE = SparkEngine

@@ -24,7 +24,10 @@ commit until ``N.json`` exists. Three drivers a run put three such commits throu
 
 @pytest.fixture(scope="module")
 def running_cluster():
-    was_running = cluster.read_state() is not None and cluster.master_state(cluster.read_state()["webui"]) is not None
+    was_running = (
+        cluster.read_state() is not None
+        and cluster.master_state(cluster.read_state()["webui"]) is not None
+    )
     state = cluster.up(quiet=True)
     yield state
     if not was_running:
@@ -37,14 +40,22 @@ def _parameters() -> dict:
     return {name: p["default"] for name, p in papermill.inspect_notebook(str(NOTEBOOK)).items()}
 
 
-def test_notebook_09_lessons_hold_with_every_driver_on_the_cluster(running_cluster, monkeypatch, tmp_path, stores):
+def test_notebook_09_lessons_hold_with_every_driver_on_the_cluster(
+    running_cluster, monkeypatch, tmp_path, stores
+):
     monkeypatch.setenv("WORKBOOK_SPARK_MASTER", running_cluster["master"])
     before = {app["id"] for app in cluster.applications(running_cluster)}
     execution = workbook.execute(NOTEBOOK, tmp_path / NOTEBOOK.name, ON_THE_CLUSTER)
-    assert execution.ok, f"notebook 09 failed on the cluster at {execution.failed_cell}: {execution.error}"
+    assert execution.ok, (
+        f"notebook 09 failed on the cluster at {execution.failed_cell}: {execution.error}"
+    )
 
     apps = [app for app in cluster.applications(running_cluster) if app["id"] not in before]
-    p = {name: int(value) for name, value in {**_parameters(), **ON_THE_CLUSTER}.items() if name.startswith("n_")}
+    p = {
+        name: int(value)
+        for name, value in {**_parameters(), **ON_THE_CLUSTER}.items()
+        if name.startswith("n_")
+    }
     # the kernel's own driver (section 2) and every writer process's driver: two races of
     # n_spark_writers, the mixed race's Spark drivers, and one Spark driver in each of the two hazard runs
     expected = 1 + 2 * p["n_spark_writers"] + p["n_mixed_spark"] + 2
@@ -60,4 +71,6 @@ def test_notebook_09_lessons_hold_with_every_driver_on_the_cluster(running_clust
     assert {app["id"] for app in apps} <= executor_dirs
 
     saved = json.loads((tmp_path / NOTEBOOK.name).read_text())
-    assert not [o for c in saved["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not [
+        o for c in saved["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]

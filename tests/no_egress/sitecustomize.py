@@ -16,8 +16,15 @@ import sys
 import traceback
 
 _LOG = os.environ.get("WORKBOOK_EGRESS_LOG")
-_EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr",
-           "socket.connect", "socket.sendto", "socket.sendmsg")
+_EVENTS = (
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyname_ex",
+    "socket.gethostbyaddr",
+    "socket.connect",
+    "socket.sendto",
+    "socket.sendmsg",
+)
 
 
 def _local(host) -> bool:
@@ -41,7 +48,9 @@ def _host(event: str, args: tuple):
     """The host a socket event names, or None where it names no network host (a Unix socket)."""
     if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
         sock, address = args[0], args[-1]
-        if getattr(sock, "family", None) not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
+        if getattr(sock, "family", None) not in (socket.AF_INET, socket.AF_INET6) or not isinstance(
+            address, tuple
+        ):
             return None
         return address[0]
     return args[0]
@@ -54,11 +63,20 @@ def _refuse(event: str, args: tuple) -> None:
     if host is None or _local(host):
         return
     stack = traceback.extract_stack()[:-2]
-    packages = [f"{f.filename.split('/site-packages/', 1)[1]}:{f.lineno}" for f in stack if "/site-packages/" in f.filename]
+    packages = [
+        f"{f.filename.split('/site-packages/', 1)[1]}:{f.lineno}"
+        for f in stack
+        if "/site-packages/" in f.filename
+    ]
     caller = packages[-4:] or [f"{os.path.basename(f.filename)}:{f.lineno}" for f in stack[:3]]
     if _LOG:
         with open(_LOG, "a") as log:
-            log.write(json.dumps({"pid": os.getpid(), "event": event, "host": str(host), "caller": caller}) + "\n")
+            log.write(
+                json.dumps(
+                    {"pid": os.getpid(), "event": event, "host": str(host), "caller": caller}
+                )
+                + "\n"
+            )
     raise OSError(f"refused by the no-egress check: {event} to {host}")
 
 
