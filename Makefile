@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -93,6 +93,9 @@ lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit 
 	$(UV) pip compile pyproject.toml --group kernel --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/kernel.txt
 	$(foreach era,$(WRITER_ERAS),$(UV) pip compile pyproject.toml --group writer-$(subst .,-,$(era)) --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/writer-$(era).txt;)
 	npm install --package-lock-only --no-progress --loglevel=error
+
+format: install-python ## format helpers/, tests/ and the notebooks' code with ruff (line length 100; make test checks it)
+	.venv/bin/ruff format helpers tests notebooks
 
 workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook run $(NB)
