@@ -85,10 +85,29 @@ class Section:
         )
 
     @property
+    def anchor(self) -> str:
+        """The id the section's heading carries (``<a id="section-2"></a>``, ``<a id="appendix-c"></a>``)."""
+        return f"appendix-{self.appendix.lower()}" if self.appendix else f"section-{self.number}"
+
+    @property
+    def target(self) -> str:
+        """The notebook at the section, from ``docs/``, in the learner's edition (``student/``)."""
+        return f"../student/{self.notebook}#{self.anchor}"
+
+    @property
+    def solutions_target(self) -> str:
+        """The same section in the solutions edition (``notebooks/``: the exercises' answers in it)."""
+        return f"../notebooks/{self.notebook}#{self.anchor}"
+
+    @property
     def link(self) -> str:
-        """A link from ``docs/`` to the learner's edition (``student/``), then to the edition with the
-        answers (``notebooks/``); GitHub's anchors into notebooks are unreliable, so the section is named."""
-        return f"[{self.label}](../student/{self.notebook}) ([with solutions](../notebooks/{self.notebook}))"
+        """A link from ``docs/`` to the section in the learner's edition (``student/``), then to the same
+        section in the solutions edition (``notebooks/``), each at the heading's anchor."""
+        return f"[{self.label}]({self.target}) ([{SOLUTIONS_EDITION}]({self.solutions_target}))"
+
+
+SOLUTIONS_EDITION = "solutions edition"
+"""What a link to ``notebooks/`` says: the edition with the exercises' answers in it."""
 
 
 N09 = "09_spark_multi_cluster_s3.ipynb"

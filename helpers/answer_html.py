@@ -153,7 +153,9 @@ def _checked(check: answer.Check) -> Shown:
 
 
 def _link(section: answer.Section | None) -> str:
-    return f"../student/{section.notebook}" if section else ""
+    """The section in the learner's edition, at its heading's anchor; the page links the same section
+    in the solutions edition beside it."""
+    return section.target if section else ""
 
 
 def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.Results) -> Shown:
@@ -353,6 +355,7 @@ def page_data(results: answer.Results | None = None) -> dict:
         "short": SHORT,
         "todo": TODO,
         "strings": list(strings),
+        "solutionsEdition": answer.SOLUTIONS_EDITION,
     }
 
 

@@ -5,11 +5,14 @@
 (each cell resolved by :func:`helpers.answer.grid_of`), the conflict matrix's CSV
 (:class:`helpers.answer.Results`) and the matrix run's facts (``data/conflict_matrix_meta.json``,
 :func:`load_meta`): the table with its notes, the rule, what to do, the version boundaries
-(:mod:`helpers.boundaries`), the sources and where the engines disagree with Delta's documentation.
+(:mod:`helpers.boundaries`) and the sources.
 The same inputs give the same text. :func:`main` is the command (``make matrix`` runs it)::
 
-    python -m helpers.answer_page           # writes docs/answer.md
-    python -m helpers.answer_page --check   # exit 1 if docs/answer.md differs from a fresh render
+    python -m helpers.answer_page           # writes docs/answer.md and docs/disagreements.md
+    python -m helpers.answer_page --check   # exit 1 if either differs from a fresh render
+
+:func:`render_disagreements` writes docs/disagreements.md: per engine, the pairs whose outcome differs
+from Delta's documentation (the answer page links it once).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from helpers.answer_settings import SETTINGS, WHY, race_words, setting_paragraph
 
 MATRIX_META = config.DATA_DIR / "conflict_matrix_meta.json"
 PAGE = config.ROOT / "docs" / "answer.md"
+DISAGREEMENTS_PAGE = config.ROOT / "docs" / "disagreements.md"
 
 
 def load_meta(path: Path = MATRIX_META) -> dict:
@@ -56,20 +60,25 @@ INTRO = (
     "a race between two jobs on one table, the later one working from an older "
     + term("snapshot", "snapshot")
     + ". "
-    "A cell gives the verdict, the releases measured and the notebook section that shows it. **safe**: both commit "
+    "A cell gives the verdict; the row's *measured* column gives, once for the row, the releases measured, the "
+    "notebook section that shows it (`13 §5`: notebook 13, section 5) and how it was decided: by the "
+    + term("conflict matrix", "conflict-matrix")
+    + " (on local disk; *on S3 too* where it also raced the pairs on S3) or by the section's check; a cell repeats "
+    "them only where its own differ. **safe**: both commit "
     "and the table equals a "
     + term("serial order", "serial-order")
     + "; **refused (retry)**: the later job fails "
     "with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; **loses data**, "
     "**duplicates data**, **wrong result**: the jobs report success and the table is not what any serial order "
     "gives; **fails though committed**: a job is told its write failed although it is in the table, so rerunning "
-    "it duplicates data; **not measured**: nothing here measures it. `m` marks a cell decided by the conflict "
-    "matrix (`m+S3`: on S3 too). A matrix cell's first verdict is for two jobs that touch the same files, the later "
+    "it duplicates data; **not measured**: nothing here measures it. A matrix cell's first verdict is for two jobs that touch the same files, the later "
     "one writing its data files when its engine does by itself (deltalake after the other's commit, Delta Spark before "
     "it); where a partition of each job's own, rows that file statistics keep apart, or the other moment for the data "
     "files gives another verdict, the cell adds it with that condition. A row whose commit protocol loses appends says so once, in its first cell, and "
-    "loses data in every cell. A cell names its section (`13 §5`: notebook 13, section 5); the sections are linked "
-    "once, below the table, each in the learner's edition (`student/`) and in the edition with the solutions."
+    "loses data in every cell. The sections are linked once, below the table, each in the learner's edition "
+    "(`student/`) and in the "
+    + term("solutions edition", "solutions-edition")
+    + " (`notebooks/`, with the exercises' answers)."
 )
 ADVICE = {
     ("optimize", DUPLICATES): (
@@ -135,31 +144,84 @@ def _note_mark(note: str, notes: list[str]) -> str:
     return f" [{notes.index(note) + 1}]"
 
 
-def cell_text(cell: Cell, notes: list[str], *, repeat: bool = False) -> str:
-    """**verdict** · versions · section link (· m: decided by the matrix), and a note's mark."""
+MATRIX = "conflict matrix"
+MATRIX_S3 = "conflict matrix, on S3 too"
+CHECKED = "the section's check"
+HOW = (MATRIX, MATRIX_S3, CHECKED)
+"""How a cell was decided, as the table says it: by the conflict matrix (on local disk; on S3 too), or by
+the check of the notebook section it names."""
+
+
+def evidence_parts(cell: Cell) -> tuple[str, str, str]:
+    """(the releases measured, the section's label, how it was decided) for a measured cell."""
+    if isinstance(cell.evidence, MatrixCells):
+        how = MATRIX_S3 if any(e.endswith("@s3") for e in cell.engines) else MATRIX
+    else:
+        how = CHECKED
+    return cell.versions, cell.section.label if cell.section else "", how
+
+
+def _measured(cell: Cell) -> bool:
+    return not (cell.verdict == NOT_MEASURED and not cell.engines)
+
+
+def row_evidence(grid: dict, row) -> tuple[str, str, str]:
+    """The evidence most of a row's measured cells share (each part apart): stated once, in the row's
+    "measured" column; a cell names only the parts where it differs."""
+    cells = [grid[row.key, c.key] for c in COLUMNS]
+    measured = [evidence_parts(c) for c in cells if _measured(c)]
+    if row.loses:
+        measured = measured[:1]
+    if not measured:
+        return "", "", ""
+    parts = []
+    for i in range(3):
+        values = [m[i] for m in measured]
+        parts.append(max(dict.fromkeys(values), key=values.count))
+    return tuple(parts)
+
+
+def measured_text(shared: tuple[str, str, str]) -> str:
+    """A row's "measured" column: releases · section · how (nothing measured: "none")."""
+    return " · ".join(p for p in shared if p) or "none"
+
+
+def cell_text(
+    cell: Cell,
+    notes: list[str],
+    *,
+    repeat: bool = False,
+    shared: tuple[str, str, str] = ("", "", ""),
+) -> str:
+    """**verdict**, then only the evidence that differs from the row's (releases · section · how), the
+    conditions that change the verdict, and a note's mark."""
     if repeat:
         return f"**{cell.verdict}**"
-    if cell.verdict == NOT_MEASURED and not cell.engines:
+    if not _measured(cell):
         return NOT_MEASURED + _note_mark(cell.note, notes)
-    parts = [f"**{cell.verdict}**", cell.versions, cell.section.label if cell.section else ""]
-    if isinstance(cell.evidence, MatrixCells):
-        parts.append("m+S3" if any(e.endswith("@s3") for e in cell.engines) else "m")
+    own = evidence_parts(cell)
+    parts = [f"**{cell.verdict}**", *(p for p, s in zip(own, shared) if p and p != s)]
     varied = "".join(
         f"; **{verdict}** {condition}" for condition, verdict in cell.conditions + cell.orders
     )
-    return " · ".join(p for p in parts if p) + varied + _note_mark(cell.note, notes)
+    return " · ".join(parts) + varied + _note_mark(cell.note, notes)
 
 
 def table(grid: dict, notes: list[str]) -> list[str]:
-    head = ["engine", "versions", "store", "setting", *(c.title for c in COLUMNS)]
+    head = ["engine", "versions", "store", "setting", "measured", *(c.title for c in COLUMNS)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in ROWS:
+        shared = row_evidence(grid, row)
         cells = [
-            cell_text(grid[row.key, c.key], notes, repeat=bool(row.loses) and i > 0)
+            cell_text(grid[row.key, c.key], notes, repeat=bool(row.loses) and i > 0, shared=shared)
             for i, c in enumerate(COLUMNS)
         ]
         lines.append(
-            "| " + " | ".join([row.engine, row.versions, row.store, row.setting, *cells]) + " |"
+            "| "
+            + " | ".join(
+                [row.engine, row.versions, row.store, row.setting, measured_text(shared), *cells]
+            )
+            + " |"
         )
     return lines
 
@@ -301,8 +363,9 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
     lines = [
         f"- **The conflict matrix** (`make matrix`), run on {meta['run_on']}: {meta['pairs_per_engine']} pairs per "
         f"engine, engines {engines}. Each pair is raced from a stale snapshot on local disk (engines named `…@s3`: "
-        "on S3) and classed against the two serial orders; the cells marked `m` are decided by its rows in "
-        "[data/conflict_matrix.csv](../data/conflict_matrix.csv), and link the notebook section about that race. "
+        "on S3) and classed against the two serial orders; the cells it decides (*conflict matrix* in their row's "
+        "*measured* column) follow from its rows in [data/conflict_matrix.csv](../data/conflict_matrix.csv), and "
+        "name the notebook section about that race. "
         "An engine named `…+<layout>` races the operations with a predicate of their own on another table "
         + "; ".join(
             f"(`{name}`: {what})"
@@ -316,7 +379,8 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
         + "; ".join(f"`{k}`: {v}" for k, v in meta.get("interleavings", {}).items())
         + "), and one named `…+<layout>+b-files-…`, with that other moment, only the pairs of an operation against "
         "a second job on a part of its own.",
-        f"- **Delta's documentation**, set against every pair: {docs}.",
+        f"- **Delta's documentation**, set against every pair: {docs}. Where each engine disagrees with it, "
+        f"pair by pair: [{DISAGREEMENTS_TITLE}]({DISAGREEMENTS_PAGE.name}).",
         "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):",
     ]
     checks = {
@@ -331,8 +395,13 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
 
 
 def disagreements(results: Results) -> list[str]:
-    """Per engine, the pairs whose measured outcome differs from WriteSerializable's documented answer."""
-    lines = []
+    """Per engine, the pairs whose measured outcome differs from WriteSerializable's documented answer:
+    a table, one row per engine, one column per kind of disagreement."""
+    kinds = list(DISAGREEMENTS.values())
+    lines = [
+        "| engine | releases | documented pairs | disagree | " + " | ".join(kinds) + " |",
+        "|" + " --- |" * (4 + len(kinds)),
+    ]
     for engine in results.engine_names:
         mine = [r for r in results.rows if r["engine"] == engine]
         off, groups = [r for r in mine if r["agrees_with_docs"] == "no"], {}
@@ -341,10 +410,14 @@ def disagreements(results: Results) -> list[str]:
             groups.setdefault(DISAGREEMENTS.get(kind, kind), []).append(
                 f"{r['first']} → {r['second']} ({r['conflict'] or r['anomaly_kind'] or r['matched']})"
             )
-        told = "; ".join(f"{kind}: {', '.join(pairs)}" for kind, pairs in groups.items()) or "none"
+        unknown = set(groups) - set(kinds)
+        assert not unknown, f"a disagreement of no known kind: {unknown}"
+        cells = [", ".join(groups.get(kind, [])) or "none" for kind in kinds]
         lines.append(
-            f"- **{engine}** ({results.versions([engine])}): {len(off)} of "
-            f"{sum(1 for r in mine if r['agrees_with_docs'])} documented pairs disagree. {told}."
+            f"| {engine} | {results.versions([engine])} | "
+            f"{sum(1 for r in mine if r['agrees_with_docs'])} | {len(off)} | "
+            + " | ".join(cells)
+            + " |"
         )
     return lines
 
@@ -360,7 +433,8 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
         "<!-- Written by `python -m helpers.answer_page` from data/: change helpers/answer.py, not this file. -->",
         "",
         "To find your own setting, choose it in [answer.html](answer.html): the same answer as a page you query (open "
-        "it in a browser). Below, a paragraph per setting, then every cell with its evidence.",
+        "it in a browser). Below, a paragraph per setting, then every cell with its evidence. Every term this "
+        "page uses is defined in the [glossary](glossary.md).",
         "",
         "## Your setting",
         "",
@@ -397,12 +471,41 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
         *boundaries_table(),
         "",
     ]
-    out += ["## Where each figure comes from", "", *sources(grid, results, meta), ""]
-    out += [
-        "## Where the engines disagree with Delta's documentation",
+    out += ["## Where each figure comes from", "", *sources(grid, results, meta)]
+    return "\n".join(out) + "\n"
+
+
+DISAGREEMENTS_TITLE = "Where the engines disagree with Delta's documentation"
+DISAGREEMENTS_INTRO = (
+    "Delta's documentation has a table of which concurrent writes conflict (under WriteSerializable, "
+    "its default isolation level; copied to "
+    "[data/delta_write_conflicts.csv](../data/delta_write_conflicts.csv)). The "
+    + term("conflict matrix", "conflict-matrix")
+    + " (notebook 13) raced every pair in each engine; below, a row per engine of its run: how many of its "
+    "pairs that table answers, how many of them came out otherwise, and which. A pair is written `first → later` by the matrix's names of the "
+    "operations (`delete_all`: a DELETE of every row; `replace_where`: a replaceWhere; `zorder`: a Z-order; "
+    "`…_apart`: the same operation on a partition, or a range of ids, of its own; the glossary's "
+    + term("operation names", "operation-names")
+    + " has them all). In brackets: for a refusal, the "
+    + term("conflict", "conflict")
+    + " the engine reported (`ConcurrentAppend`, `ConcurrentDeleteRead`, ...); for an "
+    + term("anomaly", "anomaly")
+    + ", what the table shows (duplicated rows, resurrected rows, removed twice); for a pair that commits, "
+    "`A→B = B→A`: the table equals both serial orders. The answer for your setting is on "
+    "[the answer page](answer.md)."
+)
+
+
+def render_disagreements(results: Results | None = None) -> str:
+    """The page of the engines' disagreements with Delta's documentation, from the matrix's CSV."""
+    results = results or Results.load()
+    out = [
+        f"# {DISAGREEMENTS_TITLE}",
         "",
-        "Against the WriteSerializable answer of Delta's write-conflict table (`data/delta_write_conflicts.csv`), "
-        "from the conflict matrix:",
+        "<!-- Written by `python -m helpers.answer_page` from data/conflict_matrix.csv: change "
+        "helpers/answer_page.py, not this file. -->",
+        "",
+        DISAGREEMENTS_INTRO,
         "",
         *disagreements(results),
     ]
@@ -438,7 +541,18 @@ def page_command(argv: list[str] | None, *, module: str, page: Path, render_page
 
 
 def main(argv: list[str] | None = None) -> int:
-    return page_command(argv, module="helpers.answer_page", page=PAGE, render_page=render)
+    """Write (or ``--check``) docs/answer.md, then docs/disagreements.md; with ``--page``, that page alone
+    as docs/answer.md."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    failed = page_command(argv, module="helpers.answer_page", page=PAGE, render_page=render)
+    if "--page" not in argv:
+        failed |= page_command(
+            argv,
+            module="helpers.answer_page",
+            page=DISAGREEMENTS_PAGE,
+            render_page=render_disagreements,
+        )
+    return failed
 
 
 if __name__ == "__main__":

@@ -94,8 +94,13 @@ def expected_verdict(rows: list[dict | None]) -> str:
     return "refused (retry)" if "refused" in classes else "safe"
 
 
+SECTION_LABEL = re.compile(r"\d\d (?:§\d+|appendix [A-Z])$")
+
+
 def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
-    """The page's table, by (row key, column key): each cell split on " · "."""
+    """The page's table, by (row key, column key): ``[verdict, releases, section, how]``. A cell names
+    only the evidence that differs from its row's *measured* column (releases · section · how), so each
+    part it leaves out is the row's."""
     lines = page.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| engine |"))
     body = lines[start + 2 : start + 2 + len(answer.ROWS)]
@@ -105,9 +110,29 @@ def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
         assert parts[:4] == [row.engine, row.versions, row.store, row.setting], (
             f"rows out of order at {parts[:4]}"
         )
-        for column, text in zip(answer.COLUMNS, parts[4:], strict=True):
-            cells[row.key, column.key] = text.split(" · ")
+        shared = _evidence(parts[4].split(" · ") if parts[4] != "none" else [])
+        for column, text in zip(answer.COLUMNS, parts[5:], strict=True):
+            verdict, *own = text.split(" · ")
+            mine = _evidence(own)
+            cells[row.key, column.key] = [
+                verdict,
+                *(m if m is not None else s for m, s in zip(mine, shared)),
+            ]
     return cells
+
+
+def _evidence(parts: list[str]) -> list[str | None]:
+    """``[releases, section, how]`` from a cell's or a row's evidence parts (None: not given)."""
+    found: list[str | None] = [None, None, None]
+    for part in parts:
+        part = re.sub(r"[;\[].*$", "", part).strip()  # a condition or a note's mark after it
+        if part in answer_page.HOW:
+            found[2] = part
+        elif SECTION_LABEL.match(part):
+            found[1] = part
+        elif part:
+            found[0] = part
+    return found
 
 
 def _verdict(parts: list[str]) -> str:
@@ -204,6 +229,20 @@ def test_a_cell_the_csv_contradicts_is_caught(flip):
         )
 
 
+def test_a_rows_measured_releases_the_csv_contradicts_is_caught():
+    """A row states its releases once (its *measured* column); every cell that names none is held to it."""
+    page = _page().replace(
+        "| 1.6.6 · 13 §5 · conflict matrix, on S3 too |",
+        "| 1.6.3 · 13 §5 · conflict matrix, on S3 too |",
+        1,
+    )
+    assert page != _page()
+    with pytest.raises(
+        AssertionError, match=r"the page names '1\.6\.3', the CSV ran \['1\.6\.6'\]"
+    ):
+        assert_matrix_cells_follow(page, _matrix_rows())
+
+
 def test_an_engine_missing_from_the_csv_is_caught():
     without = [r for r in _matrix_rows() if r["engine"] != "deltalake-1.6.6"]
     with pytest.raises(AssertionError, match="the CSV 'not measured'"):
@@ -228,7 +267,12 @@ def check_names(notebook: dict) -> set[str]:
 
 
 def has_section(notebook: dict, section: answer.Section) -> bool:
-    heading = re.compile(rf"^#{{2,4}} {re.escape(section.heading)}$", re.M)
+    """A heading ``## 5. Title``, with or without its anchor (``<a id="section-5"></a>``) after it:
+    tests/test_references.py checks the anchor the page links."""
+    heading = re.compile(
+        rf"^#{{2,4}} {re.escape(section.heading)}(?: <a id=\"{re.escape(section.anchor)}\"></a>)?$",
+        re.M,
+    )
     return any(
         heading.search("".join(c["source"]))
         for c in notebook["cells"]

@@ -16,6 +16,7 @@ import re
 import pytest
 
 from helpers import answer, answer_html, config, lab_check
+from test_references import anchors
 
 PAGE = answer_html.PAGE
 HANG_BOUND_S = 300
@@ -100,8 +101,9 @@ def page_problems(browser, url: str, cases: list[dict]) -> list[str]:
     return problems
 
 
-def links_problems(browser, url: str) -> list[str]:
-    """Every link the page shows, for every row, opens a file of the repository (anchors aside)."""
+def links_problems(browser, url: str, base=PAGE.parent) -> list[str]:
+    """Every link the page shows, for every row, opens a file of the repository, at an anchor the file
+    has (a section's ``<a id="section-5"></a>``: tests/test_references.py's anchors)."""
     browser.get(url)
     hrefs = browser.execute_script(
         """
@@ -115,9 +117,12 @@ return [...seen];""",
     )
     problems = []
     for href in hrefs:
-        target = (PAGE.parent / href.split("#")[0]).resolve()
+        file, _, anchor = href.partition("#")
+        target = (base / file).resolve()
         if not target.is_relative_to(config.ROOT) or not target.exists():
             problems.append(f"the link {href!r} opens nothing in the repository")
+        elif anchor and target.suffix in (".md", ".ipynb") and anchor not in anchors(target):
+            problems.append(f"the link {href!r} names an anchor its file does not have")
     return problems
 
 
@@ -160,7 +165,7 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
             "second": "optimize",
             "layout": "shared",
             "verdict": answer.DUPLICATES,
-            "evidence": "../student/13_conflict_matrix.ipynb",
+            "evidence": "../student/13_conflict_matrix.ipynb#section-5",
             "copy": "",
         }
     ]
@@ -171,6 +176,42 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
 
 def test_every_link_on_the_page_opens_a_file_of_the_repository(browser):
     assert links_problems(browser, PAGE.as_uri()) == []
+
+
+def test_the_evidence_links_both_editions_at_the_section(browser):
+    """The evidence opens the section in the learner's edition, and beside it the same section in the
+    solutions edition, labelled as such; a link to an anchor no notebook has is found."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(PAGE.as_uri())
+    browser.execute_script(
+        'window.answerPage.show("rs-put-today", "optimize", "optimize", "shared")'
+    )
+    links = browser.find_element(By.ID, "evidence").find_elements(By.TAG_NAME, "a")
+    assert [(a.get_attribute("href").split("/")[-2:], a.text) for a in links] == [
+        (["student", "13_conflict_matrix.ipynb#section-5"], "13 §5"),
+        (["notebooks", "13_conflict_matrix.ipynb#section-5"], answer.SOLUTIONS_EDITION),
+    ]
+
+
+def test_a_link_to_an_anchor_no_notebook_has_is_found(browser, tmp_path):
+    data = answer_html.page_data()
+    at = data["strings"].index("../student/13_conflict_matrix.ipynb#section-5")
+    data["strings"][at] = "../student/13_conflict_matrix.ipynb#section-55"
+    crafted = tmp_path / "answer.html"
+    crafted.write_text(
+        answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
+            "/*DATA*/null", json.dumps(data).replace("</", "<\\/")
+        ),
+        encoding="utf-8",
+    )
+    # its links resolve from docs/, where the page lives, not from the crafted copy's folder
+    problems = links_problems(browser, crafted.as_uri(), base=PAGE.parent)
+    assert (
+        "the link '../student/13_conflict_matrix.ipynb#section-55' names an anchor its file does not have"
+        in problems
+    )
+    assert not any("section-55" in p and "opens nothing" in p for p in problems)
 
 
 def test_the_keyboard_alone_chooses_a_setting(browser):

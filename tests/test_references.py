@@ -4,8 +4,10 @@ Read: README.md, docs/*.md, notebooks/README.md, notebooks/solutions/*.md, stude
 the markdown cells of notebooks/*.ipynb and student/*.ipynb. In them:
 
 * a markdown link ``[text](target)`` to a relative file must name a file or folder that exists;
-  its ``#anchor``, if any, a heading of that file (GitHub's slugs for ``.md``, the markdown cells'
-  headings for ``.ipynb``); a bare ``#anchor`` a heading of the same file;
+  its ``#anchor``, if any, an anchor of that file: a heading's slug (GitHub's, HTML tags left out;
+  for ``.ipynb``, the markdown cells' headings) or an ``<a id="...">`` in its text (a numbered
+  section's heading ends with ``<a id="section-3"></a>``, an appendix's with
+  ``<a id="appendix-b"></a>``); a bare ``#anchor`` an anchor of the same file;
 * outside code spans, "§N", "section N" (any case; "sections N and M"), "appendix X" ("appendices A, B and C") and
   "cell N" ("cells N and M") must exist in the notebook they refer to. That notebook is the one
   named last before the reference in the same paragraph ("notebook NN", "NN §", "NN appendix",
@@ -85,23 +87,35 @@ def _paragraphs(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+HTML_ANCHOR = re.compile(r"""<a\s+(?:id|name)\s*=\s*["']([^"']+)["']\s*>\s*</a>""")
+"""An anchor written into the text: ``<a id="section-3"></a>`` (a heading's, or anywhere in a cell)."""
+
+
 def slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation but hyphens and underscores dropped,
-    spaces to hyphens."""
-    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    """GitHub's anchor for a heading: HTML tags dropped, lower case, punctuation but hyphens and
+    underscores dropped, spaces to hyphens."""
+    text = re.sub(r"<[^>]*>", "", heading).strip()
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", text).lower()
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def headings(path: Path) -> list[str]:
+def _text(path: Path) -> str:
+    """A page's text, or a notebook's markdown cells', without fenced code."""
     if path.suffix == ".ipynb":
         text = "\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
     else:
-        text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
-    return [m.group(1) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", text, re.M)]
+        text = path.read_text(encoding="utf-8")
+    return re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+
+
+def headings(path: Path) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*\s*$", _text(path), re.M)]
 
 
 def anchors(path: Path) -> set[str]:
-    return {slug(h) for h in headings(path)}
+    """Every anchor a link may name: each heading's slug, and each ``<a id="...">`` of the text."""
+    text = _text(path)
+    return {slug(h) for h in headings(path)} | set(HTML_ANCHOR.findall(text))
 
 
 def sections(path: Path) -> set[str]:
@@ -260,6 +274,11 @@ def _doc(text: str, own: str | None = None, path: Path = ROOT / "docs" / "crafte
         ("notebook 12's appendices B and D", "has no appendix D"),
         ("Section 2 says so.", "names no notebook"),
         ("notebook 13 cell 999", "notebook 13 has"),
+        (
+            "[13 §5](../notebooks/13_conflict_matrix.ipynb#section-55)",
+            "no heading with that anchor",
+        ),
+        ("[glossary](glossary.md#no-such-term)", "no heading with that anchor"),
     ],
 )
 def test_a_broken_reference_is_found(text, found):
@@ -288,4 +307,42 @@ def test_a_next_that_goes_back_is_found():
     links["11_commit_throughput.ipynb"] = "../README.md"
     assert wrong_next(links) == [
         "11_commit_throughput.ipynb: Next leads to ../README.md, not 12_torture.ipynb"
+    ]
+
+
+def test_a_sections_anchor_resolves_and_a_missing_one_is_found(tmp_path):
+    """A heading's ``<a id="...">`` is an anchor a link may name (the heading's slug too, without the
+    tag); an id the notebook does not carry is found."""
+    notebook = tmp_path / "notebooks" / "03_crafted.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "markdown",
+                        "metadata": {},
+                        "source": [
+                            '## 3. The same writers <a id="section-3"></a>\n',
+                            "Text.\n\n",
+                            '## Appendix B · Two locks <a id="appendix-b"></a>\n',
+                        ],
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert anchors(notebook) == {
+        "section-3",
+        "appendix-b",
+        "3-the-same-writers",
+        "appendix-b--two-locks",
+    }
+    page = tmp_path / "docs" / "crafted.md"
+    page.parent.mkdir()
+    good = "[03 §3](../notebooks/03_crafted.ipynb#section-3), [B](../notebooks/03_crafted.ipynb#appendix-b)"
+    assert problems_in(_doc(good, path=page)) == []
+    assert problems_in(_doc("[03 §4](../notebooks/03_crafted.ipynb#section-4)", path=page)) == [
+        "crafted: link to ../notebooks/03_crafted.ipynb#section-4: no heading with that anchor"
     ]
