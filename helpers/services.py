@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from helpers import config, moto_server, preflight, versitygw
+from helpers import config, moto_server, preflight, service_watch, versitygw
 from helpers.local_processes import port_is_free, stop_process_group
 from helpers.writers.protocol import process_alive
 
@@ -501,6 +501,16 @@ def require(*capabilities: str) -> None:
     up([s.name for s in selected], quiet=True)
     for state in status([s.name for s in selected]):
         print(f"{state.name}: answering on {state.endpoint}")
+    if service_watch.in_a_kernel():  # say at once if one stops answering under a later cell
+        prefix = "WORKBOOK_S3_SERVER=versitygw " if config.s3_server() == "versitygw" else ""
+        service_watch.watch(
+            [
+                service_watch.Endpoint(
+                    s.name, plays(s), s.host(), s.port(), f"{prefix}make services"
+                )
+                for s in selected
+            ]
+        )
 
 
 @contextlib.contextmanager
