@@ -21,6 +21,8 @@ import pytest
 from helpers import answer, config
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
+ANCHOR = re.compile(r"\s*<a id=\"[\w-]+\"></a>$")
+"""A heading's anchor (``<a id="section-5"></a>``), which the section's heading text leaves out."""
 NO_LOSS = re.compile(
     r"nothing (?:is )?lost|(?:loses|lose|lost) nothing|no rows? (?:is |are )?lost|\b0 (?:[\w-]+ ){0,2}lost|without los(?:ing|s)"
     r"|\blost:? 0\b|never lost|los(?:e|es|t|ing) (?:the|a) race",
@@ -91,7 +93,7 @@ def section_sentences(notebook: dict, section: answer.Section) -> list[str]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
             for match in HEADING.finditer(source):
-                if level is None and match.group(2) == section.heading:
+                if level is None and ANCHOR.sub("", match.group(2)) == section.heading:
                     level, source = len(match.group(1)), source[match.end() :]
                     break
                 if level is not None and len(match.group(1)) <= level:

@@ -49,9 +49,61 @@ GLOSSARY_ONLY = {
     "put-if-absent": r"put-if-absent",
     "create-if-absent": r"create-if-absent",
     "copy-if-absent": r"copy-if-absent",
+    "solutions edition": r"solutions editions?",
+    "student edition": r"student editions?",
+    "ConcurrentAppend": r"ConcurrentAppend(?:Exception)?",
+    "ConcurrentDeleteRead": r"ConcurrentDeleteRead(?:Exception)?",
+    "ConcurrentDeleteDelete": r"ConcurrentDeleteDelete(?:Exception)?",
+    "CommitFailedError": r"CommitFailedError",
+    "delete_all": r"delete_all",
+    "duplicated rows": r"duplicated rows",
+    "lost update": r"lost updates?",
+    "resurrected rows": r"resurrected rows",
+    "removed twice": r"removed twice",
+    "broken log": r"broken logs?",
+    "ABFS": r"(?-i:ABFS)",
+    "Daft": r"(?-i:Daft)",
+    "STS": r"(?-i:STS)",
+    "delete marker": r"delete markers?",
+    "DeltaOps": r"DeltaOps",
 }
 """Terms the glossary defines for every reader (with one preferred name per idea: "conditional put",
-whose synonyms are the four after it)."""
+whose synonyms are the four after it). Acronyms and names match in their own case only (``(?-i:...)``):
+"sts" in a host name is not the service."""
+FORMS = {
+    "staged": (
+        "_commit_<uuid>.json.tmp",
+        ".tmp/N.json.<uuid>",
+        "_staged_commits/",
+        "_queue/ready/",
+    ),
+    "conditional put": (
+        "conditional write",
+        "put-if-absent",
+        "create-if-absent",
+        "If-None-Match: *",
+        "PutMode::Create",
+        "copy-if-absent",
+    ),
+    "catalog-managed table": ("catalogManaged", "catalogOwned-preview", "_staged_commits/"),
+    "DynamoDB log store": ("S3DynamoDBLogStore", "AWS_S3_LOCKING_PROVIDER=dynamodb"),
+    "idempotent-write id": ("Transaction(app_id, version)", "txnAppId", "txnVersion"),
+    "ConcurrentAppend": ("ConcurrentAppendException", "concurrent transactions added new data"),
+    "ConcurrentDeleteRead": ("ConcurrentDeleteReadException", "deleted data this operation read"),
+    "ConcurrentDeleteDelete": (
+        "ConcurrentDeleteDeleteException",
+        "deleted the same data your transaction deletes",
+    ),
+    "ABFS": ("abfss://", "abfs://"),
+    "FileNotFoundError": ("FileNotFoundException", "FILE_NOT_EXIST"),
+    "solutions edition": ("notebooks/",),
+    "student edition": ("student/",),
+}
+"""Each glossary entry (by its heading) and the forms it must name: every name the term takes in the
+engines, the stores and the workbook's pages (a staged commit is deltalake's ``_commit_<uuid>.json.tmp``,
+Delta Spark's ``.tmp/N.json.<uuid>`` and a catalog's ``_staged_commits/``). The entries whose forms
+the code defines (the conflict matrix's operations, its anomaly kinds and conflict names) are held to
+the code by :func:`code_forms`."""
 GLOSSARY_TERMS = {**TERMS, **GLOSSARY_ONLY}
 GLOSSARY = config.ROOT / "docs" / "glossary.md"
 GLOSSARY_LINK = re.compile(r"\[[^\]]*\]\((?:\.\./)?(?:docs/)?glossary\.md(?:#[\w-]*)?\)")
@@ -94,8 +146,21 @@ def workbook_notebooks() -> list[tuple[str, list[str]]]:
     ]
 
 
+def reading_path() -> list[tuple[str, list[str]]]:
+    """The notebooks in order, each followed by its written answers (``solutions/NN.md``, one text)."""
+    path = []
+    for name, cells in workbook_notebooks():
+        path.append((name, cells))
+        answers = config.NOTEBOOKS_DIR / "solutions" / f"{name[:2]}.md"
+        if answers.exists():
+            path.append((f"solutions/{answers.name}", [answers.read_text(encoding="utf-8")]))
+    return path
+
+
 def test_every_term_is_defined_before_the_prose_uses_it():
-    assert used_before_defined(workbook_notebooks()) == []
+    path = reading_path()
+    assert any(name.startswith("solutions/") for name, _ in path)
+    assert used_before_defined(path) == []
 
 
 def test_notebook_00_defines_every_term():
@@ -164,11 +229,66 @@ def test_notebook_00_links_the_glossary_in_its_first_cell():
 
 
 def undefined_in_glossary(text: str) -> list[str]:
+    """The terms the glossary names neither in bold nor in code (its synonyms' two forms)."""
     return [
         term
         for term, pattern in GLOSSARY_TERMS.items()
-        if not re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)
+        if not re.search(rf"\*\*(?:the )?{pattern}\*\*|`{pattern}`", text, re.IGNORECASE)
     ]
+
+
+def glossary_entries(text: str) -> dict[str, str]:
+    """The glossary's entries, by heading: each one's text up to the next heading."""
+    parts = re.split(r"^### (.+)$", text, flags=re.M)
+    return {heading.strip(): body for heading, body in zip(parts[1::2], parts[2::2])}
+
+
+def code_forms() -> dict[str, tuple[str, ...]]:
+    """The forms the code defines: every operation the conflict matrix races (an ``…_apart`` one as
+    ``<operation>_apart``), every anomaly kind it names, every conflict name it reports."""
+    from helpers.matrix import classify, operations
+
+    names = {
+        "<operation>_apart" if op.apart_of else op.name for op in operations.OPERATIONS.values()
+    }
+    conflicts = {
+        name
+        for _, name in classify.CONFLICT_NAMES
+        if name.startswith("Concurrent") and name != "ConcurrentTransaction"
+    }
+    return {
+        "operation names": tuple(sorted(names)),
+        "anomaly": classify.KINDS,
+        "conflict": tuple(sorted(conflicts)),
+    }
+
+
+def missing_forms(text: str, forms: dict[str, tuple[str, ...]]) -> list[str]:
+    """``"<entry>: no <form>"`` for each form its glossary entry does not name (or no such entry)."""
+    entries = glossary_entries(text)
+    problems = []
+    for heading, wanted in forms.items():
+        if heading not in entries:
+            problems.append(f"{heading}: no such entry")
+            continue
+        problems += [f"{heading}: no {form}" for form in wanted if form not in entries[heading]]
+    return problems
+
+
+def test_each_glossary_entry_names_every_form_of_its_term():
+    assert missing_forms(GLOSSARY.read_text(encoding="utf-8"), {**FORMS, **code_forms()}) == []
+
+
+def test_an_entry_missing_a_form_is_found():
+    text = GLOSSARY.read_text(encoding="utf-8")
+    assert missing_forms(text.replace("`_delta_log/.tmp/N.json.<uuid>`", "a file"), FORMS) == [
+        "staged: no .tmp/N.json.<uuid>"
+    ]
+    forms = code_forms()
+    assert "delete_all" in forms["operation names"] and "resurrected rows" in forms["anomaly"]
+    assert missing_forms(
+        text.replace("`delete_all`", "`delete_every_row`"), {**forms, "no entry": ("x",)}
+    ) == ["operation names: no delete_all", "no entry: no such entry"]
 
 
 def test_the_glossary_defines_every_term():
@@ -209,6 +329,112 @@ def test_readme_docs_and_the_notebooks_readme_link_the_glossary_before_its_terms
             str(page.relative_to(config.ROOT)), page.read_text(encoding="utf-8")
         )
     assert problems == []
+
+
+def test_the_answer_pages_link_the_glossary_before_their_terms():
+    """docs/answer.md (and the disagreements page it links) link the glossary before any term, and the
+    check sees the terms of their tables: without the links, each is found."""
+    from helpers import answer_page
+
+    for page in (answer_page.PAGE, answer_page.DISAGREEMENTS_PAGE):
+        text = page.read_text(encoding="utf-8")
+        assert used_before_the_glossary(page.name, text) == []
+        unlinked = GLOSSARY_LINK.sub("", text)
+        found = used_before_the_glossary(page.name, unlinked)
+        assert f"{page.name}: 'resurrected rows' used before the glossary is linked" in found
+    assert "m+S3" not in answer_page.PAGE.read_text(encoding="utf-8")  # spelled out instead
+
+
+ERROR_CLASS = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|Concurrent[A-Z]\w*)\b")
+"""An error class's name (``CommitFailedError``, ``FileAlreadyExistsException``) or one of Delta's
+conflicts (``ConcurrentAppend``), in the prose or its code spans."""
+
+
+def learner_prose() -> list[tuple[str, str]]:
+    """``(where, text)``: what a learner reads: README, the notebooks' markdown and their written
+    answers, notebooks/README.md, the answer page and the page of disagreements it links (fenced code
+    left out). The rest of ``docs/`` (troubleshooting, running, maintainers' pages) quotes the errors
+    of tools and set-ups, not of the lessons."""
+    from helpers import answer_page
+
+    pages = [
+        config.ROOT / "README.md",
+        config.NOTEBOOKS_DIR / "README.md",
+        answer_page.PAGE,
+        answer_page.DISAGREEMENTS_PAGE,
+        *sorted((config.NOTEBOOKS_DIR / "solutions").glob("*.md")),
+    ]
+    texts = [(str(p.relative_to(config.ROOT)), p.read_text(encoding="utf-8")) for p in pages]
+    for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")):
+        texts += [
+            (f"{path.relative_to(config.ROOT)} cell {n}", text)
+            for n, text in enumerate(_markdown(path))
+        ]
+    return [(where, re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)) for where, text in texts]
+
+
+def errors_without_entry(texts: list[tuple[str, str]], glossary: str) -> list[str]:
+    """``"<where>: <Name> has no glossary entry"`` at each error class's first use, for each one the
+    glossary names neither in a heading, in bold nor in code."""
+    named = set(re.findall(r"^### (\S+)$", glossary, re.M))
+    named |= set(re.findall(r"\*\*(\w+)\*\*", glossary)) | set(re.findall(r"`(\w+)`", glossary))
+    problems, seen = [], set()
+    for where, text in texts:
+        for name in ERROR_CLASS.findall(text):
+            if name not in named and name not in seen:
+                problems.append(f"{where}: {name} has no glossary entry")
+            seen.add(name)
+    return problems
+
+
+def test_every_error_class_the_prose_names_has_a_glossary_entry():
+    texts = learner_prose()
+    used = {name for _, text in texts for name in ERROR_CLASS.findall(text)}
+    assert {"CommitFailedError", "ConcurrentAppend", "ConcurrentDeleteRead"} <= used
+    assert errors_without_entry(texts, GLOSSARY.read_text(encoding="utf-8")) == []
+
+
+def test_an_error_class_without_an_entry_is_found():
+    glossary = GLOSSARY.read_text(encoding="utf-8")
+    crafted = [
+        ("01_crafted cell 3", "The writer fails with `CommitFailedError`."),
+        (
+            "02_crafted cell 1",
+            "Then a `TableVanishedError`, a ConcurrentRenameException, twice: TableVanishedError.",
+        ),
+    ]
+    assert errors_without_entry(crafted, glossary) == [
+        "02_crafted cell 1: TableVanishedError has no glossary entry",
+        "02_crafted cell 1: ConcurrentRenameException has no glossary entry",
+    ]
+    assert errors_without_entry(
+        [("x", "a ConcurrentDeleteRead")],
+        glossary.replace("ConcurrentDeleteRead", "the read conflict"),
+    ) == ["x: ConcurrentDeleteRead has no glossary entry"]
+
+
+def test_a_new_term_the_glossary_does_not_define_is_found():
+    glossary = GLOSSARY.read_text(encoding="utf-8")
+    for term, crafted in [
+        ("delete marker", glossary.replace("**delete marker**", "delete marker")),
+        ("STS", glossary.replace("**STS**", "**sts**")),
+        ("delete_all", glossary.replace("`delete_all`", "`delete_every_row`")),
+    ]:
+        assert undefined_in_glossary(crafted) == [term]
+
+
+def test_a_solutions_page_is_read_after_its_notebook():
+    crafted = [
+        ("00_crafted", [_glossary().replace("**orphan**", "orphan")]),
+        ("solutions/00.md", ["Its orphans stay in the bucket."]),
+    ]
+    assert used_before_defined(crafted) == [
+        "00_crafted markdown cell 0: 'orphan' used before it is defined"
+    ]
+    crafted[0] = ("00_crafted", [_glossary().replace("- **orphan**: ...", "")])
+    assert used_before_defined(crafted) == [
+        "solutions/00.md markdown cell 0: 'orphan' used before it is defined"
+    ]
 
 
 def test_a_page_that_uses_a_term_before_the_glossary_is_found():
