@@ -380,6 +380,55 @@ def test_the_module_rule_agrees_with_the_rule_written_out_here():
     assert answer.verdict_of([]) == expected_verdict([]) == "not measured"
 
 
+NOTEBOOK_LINK = re.compile(r"\[([^\]]+)\]\(\.\./(student|notebooks)/(\d\d_\w+\.ipynb)(#[\w-]+)?\)")
+
+
+def notebook_link_problems(page: str) -> list[str]:
+    """A link into the notebooks opens at a section's anchor (``13 §5`` at ``#section-5``, ``12 appendix
+    C`` at ``#appendix-c``) and one into ``notebooks/`` says it is the solutions edition."""
+    problems, label = [], ""
+    for text, edition, notebook, anchor in NOTEBOOK_LINK.findall(page):
+        if edition == "notebooks" and text != answer.SOLUTIONS_EDITION:
+            problems.append(f"{text} links the solutions edition without saying so")
+        if edition == "student":
+            label = text
+        found = re.fullmatch(r"\d\d (?:§(\d+)|appendix ([A-Z]))", label)
+        want = (
+            f"#section-{found.group(1)}"
+            if found and found.group(1)
+            else f"#appendix-{found.group(2).lower()}"
+            if found
+            else None
+        )
+        if want is None or anchor != want:
+            problems.append(
+                f"{label} ({edition}/{notebook}) opens at {anchor or 'the top'}, not {want}"
+            )
+    return problems
+
+
+def test_every_notebook_link_opens_its_section_and_names_its_edition():
+    page = _page()
+    assert len(NOTEBOOK_LINK.findall(page)) > 50
+    assert notebook_link_problems(page) == []
+
+
+def test_a_link_to_the_top_of_a_notebook_or_an_unnamed_edition_is_found():
+    edition = answer.SOLUTIONS_EDITION
+    page = (
+        f"[13 §5](../student/13_conflict_matrix.ipynb#section-5) "
+        f"([{edition}](../notebooks/13_conflict_matrix.ipynb)); "
+        f"[12 appendix C](../student/12_torture.ipynb#appendix-c) "
+        f"([with solutions](../notebooks/12_torture.ipynb#appendix-c)); "
+        f"[09 §3](../student/09_spark_multi_cluster_s3.ipynb#section-2)"
+    )
+    assert notebook_link_problems(page) == [
+        "13 §5 (notebooks/13_conflict_matrix.ipynb) opens at the top, not #section-5",
+        "with solutions links the solutions edition without saying so",
+        "09 §3 (student/09_spark_multi_cluster_s3.ipynb) opens at #section-2, not #section-3",
+    ]
+
+
 def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
     readme = (config.ROOT / "README.md").read_text(encoding="utf-8")
     assert "[docs/answer.md](docs/answer.md)" in "\n".join(readme.splitlines()[:12]), (
@@ -393,11 +442,17 @@ def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
     )
     for name in (workbook.notebooks()[-1].name,):  # the last notebook's "Next" is the page
         cells = _notebook(name)["cells"]
-        appendix = next(
-            (i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Appendix")),
+        optional = next(
+            (
+                i
+                for i, c in enumerate(cells)
+                if re.match(r"## (?:Appendix|How this was measured)", "".join(c["source"]))
+            ),
             len(cells),
         )
-        last = cells[appendix - 1]  # the main path's last cell: an appendix follows it, if any
+        last = cells[
+            optional - 1
+        ]  # the main path's last cell: the optional parts follow it, if any
         assert last["cell_type"] == "markdown" and "(../docs/answer.md)" in "".join(
             last["source"]
         ), name
