@@ -466,7 +466,9 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     out += [
         "## Version boundaries",
         "",
-        "From `helpers/boundaries.py`, the one home of these releases:",
+        "<!-- From helpers/boundaries.py, the one home of these releases. -->",
+        "",
+        "The releases at which what this page says changes, and how the workbook knows:",
         "",
         *boundaries_table(),
         "",
