@@ -27,7 +27,10 @@ import pytest
 
 from helpers import answer, config, eras, tables
 
-COPY_OFFER = re.compile(r"copy (?:it |this )?into (?:a|your) (?:job|own)", re.I)
+COPY_OFFER = re.compile(
+    r"copy(?:[\s#]+(?:it|this))?[\s#]+into[\s#]+(?:a|your)[\s#]+(?:job|own)", re.I
+)
+"""The offer, however a comment wraps it ("to copy\n# into a job of your own")."""
 UNSAFE_SETTINGS = {
     "the unsafe rename": re.compile(r"ALLOW_UNSAFE_RENAME", re.I),
     "no retries": re.compile(r"max_commit_retries\s*=\s*[01]\b"),
@@ -442,3 +445,13 @@ print(first, "/", again)""",
     assert told == "committed / landed already"
     table = DeltaTable(uri, storage_options=options)
     assert table.to_pyarrow_table().num_rows == 11 and table.transaction_version("committer") == 1
+
+
+def test_an_offer_wrapped_over_two_comment_lines_is_found():
+    wrapped = "# The call below, to copy\n# into a job of your own.\nprint(1)\n"
+    notebooks = {
+        "99_crafted.ipynb": {"cells": [{"cell_type": "code", "metadata": {}, "source": [wrapped]}]}
+    }
+    assert copy_problems(notebooks) == [
+        "99_crafted.ipynb cell 0: offered to copy, but names no setting of the answer (metadata workbook_copy)"
+    ]
