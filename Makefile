@@ -214,3 +214,7 @@ clean: ## remove executed notebooks and test output
 
 distclean: stop clean ## remove everything `make install` created, caches included
 	rm -rf .venv .envs node_modules .cache .state
+
+.PHONY: matrix-mixed
+matrix-mixed: install ## Delta Spark (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: the conflict matrix's append, overwrite, delete, update, merge and optimize raced in both orders, judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/, copied to data/conflict_matrix_mixed_dynamodb.csv
+	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix.mixed --publish $(MATRIX_MIXED_ARGS)

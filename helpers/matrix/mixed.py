@@ -1,0 +1,277 @@
+"""``python -m helpers.matrix.mixed``: Delta Spark and deltalake 1.5.1 on one S3 table, one lock table.
+
+    python -m helpers.matrix.mixed                       # the six operations (make matrix-mixed)
+    python -m helpers.matrix.mixed --ops append,optimize --publish
+
+The setting of notebook 09 §5: Delta Spark's DynamoDB log store and deltalake 1.5.1's
+(``AWS_S3_LOCKING_PROVIDER=dynamodb``) on one table of the S3 emulator, through one lock table, the
+table named ``s3a://`` by both. Each ordered pair of the conflict matrix's operations is raced in both
+orders, with the matrix's pair runner (:class:`helpers.matrix.pairs.Runner`), oracle and classes
+(:mod:`helpers.matrix.classify`) and Delta's documented table (:mod:`helpers.matrix.documented`):
+
+* ``spark-first``: Delta Spark (A) commits; deltalake 1.5.1 (B) then commits from the snapshot it
+  loaded before, in its own process (:mod:`helpers.matrix.remote`); B writes its data files after
+  A's commit (``b-files-after``);
+* ``deltalake-first``: Delta Spark (B) reads the table, writes its files and its staged commit and is
+  held at its claim in the lock table (:mod:`helpers.matrix.ddb_hold`); deltalake 1.5.1 (A) commits;
+  B goes on (``b-files-first``).
+
+The serial orders run on copies, by the same two engines, through the same lock table. Beside each
+race's verdict, the lock table's items of its table (:func:`helpers.matrix.mixed_engines.lock_evidence`):
+who staged each commit, whether each commit has its complete item, how many ``tablePath`` values.
+Results: ``build/matrix/mixed-dynamodb/matrix.csv``, ``meta.json``, ``summary.txt``; ``--publish`` copies
+the CSV and meta to ``data/``. The tables are removed (with their lock items) unless ``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from helpers import config, storage
+from helpers.matrix import classify, run, worker
+from helpers.matrix import mixed_engines as me
+from helpers.matrix import operations as ops
+from helpers.matrix.ddb_hold import ClaimHold
+from helpers.matrix.pairs import Runner
+
+DEFAULT_OPS = ("append", "overwrite", "delete", "update", "merge", "optimize")
+"""The operations of ``make matrix-mixed``: a team's everyday writes and compaction (36 pairs, 72 races)."""
+ORDERS = {"spark-first": "b-files-after", "deltalake-first": "b-files-first"}
+"""The two orders, and the interleaving each races (whether B's data files come after A's commit)."""
+
+
+def engine_name(order: str, rs: str = me.RS) -> str:
+    """The CSV's ``engine`` of an order: ``spark-dynamodb-then-deltalake-1.5.1`` or the other way."""
+    return f"spark-dynamodb-then-{rs}" if order == "spark-first" else f"{rs}-then-spark-dynamodb"
+
+
+LOCAL_PAIRS = {
+    "spark-first": "spark-then-deltalake-1.6.6",
+    "deltalake-first": "deltalake-1.6.6-then-spark",
+}
+"""The conflict matrix's mixed pairs on local disk (Delta Spark beside deltalake 1.6.6), compared."""
+OUT = config.BUILD_DIR / "matrix" / "mixed-dynamodb"
+DATA_CSV = config.DATA_DIR / "conflict_matrix_mixed_dynamodb.csv"
+DATA_META = config.DATA_DIR / "conflict_matrix_mixed_dynamodb_meta.json"
+LOCK_COLUMNS = ("lock_commits", "lock_table_paths", "lock_problems")
+CSV_COLUMNS = ("order", "engine_first", "engine_second", *run.CSV_COLUMNS, *LOCK_COLUMNS)
+
+
+def row_of(record: dict, order: str, base: dict, version: str, rs: str = me.RS) -> dict:
+    """One CSV row: the matrix's (:func:`helpers.matrix.run.tidy_row`) with the lock table's evidence."""
+    row = run.tidy_row({**record, "engine": engine_name(order, rs)}, base, version)
+    row.update(
+        order=order,
+        engine_first=record.get("engine_first", ""),
+        engine_second=record.get("engine_second", ""),
+        layout=ops.SHARED_FILES.name,
+        interleaving=ORDERS[order],
+    )
+    race = record.get("race")
+    if record.get("status") == "ran" and race:
+        row.update(me.lock_evidence(record["folder"] + "/race", race["base_version"]))
+    return row
+
+
+def run_mixed(
+    op_names,
+    folder: Path = OUT,
+    *,
+    keep: bool = False,
+    orders=tuple(ORDERS),
+    echo=print,
+    rs_python: str | None = None,
+) -> list[dict]:
+    """Race every ordered pair of ``op_names`` in each order; write the results into ``folder``.
+    ``rs_python``: a Python with another deltalake than 1.5.1 (a release this workbook does not pin),
+    named after the release it imports."""
+    started = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    me.prepare_s3()
+    hold = ClaimHold(config.aws_endpoint("dynamodb"))
+    rs = me.remote_rs(rs_python)
+    rs_name = f"deltalake-{rs.version}"
+    rows: list[dict] = []
+    roots: list[str] = []
+    version = ""
+    try:
+        spark = me.DynamoSpark(hold)
+        echo(f"Delta Spark up after {time.perf_counter() - started:.0f} s; deltalake {rs.version}")
+        pairs = ops.pairs([name for name in ops.MATRIX_OPS if name in op_names])
+        runner = None
+        for order in orders:
+            root = worker.s3_root(str(folder), engine_name(order, rs_name))
+            roots.append(root)
+            first, second = (spark, rs) if order == "spark-first" else (rs, spark)
+            runner = Runner(first, second, root=root, shares=runner)
+            base = runner.prepare()
+            version = f"{spark.version} / deltalake {rs.version}"
+            for done, (a, b) in enumerate(pairs, 1):
+                began = time.perf_counter()
+                try:
+                    record = runner.run_pair(a, b)
+                except Exception as error:  # noqa: BLE001  (one broken pair must not stop the others)
+                    record = {
+                        "first": a,
+                        "second": b,
+                        "status": "error",
+                        "reason": f"the harness failed: {type(error).__name__}: {error}",
+                    }
+                record["seconds"] = round(time.perf_counter() - began, 3)
+                row = row_of(record, order, base, version, rs_name)
+                rows.append(row)
+                lock = f" | lock: {row.get('lock_commits', '')}" + (
+                    f" PROBLEMS {row['lock_problems']}" if row.get("lock_problems") else ""
+                )
+                echo(run.progress_line(row, done, len(pairs)) + lock)
+            write(folder, rows, op_names, time.perf_counter() - started, version, rs_name)
+    finally:
+        rs.close()
+        hold.close()
+        if not keep:
+            for root in roots:
+                from helpers.matrix import stores
+
+                stores.for_location(root).remove(root)
+                storage.delete_lock_entries(me.for_delta_rs(root), under=True)
+    seconds = time.perf_counter() - started
+    write(folder, rows, op_names, seconds, version, rs_name)
+    return rows
+
+
+def write(
+    folder: Path, rows: list[dict], op_names, seconds: float, versions: str, rs: str = me.RS
+) -> None:
+    with (folder / "matrix.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(
+            handle, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore"
+        )
+        writer.writeheader()
+        writer.writerows(rows)
+    meta = {
+        "engines": {engine_name(order, rs): versions for order in ORDERS},
+        "setting": "one S3 table (s3a:// for both), one DynamoDB lock table: Delta Spark's DynamoDB "
+        "log store and deltalake's AWS_S3_LOCKING_PROVIDER=dynamodb",
+        "operations": [name for name in ops.MATRIX_OPS if name in op_names],
+        "pairs": {order: sum(1 for r in rows if r["order"] == order) for order in ORDERS},
+        "interleavings": dict(ORDERS),
+        "wall_seconds": round(seconds, 1),
+        "run_on": time.strftime("%Y-%m-%d"),
+    }
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (folder / "summary.txt").write_text(summary(rows, seconds) + "\n")
+
+
+def local_cells() -> dict[tuple[str, str, str], str]:
+    """The conflict matrix's committed outcomes of its local mixed pairs, by (order, first, second)."""
+    path = config.DATA_DIR / "conflict_matrix.csv"
+    if not path.is_file():
+        return {}
+    wanted = {engine: order for order, engine in LOCAL_PAIRS.items()}
+    with path.open(newline="", encoding="utf-8") as handle:
+        return {
+            (wanted[r["engine"]], r["first"], r["second"]): r["outcome"]
+            for r in csv.DictReader(handle)
+            if r["engine"] in wanted
+        }
+
+
+def summary(rows: list[dict], seconds: float) -> str:
+    lines = [f"wall time {seconds:.0f} s, {len(rows)} races"]
+    for order in ORDERS:
+        counted = Counter(r["outcome"] for r in rows if r["order"] == order)
+        lines.append(
+            f"{order}: " + ", ".join(f"{counted[o]} {o}" for o in classify.OUTCOMES if counted[o])
+        )
+    counted = Counter(r["outcome"] for r in rows)
+    lines.append(
+        "both orders: " + ", ".join(f"{counted[o]} {o}" for o in classify.OUTCOMES if counted[o])
+    )
+    lock = [r for r in rows if r.get("lock_problems")]
+    paths = Counter(str(r.get("lock_table_paths", "")) for r in rows)
+    lines.append(
+        f"lock table: {len(lock)} race(s) with a problem; tablePath values per table: {dict(paths)}"
+    )
+    lines += [f"- {r['order']}: {r['first']} → {r['second']}: {r['lock_problems']}" for r in lock]
+    anomalies = [r for r in rows if r["outcome"] in (classify.ANOMALY, classify.ERROR)]
+    lines.append(f"{len(anomalies)} anomal(ies) or error(s):")
+    lines += [
+        f"- {r['order']}: {r['first']} → {r['second']}: {r['outcome']} {r['anomaly_kind']} ({r['detail']})"
+        for r in anomalies
+    ]
+    docs = [r for r in rows if r["agrees_with_docs"] == "no"]
+    lines.append(f"{len(docs)} disagreement(s) with the documentation:")
+    lines += [f"- {r['order']}: {r['first']} → {r['second']}: {r['disagreement']}" for r in docs]
+    local = local_cells()
+    differ = [
+        (r, local[key])
+        for r in rows
+        if (key := (r["order"], r["first"], r["second"])) in local and local[key] != r["outcome"]
+    ]
+    lines.append(
+        f"{len(differ)} cell(s) differ from the matrix's local mixed pairs (deltalake 1.6.6):"
+    )
+    lines += [
+        f"- {r['order']}: {r['first']} → {r['second']}: {r['outcome']} here, {was} there"
+        for r, was in differ
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.matrix.mixed", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--ops",
+        help=f"comma-separated, from {', '.join(ops.MATRIX_OPS)} (default: {','.join(DEFAULT_OPS)})",
+    )
+    parser.add_argument(
+        "--orders", help=f"comma-separated, from {', '.join(ORDERS)} (default: both)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="results folder (default build/matrix/mixed-dynamodb)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the tables and their lock items")
+    parser.add_argument(
+        "--deltalake-python",
+        help="a Python whose deltalake replaces 1.5.1 (another release, measured once)",
+    )
+    parser.add_argument(
+        "--publish", action="store_true", help="copy matrix.csv and meta.json to data/"
+    )
+    args = parser.parse_args(argv)
+    try:
+        chosen = ops.check_names(
+            "operation", args.ops.split(",") if args.ops else list(DEFAULT_OPS), ops.MATRIX_OPS
+        )
+        orders = ops.check_names(
+            "order", args.orders.split(",") if args.orders else list(ORDERS), tuple(ORDERS)
+        )
+    except ops.UnknownName as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 2
+    if args.publish and args.deltalake_python:
+        print(f"{parser.prog}: --publish is for deltalake 1.5.1's run only", file=sys.stderr)
+        return 2
+    rows = run_mixed(
+        chosen, args.out, keep=args.keep, orders=tuple(orders), rs_python=args.deltalake_python
+    )
+    text = (args.out / "summary.txt").read_text()
+    print(f"\n{text}\nResults: {config.shown(args.out / 'matrix.csv')}")
+    if args.publish:
+        shutil.copy(args.out / "matrix.csv", DATA_CSV)
+        shutil.copy(args.out / "meta.json", DATA_META)
+        print(f"copied to {config.shown(DATA_CSV)} and {config.shown(DATA_META)}")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
