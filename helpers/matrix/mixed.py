@@ -1,12 +1,12 @@
 """``python -m helpers.matrix.mixed``: Delta Spark and deltalake 1.5.1 on one S3 table, one lock table.
 
-    python -m helpers.matrix.mixed                       # the six operations (make matrix-mixed)
+    python -m helpers.matrix.mixed                       # make matrix-mixed: default_pairs()
     python -m helpers.matrix.mixed --ops append,optimize --publish
 
 The setting of notebook 09 §5: Delta Spark's DynamoDB log store and deltalake 1.5.1's
 (``AWS_S3_LOCKING_PROVIDER=dynamodb``) on one table of the S3 emulator, through one lock table, the
-table named ``s3a://`` by both. Each ordered pair of the conflict matrix's operations is raced in both
-orders, with the matrix's pair runner (:class:`helpers.matrix.pairs.Runner`), oracle and classes
+table named ``s3a://`` by both. Pairs of the conflict matrix's operations (:func:`default_pairs`) are
+raced in both orders, with the matrix's pair runner (:class:`helpers.matrix.pairs.Runner`), oracle and classes
 (:mod:`helpers.matrix.classify`) and Delta's documented table (:mod:`helpers.matrix.documented`):
 
 * ``spark-first``: Delta Spark (A) commits; deltalake 1.5.1 (B) then commits from the snapshot it
@@ -42,7 +42,39 @@ from helpers.matrix.ddb_hold import ClaimHold
 from helpers.matrix.pairs import Runner
 
 DEFAULT_OPS = ("append", "overwrite", "delete", "update", "merge", "optimize")
-"""The operations of ``make matrix-mixed``: a team's everyday writes and compaction (36 pairs, 72 races)."""
+"""Every ordered pair of these is raced by ``make matrix-mixed``: a team's everyday writes and
+compaction (36 pairs: 361 s for both orders on a shared 2-core machine). Every pair of the twelve
+operations (144) would take four times as long."""
+PAGE_PAIRS = (
+    *(("append", b) for b in ("delete_all", "replace_where", "vacuum")),
+    *((a, "append") for a in ("delete_all", "replace_where", "vacuum")),
+    *(
+        (a, "vacuum")
+        for a in ("delete", "delete_all", "merge", "overwrite", "replace_where", "update")
+    ),
+    *(
+        ("vacuum", b)
+        for b in ("delete", "delete_all", "merge", "overwrite", "replace_where", "update")
+    ),
+    *(
+        (a, "zorder")
+        for a in ("delete", "delete_all", "optimize", "overwrite", "replace_where", "zorder")
+    ),
+    *(("zorder", b) for b in ("delete", "delete_all", "optimize", "overwrite", "replace_where")),
+    ("delete_all", "optimize"),
+    ("optimize", "delete_all"),
+    ("optimize", "replace_where"),
+    ("replace_where", "optimize"),
+)
+"""And the other pairs the answer page's columns name (replaceWhere, a DELETE of every row, Z-order and
+VACUUM against the writes): 33 more. With them, 138 races took 1,402 s on the same machine, loaded."""
+
+
+def default_pairs() -> list[tuple[str, str]]:
+    """What ``make matrix-mixed`` races in each order: :data:`DEFAULT_OPS`' pairs, then :data:`PAGE_PAIRS`."""
+    return ops.pairs(DEFAULT_OPS) + list(PAGE_PAIRS)
+
+
 ORDERS = {"spark-first": "b-files-after", "deltalake-first": "b-files-first"}
 """The two orders, and the interleaving each races (whether B's data files come after A's commit)."""
 
@@ -81,7 +113,7 @@ def row_of(record: dict, order: str, base: dict, version: str, rs: str = me.RS) 
 
 
 def run_mixed(
-    op_names,
+    pairs: list[tuple[str, str]],
     folder: Path = OUT,
     *,
     keep: bool = False,
@@ -89,7 +121,7 @@ def run_mixed(
     echo=print,
     rs_python: str | None = None,
 ) -> list[dict]:
-    """Race every ordered pair of ``op_names`` in each order; write the results into ``folder``.
+    """Race each pair of ``pairs`` in each order; write the results into ``folder``.
     ``rs_python``: a Python with another deltalake than 1.5.1 (a release this workbook does not pin),
     named after the release it imports."""
     started = time.perf_counter()
@@ -104,7 +136,6 @@ def run_mixed(
     try:
         spark = me.DynamoSpark(hold)
         echo(f"Delta Spark up after {time.perf_counter() - started:.0f} s; deltalake {rs.version}")
-        pairs = ops.pairs([name for name in ops.MATRIX_OPS if name in op_names])
         runner = None
         for order in orders:
             root = worker.s3_root(str(folder), engine_name(order, rs_name))
@@ -131,7 +162,7 @@ def run_mixed(
                     f" PROBLEMS {row['lock_problems']}" if row.get("lock_problems") else ""
                 )
                 echo(run.progress_line(row, done, len(pairs)) + lock)
-            write(folder, rows, op_names, time.perf_counter() - started, version, rs_name)
+            write(folder, rows, pairs, time.perf_counter() - started, version, rs_name)
     finally:
         rs.close()
         hold.close()
@@ -142,12 +173,12 @@ def run_mixed(
                 stores.for_location(root).remove(root)
                 storage.delete_lock_entries(me.for_delta_rs(root), under=True)
     seconds = time.perf_counter() - started
-    write(folder, rows, op_names, seconds, version, rs_name)
+    write(folder, rows, pairs, seconds, version, rs_name)
     return rows
 
 
 def write(
-    folder: Path, rows: list[dict], op_names, seconds: float, versions: str, rs: str = me.RS
+    folder: Path, rows: list[dict], pairs, seconds: float, versions: str, rs: str = me.RS
 ) -> None:
     with (folder / "matrix.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(
@@ -159,7 +190,8 @@ def write(
         "engines": {engine_name(order, rs): versions for order in ORDERS},
         "setting": "one S3 table (s3a:// for both), one DynamoDB lock table: Delta Spark's DynamoDB "
         "log store and deltalake's AWS_S3_LOCKING_PROVIDER=dynamodb",
-        "operations": [name for name in ops.MATRIX_OPS if name in op_names],
+        "operations": [name for name in ops.MATRIX_OPS if any(name in pair for pair in pairs)],
+        "pairs_per_order": len(pairs),
         "pairs": {order: sum(1 for r in rows if r["order"] == order) for order in ORDERS},
         "interleavings": dict(ORDERS),
         "wall_seconds": round(seconds, 1),
@@ -231,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--ops",
-        help=f"comma-separated, from {', '.join(ops.MATRIX_OPS)} (default: {','.join(DEFAULT_OPS)})",
+        help=f"every ordered pair of these, from {', '.join(ops.MATRIX_OPS)} (default: every pair "
+        f"of {','.join(DEFAULT_OPS)} and the answer page's other pairs)",
     )
     parser.add_argument(
         "--orders", help=f"comma-separated, from {', '.join(ORDERS)} (default: both)"
@@ -250,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         chosen = ops.check_names(
-            "operation", args.ops.split(",") if args.ops else list(DEFAULT_OPS), ops.MATRIX_OPS
+            "operation", args.ops.split(",") if args.ops else [], ops.MATRIX_OPS
         )
         orders = ops.check_names(
             "order", args.orders.split(",") if args.orders else list(ORDERS), tuple(ORDERS)
@@ -262,7 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: --publish is for deltalake 1.5.1's run only", file=sys.stderr)
         return 2
     rows = run_mixed(
-        chosen, args.out, keep=args.keep, orders=tuple(orders), rs_python=args.deltalake_python
+        ops.pairs(chosen) if args.ops else default_pairs(),
+        args.out,
+        keep=args.keep,
+        orders=tuple(orders),
+        rs_python=args.deltalake_python,
     )
     text = (args.out / "summary.txt").read_text()
     print(f"\n{text}\nResults: {config.shown(args.out / 'matrix.csv')}")
