@@ -146,15 +146,7 @@ def run_mixed(
             version = f"{spark.version} / deltalake {rs.version}"
             for done, (a, b) in enumerate(pairs, 1):
                 began = time.perf_counter()
-                try:
-                    record = runner.run_pair(a, b)
-                except Exception as error:  # noqa: BLE001  (one broken pair must not stop the others)
-                    record = {
-                        "first": a,
-                        "second": b,
-                        "status": "error",
-                        "reason": f"the harness failed: {type(error).__name__}: {error}",
-                    }
+                record = worker.run_pair_or_error(runner, a, b)
                 record["seconds"] = round(time.perf_counter() - began, 3)
                 row = row_of(record, order, base, version, rs_name)
                 rows.append(row)

@@ -92,6 +92,20 @@ def _prepare_s3() -> None:
     os.environ.update(tables.s3_storage_options())
 
 
+def run_pair_or_error(runner, a: str, b: str) -> dict:
+    """The pair's record; a harness failure is an ``error`` record, so that one broken pair does not
+    stop the others."""
+    try:
+        return runner.run_pair(a, b)
+    except Exception as error:  # noqa: BLE001
+        return {
+            "first": a,
+            "second": b,
+            "status": "error",
+            "reason": f"the harness failed: {type(error).__name__}: {error}",
+        }
+
+
 def run_engine(
     name: str, folder: str, todo: list[tuple[str, str]], built: dict, done: dict
 ) -> None:
@@ -123,15 +137,7 @@ def run_engine(
     records = []
     for a, b in todo:
         started = time.perf_counter()
-        try:
-            record = runner.run_pair(a, b)
-        except Exception as error:  # noqa: BLE001  (one broken pair must not stop the others)
-            record = {
-                "first": a,
-                "second": b,
-                "status": "error",
-                "reason": f"the harness failed: {type(error).__name__}: {error}",
-            }
+        record = run_pair_or_error(runner, a, b)
         records.append(record)
         emit("pair", engine=name, seconds=round(time.perf_counter() - started, 3), **record)
     done[name] = {"runner": runner, "records": records, "base": base}
