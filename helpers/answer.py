@@ -2,7 +2,8 @@
 
 Each :class:`Row` (engine, releases, store, setting) has one cell per race (:data:`COLUMNS`): a
 verdict, the releases measured, the notebook section that shows it, and its evidence: pairs of the
-conflict matrix (:class:`MatrixCells`, ``data/conflict_matrix.csv``) whose classes decide the verdict
+conflict matrix (:class:`MatrixCells`, ``data/conflict_matrix.csv``; for Delta Spark and deltalake through
+one lock table, the mixed run's ``data/conflict_matrix_mixed_dynamodb.csv``) whose classes decide the verdict
 by :data:`RULE`, engines absent from the CSV skipped (so "not measured" until the matrix runs them);
 or one check of a notebook's Checks cell (:class:`Check`); or nothing (:class:`Unmeasured`). A row
 whose commit protocol loses appends loses data in every cell, on one evidence (:attr:`Row.loses`).
@@ -15,11 +16,11 @@ their rule); each cell also names the words of its section that state its verdic
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass, field
 
+from helpers import answer_matrix, config, eras
 from helpers import boundaries as b
-from helpers import eras
-from helpers.matrix import operations as matrix_ops
 from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
     DUPLICATES,
     LOSES,
@@ -33,10 +34,29 @@ from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use t
     UNDECIDED,
     VERDICTS,
     WRONG,
-    Results,
     short_version,
     verdict_of,
 )
+from helpers.matrix import operations as matrix_ops
+
+MIXED_CSV = config.DATA_DIR / "conflict_matrix_mixed_dynamodb.csv"
+"""The mixed run (``make matrix-mixed``): Delta Spark's DynamoDB log store and deltalake's DynamoDB lock on
+one S3 table through one lock table, every pair in both orders."""
+MIXED_RUN = "the mixed run on S3 (`make matrix-mixed`)"
+MIXED_LINK = "[data/conflict_matrix_mixed_dynamodb.csv](../data/conflict_matrix_mixed_dynamodb.csv)"
+"""How a cell of the mixed run was decided, and its evidence, as the page says them."""
+
+
+class Results(answer_matrix.Results):
+    """The conflict matrix's rows and the mixed run's (``MIXED_CSV``), by engine and pair."""
+
+    @classmethod
+    def load(cls, path=MATRIX_CSV, mixed=MIXED_CSV) -> Results:
+        rows = []
+        for one in (path, mixed) if mixed else (path,):
+            with open(one, newline="", encoding="utf-8") as handle:
+                rows += list(csv.DictReader(handle))
+        return cls(rows)
 
 
 def v(era_name: str) -> str:
@@ -230,6 +250,10 @@ class MatrixCells:
 
     engines: tuple[str, ...]
     pairs: tuple[tuple[str, str], ...]
+    note: str = ""
+    also: tuple[str, tuple[tuple[str, str], ...]] = ()
+    """``(condition, pairs)``: more pairs the cell states apart, under that condition, where their verdict
+    differs from the cell's."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +305,20 @@ def _rs(*versions: str, s3: bool = True) -> tuple[str, ...]:
 
 
 SPARK_ENGINES = ("delta-spark-4.4", "delta-spark-4.4@s3")
-MIXED_ENGINES = ("*spark*deltalake*", "*deltalake*spark*")
+MIXED_ENGINES = ("spark-then-deltalake-*", "deltalake-*-then-spark")
+"""The conflict matrix's mixed pairs on local disk (each engine's own put-if-absent commit)."""
+MIXED_LOCK_ENGINES = (
+    f"spark-dynamodb-then-deltalake-{INTEROP}",
+    f"deltalake-{INTEROP}-then-spark-dynamodb",
+)
+"""The mixed run's engines (``MIXED_CSV``): Delta Spark first, then deltalake, and the other order."""
+MIXED_ORDERS = dict(
+    zip(
+        MIXED_LOCK_ENGINES,
+        ("when Delta Spark's job commits first", "when deltalake's job commits first"),
+    )
+)
+"""Each of the mixed run's engines as the order of the two jobs, in a condition's words."""
 RS_FIX = {
     "remedy": (("append_txn", "retry_checked"),),
     "remedy_how": "an idempotent-write id "
@@ -295,6 +332,29 @@ MIXED_RACE = "mixed race: rows lost, silent losses, distinct commits per file"
 HAZARD = "conditional first: rows lost, distinct commits in commit 1"
 UNSAFE_FULL_RUN = "full run: the unsafe protocols lost acknowledged operations"
 MIXED_CLAIM = "another may say it failed although its commit is in the log"
+MIXED_TOLD = (
+    f"deltalake {INTEROP} can be told its append failed although it is in the log, and a job that trusts that "
+    f"error and runs again appends its rows twice ({S09_5.label}): never rerun an append on that error; give "
+    f"it {RS_FIX['remedy_how']}, as deltalake alone measures it"
+)
+SHARED_PAIRS = tuple(
+    p
+    for c in COLUMNS
+    if not c.layout and c.key not in ("retry", "other") and not c.key.startswith("vacuum")
+    for p in c.pairs
+)
+"""Every pair the matrix races on one table but VACUUM's: what one engine meets beside the other."""
+VACUUM_PAIRS = tuple(p for c in COLUMNS if c.key.startswith("vacuum") for p in c.pairs)
+WITH_VACUUM = "when one engine's zero-retention VACUUM runs beside the other's writes"
+
+
+def shared_with_the_other(note: str) -> MatrixCells:
+    """A single engine's "other" cell: the mixed run's pairs, and VACUUM's beside them where they differ."""
+    return MatrixCells(
+        MIXED_LOCK_ENGINES, SHARED_PAIRS, note=note, also=(WITH_VACUUM, VACUUM_PAIRS)
+    )
+
+
 HAZARD_CLAIM = "rows are gone: commit 1 holds"
 FULL_RUN_CLAIM = "mixed-spark-and-deltalake-1.6 lost"
 CB, GONE, REPAIR = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED, b.STUCK_REPAIR
@@ -371,14 +431,8 @@ ROWS = (
                 "matrix's race, where each job loads the table before the other claims a version, both "
                 "appends commit",
             ),
-            "other": Check(
-                S09_5,
-                MIXED_RACE,
-                MISREPORTS,
-                f"{INTEROP} + Delta Spark {SPARK}",
-                claim=MIXED_CLAIM,
-                note=f"through one lock table and `s3a://` URIs, deltalake {LOG_STORE}: nothing is lost, but "
-                "a writer can be told its append failed although it is in the log",
+            "other": shared_with_the_other(
+                f"through one lock table and `s3a://` URIs (the mixed-lock row); {MIXED_TOLD}"
             ),
         },
     ),
@@ -486,15 +540,10 @@ ROWS = (
                 SPARK,
                 claim="a commit that won DynamoDB is never lost",
             ),
-            "other": Check(
-                S12_7,
-                UNSAFE_FULL_RUN,
-                LOSES,
-                f"{SPARK} + deltalake {CURRENT}",
-                every_run=False,
-                claim=FULL_RUN_CLAIM,
-                note=f"with deltalake {LOG_STORE} through the same lock table nothing is lost, but a writer can be told its "
-                f"append failed although it is in the log ({S09_5.label})",
+            "other": shared_with_the_other(
+                f"deltalake {INTEROP} through the same lock table and `s3a://` URIs (the mixed-lock row); "
+                f"{MIXED_TOLD}; deltalake {GONE.version} and later cannot take part in the lock and lose appends "
+                "beside it (the mixed-put row)"
             ),
         },
     ),
@@ -525,15 +574,23 @@ ROWS = (
         "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
         f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",
+        engines=MIXED_LOCK_ENGINES,
+        other_from_matrix=True,
         cells={
-            **{
-                c.key: Unmeasured(
-                    f"the conflict matrix's mixed pairs run deltalake {CURRENT}: see the local-disk row"
-                )
-                for c in COLUMNS
-            },
             "append": Check(
-                S09_5, MIXED_RACE, MISREPORTS, f"{SPARK} + {INTEROP}", claim=MIXED_CLAIM
+                S09_5,
+                MIXED_RACE,
+                MISREPORTS,
+                f"{SPARK} + {INTEROP}",
+                claim=MIXED_CLAIM,
+                note=MIXED_TOLD,
+            ),
+            "backfill": Unmeasured(
+                "the mixed run races the two engines on one unpartitioned table, not on partitions of their own"
+            ),
+            "retry": Unmeasured(
+                "the mixed run reruns no append; a writer told its append failed may have committed it "
+                f"({S09_5.label}): give every append an idempotent-write id"
             ),
         },
     ),
@@ -595,12 +652,14 @@ def evidence(row: Row, column: Column) -> Check | MatrixCells | Unmeasured:
             tuple(
                 p
                 for c in COLUMNS
-                if not c.key.startswith("vacuum") and not c.layout
+                if not c.key.startswith("vacuum")
+                and not c.layout
+                and not isinstance(row.cells.get(c.key), Unmeasured)
                 for p in c.pairs
             ),
         )
     if (
-        column.layout and row.engines
+        column.layout and row.engines and column.key not in row.cells
     ):  # the engines' own variant on that layout (not the S3 confirmations)
         single = tuple(
             f"{e}+{column.layout}" for e in row.engines if "*" not in e and not e.endswith("@s3")
@@ -724,15 +783,30 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
     if isinstance(found, Unmeasured):
         return Cell(NOT_MEASURED, "", None, found, note=found.note)
     present, rows = results.cited(found)
-    note = "" if present else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
+    note = (
+        found.note
+        if present
+        else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
+    )
     verdict = verdict_of(rows)
     conditions = results.conditions(present, found.pairs)
     if column.layout:
         conditions += results.layout_conditions(present, found.pairs, column.layout, verdict)
+    if found.also and present:
+        words, pairs = found.also
+        more = verdict_of(results.cited(MatrixCells(found.engines, pairs))[1])
+        if more != verdict:
+            conditions += ((words, more),)
+    mixed = mixed_run(tuple(present))
+    if mixed:  # the order of the two engines, where one order gives another verdict
+        for engine in present:
+            alone = verdict_of(results.cited(MatrixCells((engine,), found.pairs))[1])
+            if alone != verdict:
+                conditions += ((MIXED_ORDERS[engine], alone),)
     return Cell(
         verdict,
         results.versions(present),
-        column.section,
+        None if mixed else column.section,
         found,
         tuple(present),
         note,
@@ -740,6 +814,18 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
         conditions,
         results.orders(present, found.pairs),
     )
+
+
+def mixed_run(engines: tuple[str, ...]) -> bool:
+    """Whether a matrix cell's engines are the mixed run's (its evidence ``MIXED_CSV``, no notebook section)."""
+    return bool(engines) and all(e in MIXED_LOCK_ENGINES for e in engines)
+
+
+def link_of(cell: Cell) -> str:
+    """A cell's evidence as a link: its section's, or the mixed run's CSV."""
+    if cell.section:
+        return cell.section.link
+    return f"{MIXED_RUN}, {MIXED_LINK}" if mixed_run(cell.engines) else ""
 
 
 def grid_of(results: Results) -> dict[tuple[str, str], Cell]:

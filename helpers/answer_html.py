@@ -192,6 +192,10 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
     if apart:  # one operation from two jobs on partitions of their own: both interleavings (a job cannot choose)
         return _backfill(names, apart, results)
     rows = [r for e in names if (r := results.by_pair.get((e, *pair))) is not None]
+    if not rows and answer.mixed_run(tuple(engines)):
+        return Shown(
+            answer.NOT_MEASURED, "the mixed run (`make matrix-mixed`) does not race this pair"
+        )
     if not rows:
         return Shown(
             answer.NOT_MEASURED,
@@ -200,13 +204,33 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
             else "the conflict matrix does not race this pair for this setting",
         )
     verdict = answer.verdict_of(rows)
+    engines = sorted({r["engine"] for r in rows})
+    # the mixed run on S3: its CSV is the evidence, no notebook section
+    if answer.mixed_run(tuple(engines)):
+        by_order = {e: mine for e in engines if (mine := [r for r in rows if r["engine"] == e])}
+        verdicts = {e: answer.verdict_of(mine) for e, mine in by_order.items()}
+        sentence = (  # each order in its own words where the two orders differ
+            "; ".join(
+                f"{answer.MIXED_ORDERS[e]}: {_sentence(mine, verdicts[e])}"
+                for e, mine in by_order.items()
+            )
+            if len(set(verdicts.values())) > 1
+            else _sentence(rows, verdict)
+        )
+        return Shown(
+            verdict,
+            sentence,
+            "../" + answer.MIXED_CSV.relative_to(answer.config.ROOT).as_posix(),
+            "make matrix-mixed",
+            results.versions(engines),
+        )
     section = column.section if column else answer.S13_5
     return Shown(
         verdict,
         _sentence(rows, verdict),
         _link(section),
         section.label,
-        results.versions(sorted({r["engine"] for r in rows})),
+        results.versions(engines),
     )
 
 

@@ -24,25 +24,31 @@ from pathlib import Path
 
 from helpers import boundaries as b
 from helpers import config, full_runs
-from helpers.answer_matrix import UNNAMED_MERGE
 from helpers.answer import (
     COLUMNS,
     DUPLICATES,
     LOSES,
     MISREPORTS,
+    MIXED_LINK,
+    MIXED_LOCK_ENGINES,
+    MIXED_RUN,
     NOT_MEASURED,
     REFUSED,
     ROWS,
     RULE,
     SAFE,
+    SPARK,
     WRONG,
     Cell,
     Check,
     MatrixCells,
     Results,
     grid_of,
+    link_of,
+    mixed_run,
     remedy,
 )
+from helpers.answer_matrix import UNNAMED_MERGE
 from helpers.answer_settings import SETTINGS, WHY, race_words, setting_paragraph, term
 
 MATRIX_META = config.DATA_DIR / "conflict_matrix_meta.json"
@@ -63,7 +69,10 @@ INTRO = (
     "A cell gives the verdict; the row's *measured* column gives, once for the row, the releases measured, the "
     "notebook section that shows it (`13 §5`: notebook 13, section 5) and how it was decided: by the "
     + term("conflict matrix", "conflict-matrix")
-    + " (on local disk; *on S3 too* where it also raced the pairs on S3) or by the section's check; a cell repeats "
+    + " (on local disk; *on S3 too* where it also raced the pairs on S3), by "
+    + MIXED_RUN
+    + " (Delta Spark and deltalake through one lock table, both orders; no notebook section) or by the section's "
+    "check; a cell repeats "
     "them only where its own differ. **safe**: both commit "
     "and the table equals a "
     + term("serial order", "serial-order")
@@ -147,14 +156,16 @@ def _note_mark(note: str, notes: list[str]) -> str:
 MATRIX = "conflict matrix"
 MATRIX_S3 = "conflict matrix, on S3 too"
 CHECKED = "the section's check"
-HOW = (MATRIX, MATRIX_S3, CHECKED)
+HOW = (MATRIX, MATRIX_S3, CHECKED, MIXED_RUN)
 """How a cell was decided, as the table says it: by the conflict matrix (on local disk; on S3 too), or by
 the check of the notebook section it names."""
 
 
 def evidence_parts(cell: Cell) -> tuple[str, str, str]:
     """(the releases measured, the section's label, how it was decided) for a measured cell."""
-    if isinstance(cell.evidence, MatrixCells):
+    if isinstance(cell.evidence, MatrixCells) and mixed_run(cell.engines):
+        how = MIXED_RUN
+    elif isinstance(cell.evidence, MatrixCells):
         how = MATRIX_S3 if any(e.endswith("@s3") for e in cell.engines) else MATRIX
     else:
         how = CHECKED
@@ -263,7 +274,7 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
                 do, why = ADVICE.get(
                     (column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict])
                 )
-                links = ", ".join(dict.fromkeys(grid[r.key, column.key].section.link for r in rows))
+                links = ", ".join(dict.fromkeys(link_of(grid[r.key, column.key]) for r in rows))
                 items.append(f"{do} ({_listed([r.name for r in rows])}): {why} ({links}).")
     for condition in dict.fromkeys(
         w for r in kept for c in COLUMNS for w, v in grid[r.key, c.key].conditions if v == SAFE
@@ -275,7 +286,7 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
             if (condition, SAFE) in grid[r.key, c.key].conditions
         ]
         races = _listed(list(dict.fromkeys(race_words(c.key) for _, c in pairs)))
-        links = ", ".join(dict.fromkeys(grid[r.key, c.key].section.link for r, c in pairs))
+        links = ", ".join(dict.fromkeys(link_of(grid[r.key, c.key]) for r, c in pairs))
         items.append(
             f"To let jobs run at once, lay the table out so that they touch different files: both jobs of "
             f"{races} commit {condition} ({_listed(list(dict.fromkeys(r.name for r, _ in pairs)))}; {links})."
@@ -381,6 +392,14 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
         "a second job on a part of its own.",
         f"- **Delta's documentation**, set against every pair: {docs}. Where each engine disagrees with it, "
         f"pair by pair: [{DISAGREEMENTS_TITLE}]({DISAGREEMENTS_PAGE.name}).",
+        f"- **{MIXED_RUN[0].upper() + MIXED_RUN[1:]}**: Delta Spark {SPARK} through its DynamoDB log store and "
+        "deltalake through its DynamoDB lock (`AWS_S3_LOCKING_PROVIDER=dynamodb`) on one S3 table, `s3a://` URIs, one "
+        "lock table, every pair of the columns above but the rerun and the backfills, in both orders (engines "
+        + " and ".join(f"`{e}` ({results.versions([e])})" for e in MIXED_LOCK_ENGINES)
+        + f"), classed as the matrix classes a pair, the lock table's items checked too; its rows in {MIXED_LINK}, "
+        "the run's facts beside them in "
+        "[data/conflict_matrix_mixed_dynamodb_meta.json](../data/conflict_matrix_mixed_dynamodb_meta.json). The "
+        "cells it decides say so in their row's *measured* column.",
         "- **Notebook checks**, each asserted by its notebook's Checks cell whenever the notebook runs (`make test`):",
     ]
     checks = {
@@ -504,7 +523,8 @@ def render_disagreements(results: Results | None = None) -> str:
     out = [
         f"# {DISAGREEMENTS_TITLE}",
         "",
-        "<!-- Written by `python -m helpers.answer_page` from data/conflict_matrix.csv: change "
+        "<!-- Written by `python -m helpers.answer_page` from data/conflict_matrix.csv and "
+        "data/conflict_matrix_mixed_dynamodb.csv: change "
         "helpers/answer_page.py, not this file. -->",
         "",
         DISAGREEMENTS_INTRO,

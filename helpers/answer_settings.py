@@ -18,6 +18,8 @@ from helpers.answer import (
     DUPLICATES,
     LOSES,
     MISREPORTS,
+    MIXED_LINK,
+    MIXED_RUN,
     NOT_MEASURED,
     REFUSED,
     ROWS,
@@ -26,9 +28,11 @@ from helpers.answer import (
     Cell,
     Results,
     Section,
+    link_of,
+    mixed_run,
     remedy,
 )
-from helpers.answer_matrix import CONDITIONS
+from helpers.answer_matrix import CONDITIONS, OP_WORDS
 from helpers.catalog import server as uc_server
 from helpers.sessions import (
     DELTA_DYNAMODB_LOG_STORE,
@@ -169,7 +173,7 @@ SETTINGS = (
         f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB "
         + term("log store", "log-store")
         + "; without it, the default S3 log store cannot see the other drivers' commits",
-        avoid=("spark-several",),
+        avoid=("spark-several", "mixed-put"),
         measured_with=SPARK_LOG_STORE_MEASURED,
         findings=(DELTA_LOG_STORE_REPORT,),
     ),
@@ -293,6 +297,41 @@ def _with_conditions(cell: Cell, words: str) -> str:
     return f"{words} ({'; '.join(more)})" if more else words
 
 
+ENGINE_WORDS = {"delta-spark": "Delta Spark", "deltalake": "deltalake"}
+KIND_WORDS = {
+    "broken log": "it commits, and the table can no longer be read",
+    "lost update": "it commits, and a committed write's rows are lost",
+    "duplicated rows": "it commits, and rows end up in the table twice",
+}
+
+
+NEVER_OPS = {**OP_WORDS, "vacuum": "zero-retention VACUUM"}
+
+
+def _engine_words(engine: str) -> str:
+    return next((w for k, w in ENGINE_WORDS.items() if engine.startswith(k)), engine)
+
+
+def never(row, results: Results) -> list[str]:
+    """For a row decided by the mixed run: each race of its two engines that came out an anomaly, as what
+    never to do (the mixed run's rows, in the order they raced)."""
+    if not row.engines or not mixed_run(tuple(results.engines(row.engines))):
+        return []
+    found = [r for r in results.rows if r["engine"] in row.engines and r["outcome"] == "anomaly"]
+    return [
+        f"**Never** run {_engine_words(r['engine_first'])}'s {NEVER_OPS.get(r['first'], r['first'])} while "
+        f"{_engine_words(r['engine_second'])}'s {NEVER_OPS.get(r['second'], r['second'])}, from a snapshot "
+        f"older than it, is still to commit: "
+        + "; ".join(
+            dict.fromkeys(
+                KIND_WORDS.get(k, f"it commits: {k}") for k in r["anomaly_kind"].split(" + ")
+            )
+        )
+        + f" ({MIXED_RUN}: {r['order']}, {r['first']} → {r['second']}; {MIXED_LINK})."
+        for r in found
+    ]
+
+
 def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     """One setting in plain words: what to configure, what may run at once, what fails loudly, what to
     keep apart (and why), how to rerun, the findings that apply; all but the configuration and the
@@ -301,7 +340,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     row = next(r for r in ROWS if r.key == setting.row)
     cells = [grid[row.key, c.key] for c in COLUMNS]
     links = ", ".join(
-        dict.fromkeys(c.section.link for c in cells if c.section and c.verdict != NOT_MEASURED)
+        dict.fromkeys(link_of(c) for c in cells if link_of(c) and c.verdict != NOT_MEASURED)
     )
     parts = [f"**{setting.title}** ({row.store}). **Configure:** {configure(setting)}."]
 
@@ -321,8 +360,17 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
     if told := _races(grid, row, (MISREPORTS,)):
+        notes = [  # a row with no rerun of its own measured: what its misreporting cells say to do
+            grid[row.key, c.key].note
+            for c in COLUMNS
+            if not row.remedy
+            and grid[row.key, c.key].verdict == MISREPORTS
+            and grid[row.key, c.key].note
+        ]
         parts.append(
-            f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}."
+            f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}"
+            + "".join(f"; {n}" for n in notes)
+            + "."
         )
     if grid[row.key, "retry"].verdict in WHY:
         verdict, versions = remedy(row, results)
@@ -338,6 +386,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
             f"**Rerun an append whose job died {how}:** it may have committed, and a blind rerun adds "
             "its rows twice."
         )
+    parts += never(row, results)
     for key in setting.avoid:
         avoided = next(r for r in ROWS if r.key == key)
         parts.append(

@@ -42,8 +42,12 @@ def _page() -> str:
 
 
 def _matrix_rows() -> list[dict]:
-    with answer.MATRIX_CSV.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+    """The conflict matrix's rows, then the mixed run's (the page reads both)."""
+    rows = []
+    for path in (answer.MATRIX_CSV, answer.MIXED_CSV):
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows += list(csv.DictReader(handle))
+    return rows
 
 
 # (i) the page is current --------------------------------------------------------------------------
@@ -592,3 +596,53 @@ def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_
     assert measured >= 5
     page = _page()
     assert "To backfill in parallel, give each job a partition of its own" in page
+
+
+def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
+    """The cells of Delta Spark and deltalake through one lock table follow the mixed run's rows: a crafted
+    row that changes a class changes the cells, and without that CSV they are not measured."""
+    rows = _matrix_rows()
+    mixed = set(answer.MIXED_LOCK_ENGINES)
+    assert any(r["engine"] in mixed for r in rows), "no rows of the mixed run in data/"
+    grid = answer.grid_of(answer.Results(rows))
+    assert grid["mixed-lock", "optimize_append"].verdict == answer.SAFE
+    assert grid["mixed-lock", "vacuum"].verdict == answer.LOSES
+    for key in ("rs-lock-interop", "spark-dynamodb"):
+        cell = grid[key, "other"]
+        assert cell.engines and set(cell.engines) <= mixed, (key, cell.engines)
+        assert (answer.WITH_VACUUM, answer.LOSES) in cell.conditions, (key, cell.conditions)
+
+    def crafted(engine: str, first: str, second: str, **changes) -> list[dict]:
+        out = [dict(r) for r in rows]
+        hits = [r for r in out if (r["engine"], r["first"], r["second"]) == (engine, first, second)]
+        assert len(hits) == 1, (engine, first, second)
+        hits[0].update(changes)
+        return out
+
+    spark_first = answer.MIXED_LOCK_ENGINES[0]
+    grid = answer.grid_of(
+        answer.Results(
+            crafted(
+                spark_first, "optimize", "append", outcome="anomaly", anomaly_kind="duplicated rows"
+            )
+        )
+    )
+    assert grid["mixed-lock", "optimize_append"].verdict == answer.DUPLICATES
+    assert grid["spark-dynamodb", "other"].verdict == answer.DUPLICATES
+    broken = [r for r in rows if r["engine"] in mixed and "broken log" in r["anomaly_kind"]]
+    assert broken, "the mixed run's VACUUM anomaly is gone from the CSV"
+    healed = [dict(r) for r in rows]
+    for r in healed:
+        if r["engine"] in mixed and "broken log" in r["anomaly_kind"]:
+            r.update(outcome="refused", anomaly_kind="")
+    setting = next(x for x in answer_settings.SETTINGS if x.row == "mixed-lock")
+    never = "**Never** run deltalake's zero-retention VACUUM while Delta Spark's append"
+    results = answer.Results(rows)
+    assert never in answer_settings.setting_paragraph(setting, answer.grid_of(results), results)
+    grid = answer.grid_of(results := answer.Results(healed))
+    assert never not in answer_settings.setting_paragraph(setting, grid, results)
+    assert grid["mixed-lock", "vacuum"].verdict != answer.LOSES
+    assert (answer.WITH_VACUUM, answer.LOSES) not in grid["rs-lock-interop", "other"].conditions
+    without = answer.grid_of(answer.Results([r for r in rows if r["engine"] not in mixed]))
+    assert without["mixed-lock", "rewrite"].verdict == answer.NOT_MEASURED
+    assert without["rs-lock-interop", "other"].verdict == answer.NOT_MEASURED
