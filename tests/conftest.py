@@ -49,21 +49,28 @@ def table_name(request) -> str:
 # order below (`--dist loadfile --no-loadscope-reorder`). xdist gives each worker one file, then a
 # second to any worker with at most two tests left: so 09 and 12, the longest, start at once on
 # a worker each (with TEST_WORKERS=2, 12 queues behind the trivial file), and the other worker
-# takes everything else meanwhile; the rest follow, slowest first (seconds measured on the 2-core machine).
+# takes everything else meanwhile; the rest follow, slowest first, so that no worker is left with a long file at the end
+# (seconds: a warm `make test` on the 2-core machine, 2026-11-28).
 RUN_FIRST = (
-    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~300 s in `make test` (2026-11-26): 8 Spark drivers
-    "tests/test_preflight.py",  # < 1 s: 12 queues behind it with two workers, so keep it trivial
-    "notebooks/12_torture.ipynb",  # ~230 s: the delta-rs protocols' bounded torture subset (emulators of its own)
-    "notebooks/10_small_files.ipynb",  # ~150 s: Spark maintenance on a twin table
-    "notebooks/13_conflict_matrix.ipynb",  # ~180 s: pairs raced in deltalake 1.6.6 and Delta Spark, and the full matrix's anomalies again
-    "tests/test_privacy.py",  # ~35 s: Daft writers and notebook 00 under the no-egress hook
-    "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
-    "tests/test_writer_spark.py",
-    "tests/test_spark_dynamodb_log_store.py",  # ~57 s: two Spark drivers against the unfinished-commit states
+    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~230 s: 8 Spark drivers
+    "tests/test_preflight.py",  # < 1 s: queues behind 09 with two workers, so keep it trivial
+    "notebooks/12_torture.ipynb",  # ~165 s: the delta-rs protocols' bounded torture subset (emulators of its own)
+    "notebooks/13_conflict_matrix.ipynb",  # ~150 s: pairs raced in deltalake 1.6.6 and Delta Spark, and the full matrix's anomalies again
+    "notebooks/10_small_files.ipynb",  # ~130 s: Spark maintenance on a twin table
+    "notebooks/15_catalog_managed_tables.ipynb",  # ~120 s: Spark drivers through the Unity Catalog server
+    "tests/test_findings.py",  # ~95 s: each finding's reproducer
+    "tests/test_spark_dynamodb_log_store.py",  # ~95 s: two Spark drivers against the unfinished-commit states
+    "notebooks/14_many_producers.ipynb",  # ~90 s: producers, the committer, kills, and Spark's foreachBatch
     "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
-    "tests/test_driver_jobs.py",  # the gate's data-first hold, with boto3
-    "notebooks/00_environment_check.ipynb",
+    "tests/test_copy_safe.py",  # the copy cells run against the emulators, Spark's among them
     "notebooks/08_s3_conditional_writes_today.ipynb",
+    "tests/test_writer_spark.py",
+    "notebooks/00_environment_check.ipynb",
+    "tests/test_matrix_mixed.py",  # one mixed pair: deltalake 1.5.1 and a held Spark driver
+    "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
+    "tests/test_lessons_follow_parameters.py",
+    "tests/test_privacy.py",  # Daft writers and notebook 00 under the no-egress hook
+    "tests/test_driver_jobs.py",  # the gate's data-first hold, with boto3
     "notebooks/01_local_delta_table.ipynb",
     "tests/test_sessions.py",
     "notebooks/02_azure_adls_writes.ipynb",

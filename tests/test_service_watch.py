@@ -20,15 +20,22 @@ PATIENCE_S = 60.0
 
 
 @pytest.fixture
-def own_moto(monkeypatch, tmp_path):
-    """A moto of this test's own: its port and state folder are not the workbook's."""
+def own_settings(monkeypatch, tmp_path):
+    """A port and state folder of this test's own for moto, not the workbook's; whatever moto the
+    test started there is stopped afterwards."""
     monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(local_processes.free_port()))
     monkeypatch.setenv("WORKBOOK_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(services.config, "STATE_DIR", tmp_path / "state")
-    services.up(["moto"], quiet=True)
     moto = services.SERVICES["moto"]
     yield service_watch.Endpoint("moto", ("s3", "dynamodb"), moto.host(), moto.port())
     services.down(["moto"], quiet=True)
+
+
+@pytest.fixture
+def own_moto(own_settings):
+    """A moto of this test's own, answering."""
+    services.up(["moto"], quiet=True)
+    return own_settings
 
 
 def until_said(watcher: service_watch.Watcher) -> list[str]:
@@ -73,9 +80,11 @@ def _cell(source: str) -> dict:
     }
 
 
-def test_in_a_notebook_the_running_cell_says_which_emulator_stopped(own_moto, tmp_path):
-    """A notebook asks for S3 (``services.require``), then a later cell runs while the emulator
-    stops: that cell's own output names it, long before any client would give up."""
+def test_in_a_notebook_the_running_cell_says_which_emulator_stopped(own_settings, tmp_path):
+    """A notebook asks for S3 (``services.require``, which starts a moto of the test's own), then a
+    later cell runs while that emulator stops: the cell's own output names it, long before any
+    client would give up."""
+    own_moto = own_settings
     notebook = {
         "cells": [
             _cell('from helpers import services\nservices.require("s3")'),
