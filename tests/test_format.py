@@ -39,3 +39,27 @@ def test_an_unformatted_file_and_a_long_line_are_found(tmp_path):
         "check", "--select", "E501", "--output-format", "concise", "crafted.py", cwd=tmp_path
     )
     assert long.returncode == 1 and "E501" in long.stdout
+
+
+def test_every_parameter_default_is_a_plain_literal():
+    """papermill reads a parameters cell's defaults as text, one line each: a value the formatter
+    wrapped in parentheses (a long trailing comment does that) reads as "(2)". Comments go above."""
+    import ast
+    import json
+
+    import papermill
+
+    wrong = []
+    for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if not any("parameters" in c["metadata"].get("tags", []) for c in cells):
+            continue
+        for name, parameter in papermill.inspect_notebook(str(path)).items():
+            try:
+                ast.literal_eval(parameter["default"])
+            except (ValueError, SyntaxError):
+                wrong.append(f"{path.name}: {name} = {parameter['default']}")
+            else:
+                if parameter["default"].startswith("("):
+                    wrong.append(f"{path.name}: {name} = {parameter['default']}")
+    assert wrong == []
