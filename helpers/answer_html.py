@@ -23,22 +23,10 @@ from dataclasses import dataclass
 
 from helpers import answer, answer_page, answer_settings, boundaries, config, eras
 from helpers.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
+from helpers.matrix.operations import MATRIX_OPS
 
 PAGE = config.ROOT / "docs" / "answer.html"
-OPERATIONS = (
-    "append",
-    "overwrite",
-    "replace_where",
-    "delete",
-    "delete_all",
-    "update",
-    "merge",
-    "optimize",
-    "zorder",
-    "vacuum",
-    "add_column",
-    "set_property",
-)
+OPERATIONS = MATRIX_OPS  # the operations the matrix races, in its order
 LATER = (*OPERATIONS, "retry")
 WORDS = {
     **OP_WORDS,

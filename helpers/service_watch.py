@@ -108,11 +108,6 @@ class Watcher:
             self._thread = threading.Thread(target=self._run, name="service-watch", daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.check()
