@@ -21,6 +21,7 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
@@ -78,7 +79,6 @@ class Watcher:
     interval: float = INTERVAL_S
     down: set[Endpoint] = field(default_factory=set)
     _thread: threading.Thread | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, endpoints: list[Endpoint]) -> None:
@@ -104,12 +104,12 @@ class Watcher:
 
     def start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
-            self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="service-watch", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:  # a daemon thread: it ends with the kernel
+            time.sleep(self.interval)
             self.check()
 
 
