@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 
 from helpers.bench import run
-from helpers.catalog.tables import SCHEMA
+from helpers.catalog.rest import UnityCatalog
+from helpers.catalog.tables import SCHEMA, wait_published
 
 SAME_FEATURES = {
     "delta.enableDeletionVectors": "true",
@@ -59,10 +60,12 @@ class CommitCost:
         ]
 
 
-def measure(spark, catalog_table: str, folder_uri: str, commits: int) -> CommitCost:
+def measure(
+    spark, catalog: UnityCatalog, catalog_table: str, folder_uri: str, commits: int
+) -> CommitCost:
     """Append ``commits`` single-row commits to the catalog-managed table ``catalog_table`` and to
     one new table of each of :data:`REFERENCES` (created under ``folder_uri``, same columns),
-    alternating, after one warm-up commit each."""
+    alternating, after one warm-up commit each; return once the last is published."""
     names = {CATALOG_MANAGED: catalog_table}
     for number, (kind, properties) in enumerate(REFERENCES.items(), start=1):
         names[kind] = f"{catalog_table}_reference_{number}"
@@ -78,6 +81,7 @@ def measure(spark, catalog_table: str, folder_uri: str, commits: int) -> CommitC
             spark.sql(f"INSERT INTO {SCHEMA}.{name} VALUES ({900000 + round_}, 'cost', 0)")
             if round_:  # the first is a warm-up
                 seconds[kind].append(time.perf_counter() - started)
+    wait_published(catalog, catalog_table)
     return CommitCost(seconds, run.machine())
 
 

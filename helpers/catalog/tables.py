@@ -31,6 +31,7 @@ What the workbook adds, and why (everything else is Delta's and the server's cod
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -91,6 +92,33 @@ def local_path(location: str) -> Path:
     if parsed.scheme != "file":
         raise ValueError(f"{location!r} is not on local disk (file://)")
     return Path(unquote(parsed.path))
+
+
+PUBLISH_WAIT_S = 300.0
+"""How long :func:`wait_published` waits for Delta's background thread to publish a commit: a
+bound against a hang, not a measurement (on an idle machine it takes milliseconds)."""
+
+
+def wait_published(catalog: UnityCatalog, name: str) -> int:
+    """Wait until every version the catalog has ratified for ``default.<name>`` is published to
+    ``_delta_log/<v>.json``, and return the latest.
+
+    Delta Spark 4.4's ``UCCommitCoordinatorClient`` publishes ("backfills") on a thread of its own
+    after the catalog's yes, so an ``INSERT`` returns before its copy exists, and a driver that
+    stops at once may never write it (the thread is a daemon). Publishing is in version order,
+    so the latest version's file means all are there."""
+    view = catalog.table(CATALOG, SCHEMA, name)
+    last = local_path(view.location) / "_delta_log" / f"{view.latest_version:020d}.json"
+    deadline = time.monotonic() + PUBLISH_WAIT_S
+    while not last.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"version {view.latest_version} of {name} was ratified by the catalog but not "
+                f"published to {last.name} within {PUBLISH_WAIT_S:.0f} s: is the driver that "
+                "committed it still running?"
+            )
+        time.sleep(0.05)
+    return view.latest_version
 
 
 def version_zero(location: str) -> list[dict]:

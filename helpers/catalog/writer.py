@@ -83,12 +83,15 @@ def run(spec: dict) -> dict:
 
     def work(spark) -> None:
         from helpers.catalog import tables
+        from helpers.catalog.rest import UnityCatalog
 
         for batch in spec["batches"]:
             started = time.time()
             frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
             frame.writeTo(f"{tables.SCHEMA}.{spec['table']}").append()
             result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+        # Delta publishes on a thread of its own, which dies with this JVM: stay until it has
+        tables.wait_published(UnityCatalog(spec["uri"]), spec["table"])
 
     return run_at_barrier(spec, result, prepare, work)
 
