@@ -102,7 +102,11 @@ workbook: install ## execute every notebook into build/executed/ (HTML + index.h
 
 TEST_WORKERS ?= 3
 
-test: install uc-server ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built first, with Rust), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
+test: ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built first, with Rust, beside the installs' downloads), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
+	@$(MAKE) --no-print-directory .preflight-problems
+	@# the server's build is compiling while the environments, jars and Azurite download: on a cold
+	@# machine that overlaps most of the install's time with it
+	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
 	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
@@ -181,7 +185,7 @@ prefetch: install ## download every wheel, jar and npm package, versitygw's Go m
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
 	$(PY) -m helpers.versitygw build $(if $(OFFLINE),--offline)
 
-uc-server: install ## build the Unity Catalog server of notebook 15 (olai-uc-server, pinned, with the machine's Rust 1.95+) into .cache/uc/, once (about 7 min on 2 cores); OFFLINE=1 builds from the crates in .cache/uc/
+uc-server: .preflight-problems .venv/.installed ## build the Unity Catalog server of notebook 15 (olai-uc-server, pinned, with the machine's Rust 1.95+) into .cache/uc/, once (about 7 min on 2 cores); OFFLINE=1 builds from the crates in .cache/uc/
 	$(PY) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
 
 PROBE_ARGS ?=
