@@ -1,0 +1,366 @@
+"""A second engine through the catalog: Java Delta Kernel 4.4.0 appending to a catalog-managed
+table with Kernel's own Unity Catalog committer (``io.delta:delta-kernel-unitycatalog:4.4.0``),
+beside Delta Spark drivers, through the same server.
+
+    <python> -m helpers.catalog.kernel_writer SPEC_JSON_FILE
+
+The writer is a small Java program, ``workbook.kernel.KernelAppender`` (``helpers/catalog/java/``),
+run with ``java -cp`` by a Python process of the race (:func:`run`), which lines it up at the
+race's barrier as :mod:`helpers.catalog.writer` lines up a Spark driver: the Java process loads the
+table's snapshot from the catalog and says ``ready``; once the barrier opens it is told ``go`` on
+its standard input and appends its batches, each one commit of 10 rows ``(id, writer, batch)``
+(:func:`helpers.catalog.writer.batch_rows`), and reports each on its standard output.
+
+Every step of a commit is Kernel's: ``UCCatalogManagedClient.loadSnapshot`` (the catalog's
+ratified commits, published or not), a transaction whose committer is ``UCCatalogManagedCommitter``
+(stage under ``_delta_log/_staged_commits/``, then ``add-commit`` through Delta's own
+``UCDeltaTokenBasedRestClient``, the REST client Delta Spark uses), Kernel's conflict check, and
+``Snapshot.publish``. Kernel does not publish by itself, so the writer publishes after each commit.
+
+:func:`run_race` races one or more Kernel writers beside Delta Spark drivers
+(:mod:`helpers.catalog.writer`) at one barrier, and checks the table with
+:func:`helpers.catalog.race.check_table`, from storage and the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from helpers import config, eras, processes
+from helpers.catalog.race import RUN_TIMEOUT_S, Race, RaceError, check_table
+from helpers.catalog.tables import CATALOG, SCHEMA
+from helpers.catalog.writer import ROWS_PER_BATCH
+from helpers.processes import run_at_barrier
+from helpers.progress import RunProgress
+from helpers.writers.protocol import T_PROCESS_START, one_line, open_barrier, spec_process_main
+
+KERNEL_VERSION = config.DELTA_JARS_VERSION
+"""Delta Kernel's release: Delta's own, the one Delta Spark's jars bring along."""
+JAVA_DIR = Path(__file__).with_name("java")
+JAVA_SOURCES = sorted(JAVA_DIR.rglob("*.java"))
+MAIN_CLASS = "workbook.kernel.KernelAppender"
+KERNEL_JARS = (
+    f"io.delta_delta-kernel-api-{KERNEL_VERSION}.jar",
+    f"io.delta_delta-kernel-defaults-{KERNEL_VERSION}.jar",
+    f"io.delta_delta-kernel-unitycatalog-{KERNEL_VERSION}.jar",
+    f"io.delta_delta-storage-{KERNEL_VERSION}.jar",
+    "io.unitycatalog_unitycatalog-client-*.jar",
+    "io.unitycatalog_unitycatalog-hadoop-*.jar",
+    "com.fasterxml.jackson.datatype_jackson-datatype-jdk8-*.jar",
+)
+"""The jars the writer needs beyond pyspark's own (Hadoop's client, Parquet, Jackson): Kernel's
+three, Delta's storage jar (the Unity Catalog REST client) and Unity Catalog's client jars. All are
+dependencies of Delta Spark, fetched with it into the Ivy cache (``make install``)."""
+JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+class KernelWriterError(RuntimeError):
+    """The Kernel writer could not be built or started, or it reported an error (its message)."""
+
+
+def classpath() -> list[Path | str]:
+    """The writer's classpath: its own jar, pyspark's jars, then :data:`KERNEL_JARS` from the Ivy
+    cache (fetched with Delta Spark's jars if the cache lacks them)."""
+    from helpers import sessions
+
+    jars_dir = config.CACHE_DIR / "ivy" / "jars"
+
+    def found() -> list[Path]:
+        return [match for pattern in KERNEL_JARS for match in sorted(jars_dir.glob(pattern))[-1:]]
+
+    if len(found()) < len(KERNEL_JARS):
+        sessions.fetch_jars("local")
+    if len(found()) < len(KERNEL_JARS):
+        raise KernelWriterError(
+            f"{', '.join(KERNEL_JARS)} not all in {config.shown(jars_dir)} after fetching Delta "
+            "Spark's jars; run `make install`."
+        )
+    return [f"{sessions._pyspark_jars_dir()}/*", *found()]
+
+
+def kernel_jar() -> Path:
+    """The jar of ``workbook.kernel.KernelAppender``, compiled from ``helpers/catalog/java/`` with
+    the JDK's javac the first time it is needed (and again when the source changes)."""
+    import fcntl
+    import shutil
+    import tempfile
+
+    jar = config.BUILD_DIR / "jars" / "workbook-kernel-appender.jar"
+
+    def up_to_date() -> bool:
+        return jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES)
+
+    if up_to_date():
+        return jar
+    if shutil.which("javac") is None or shutil.which("jar") is None:
+        from helpers import preflight
+
+        raise KernelWriterError(
+            preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17."
+        )
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with open(jar.parent / ".kernel-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if up_to_date():
+            return jar
+        with tempfile.TemporaryDirectory(dir=jar.parent) as work:
+            classes = Path(work) / "classes"
+            compiled = subprocess.run(
+                [
+                    "javac",
+                    "--release",
+                    "17",
+                    "-nowarn",
+                    "-cp",
+                    os.pathsep.join(map(str, classpath())),
+                    "-d",
+                    str(classes),
+                    *map(str, JAVA_SOURCES),
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            if compiled.returncode != 0:
+                raise KernelWriterError(
+                    f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}"
+                )
+            packed = Path(work) / jar.name
+            subprocess.run(
+                ["jar", "cf", str(packed), "-C", str(classes), "."], check=True, capture_output=True
+            )
+            os.replace(packed, jar)
+    return jar
+
+
+def command(spec: dict) -> list[str]:
+    """The Java command line of the writer of ``spec``."""
+    from helpers import sessions
+
+    return [
+        "java",
+        *JVM_OPTIONS,
+        *sessions.proxy_java_options(),
+        "-cp",
+        os.pathsep.join(map(str, [kernel_jar(), *classpath()])),
+        MAIN_CLASS,
+        spec["uri"],
+        spec["table_id"],
+        spec.get("catalog", CATALOG),
+        spec.get("schema", SCHEMA),
+        spec["table"],
+        spec["location"],
+        spec["process"],
+        ",".join(map(str, spec["batches"])),
+        *(["wait-for-a-rival"] if spec.get("wait_for_a_rival") else []),
+    ]
+
+
+def _next_event(java: subprocess.Popen, stderr_path: Path) -> dict:
+    """The next JSON line the Java process prints; its error, or its end, as KernelWriterError."""
+    line = java.stdout.readline()
+    if not line:
+        java.wait()
+        raise KernelWriterError(
+            f"the Kernel writer exited with code {java.returncode} without a word; "
+            f"its stderr: {processes.stderr_tail(stderr_path)}"
+        )
+    event = json.loads(line)
+    if event["event"] == "error":
+        raise KernelWriterError(
+            f"{event['class']}: {one_line(event['message'], 800)}"
+            + (f" (cause: {one_line(event['cause'], 400)})" if event.get("cause") else "")
+        )
+    return event
+
+
+def run(spec: dict) -> dict:
+    result = {
+        "process": spec["process"],
+        "engine": f"Delta Kernel {KERNEL_VERSION}",
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "appends": [],
+        "error": None,
+    }
+    stderr_path = Path(spec["result_path"]).with_suffix(".java.err")
+
+    def prepare() -> subprocess.Popen:
+        with open(stderr_path, "wb") as err:
+            java = subprocess.Popen(
+                command(spec),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                cwd=config.ROOT,
+            )
+        ready = _next_event(java, stderr_path)
+        if ready["event"] != "ready":
+            raise KernelWriterError(f"the Kernel writer said {ready} before it was ready")
+        result["read_version"] = ready["version"]
+        return java
+
+    def work(java: subprocess.Popen) -> None:
+        java.stdin.write("go\n")
+        java.stdin.flush()
+        while True:
+            event = _next_event(java, stderr_path)
+            if event["event"] == "done":
+                break
+            result["appends"].append({k: v for k, v in event.items() if k != "event"})
+        java.wait()
+
+    return run_at_barrier(spec, result, prepare, work)
+
+
+def run_race(
+    catalog,
+    name: str,
+    location: str,
+    table_id: str,
+    *,
+    spark_writers: int,
+    kernel_writers: int = 1,
+    batches_per_writer: int,
+    run_dir: Path,
+    wait_for_a_rival: bool = True,
+) -> Race:
+    """Race ``spark_writers`` Delta Spark drivers (``w1``, ``w2``, ...) and ``kernel_writers``
+    Delta Kernel writers (``k1``, ...), each appending ``batches_per_writer`` batches to the
+    catalog's table ``name`` (at ``location``, the catalog's id ``table_id``), released together at
+    one barrier; return the race with :func:`helpers.catalog.race.check_table`'s checks. As
+    :func:`helpers.catalog.race.run_race`, with Kernel writers among the drivers.
+
+    ``wait_for_a_rival``: each Kernel writer's first commit waits, with its snapshot read before
+    the barrier, until the catalog has ratified another writer's commit. Kernel starts in a second
+    and Spark's first append takes several, so without it Kernel's commits would all land before
+    Spark's first and only Spark would ever lose a version; with it, Kernel asks for a version
+    already given on every run."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    procs, batches = [], {}
+    writers = [("w", "helpers.catalog.writer", n) for n in range(1, spark_writers + 1)] + [
+        ("k", "helpers.catalog.kernel_writer", n) for n in range(1, kernel_writers + 1)
+    ]
+    for number, (prefix, module, n) in enumerate(writers, start=1):
+        writer = f"{prefix}{n}"
+        batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
+        proc = processes.EraProcess(
+            name=writer,
+            era=eras.CURRENT,
+            module=module,
+            spec_path=run_dir / f"{writer}.json",
+            stdout_path=run_dir / f"{writer}.out",
+            stderr_path=run_dir / f"{writer}.err",
+        )
+        proc.spec_path.write_text(
+            json.dumps(
+                {
+                    "process": writer,
+                    "barrier_dir": str(run_dir),
+                    "runner_pid": os.getpid(),
+                    "result_path": str(run_dir / f"{writer}.result.json"),
+                    "uri": catalog.uri,
+                    "table": name,
+                    "table_id": table_id,
+                    "location": location,
+                    "batches": batches[writer],
+                    "try_path_write": False,
+                    "wait_for_a_rival": wait_for_a_rival and prefix == "k",
+                },
+                indent=1,
+            )
+        )
+        procs.append(proc)
+    kernel_jar()  # compiled once here, not by each writer at once
+    processes.launch(procs, new_session=True)
+    shown = RunProgress(f"{spark_writers} Spark + {kernel_writers} Kernel", len(procs))
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
+            raise RaceError(
+                f"The writers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}."
+            )
+        missing = processes.absent(procs, run_dir)
+        if missing:
+            gone = run_dir / f"{missing[0].name}.result.json"
+            why = (
+                json.loads(gone.read_text()).get("error")
+                if gone.exists()
+                else processes.stderr_tail(missing[0].stderr_path)
+            )
+            raise RaceError(f"{missing[0].name} failed before the barrier: {why}")
+        opened = open_barrier(run_dir)
+        processes.wait_for_exits(procs, deadline, shown)
+    finally:
+        if processes.kill_stragglers(procs):
+            raise RaceError(
+                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its writers were stopped."
+            )
+    seconds = max(p.t_exited for p in procs) - opened
+    shown.finish(f"{len(procs)} writers done in {seconds:.0f} s")
+    results = {
+        p.name: (
+            json.loads((run_dir / f"{p.name}.result.json").read_text())
+            if (run_dir / f"{p.name}.result.json").exists()
+            else {}
+        )
+        for p in procs
+    }
+    expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
+    return Race(batches, results, check_table(catalog, name, expected), seconds)
+
+
+CREATE_SCRIPT = """
+import json, sys
+from helpers.catalog import rest, tables
+from helpers.catalog.writer import COLUMNS
+uri, name = sys.argv[1], sys.argv[2]
+spark = tables.spark_session(uri, creates_tables=True, app_name="catalog-create")
+staged = tables.create(spark, rest.UnityCatalog(uri), name, COLUMNS)
+print(json.dumps({"table_id": staged.table_id, "location": staged.location}))
+"""
+
+
+def create_in_a_driver(uri: str, name: str) -> tuple[str, str]:
+    """Create the catalog-managed table ``default.<name>`` (:data:`~helpers.catalog.writer.COLUMNS`)
+    through the server at ``uri`` as notebook 15 does (:func:`helpers.catalog.tables.create`), in a
+    Delta Spark driver of its own, so that the caller starts no JVM; return its (table id, location)."""
+    done = subprocess.run(
+        [str(eras.python_for(eras.CURRENT)), "-c", CREATE_SCRIPT, uri, name],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=config.ROOT,
+        env=config.without_telemetry(dict(os.environ, PYTHONDONTWRITEBYTECODE="1")),
+    )
+    if done.returncode != 0:
+        raise KernelWriterError(
+            f"the driver that creates {name} failed: {done.stderr.strip()[-1500:]}"
+        )
+    created = json.loads(done.stdout.strip().splitlines()[-1])
+    return created["table_id"], created["location"]
+
+
+def engines(race: Race) -> dict[int, str]:
+    """Version -> the ``engineInfo`` of the table's commit at that version (Kernel's commits name
+    ``Kernel-<release>/...``, Delta Spark's ``Apache-Spark/... Delta-Lake/...``): which engine won
+    each version after 0."""
+    from helpers import delta_log
+    from helpers.catalog.tables import local_path
+
+    folder = local_path(race.check.catalog.location)
+    owners = {}
+    for version, file_name in race.check.ratified.items():
+        body = (folder / "_delta_log" / "_staged_commits" / file_name).read_bytes()
+        info, _, _ = delta_log.read_commit(body)
+        owners[version] = str(info.get("engineInfo", ""))
+    return owners
+
+
+if __name__ == "__main__":
+    spec_process_main("helpers.catalog.kernel_writer", run)
