@@ -3,19 +3,25 @@ appending to a catalog-managed table beside two Delta Spark drivers, through the
 server, released at one barrier (helpers.catalog.kernel_writer). Checked from storage and the
 catalog (helpers.catalog.race.check_table), never from what a writer reports.
 
-The server is the real one (``make uc-server``; ``make test`` builds it first); the table is created
-by a Delta Spark driver of its own, as notebook 15 creates it.
+The server is the real one (``make uc-server``; ``make test`` builds it first); the tables are
+created by a Delta Spark driver of their own, as notebook 15 creates them. The last tests give the
+Kernel writer rivals by hand (a staged commit the catalog ratifies, published or not, as another
+writer leaves it), to reach on every run what the race reaches only in some: a winner the catalog
+ratified that nobody has published yet.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import time
+import uuid
 
 import pytest
 
 from helpers import config
-from helpers.catalog import kernel_writer, rest, server, tables
+from helpers.catalog import kernel_writer, race, rest, server, tables
 
 SPARK_WRITERS = 2
 KERNEL_WRITERS = 1
@@ -34,9 +40,15 @@ def uc(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def raced(uc):
+def created(uc):
+    """Two tables: ``orders`` for the race, ``rivals`` for the rivals made by hand."""
+    return kernel_writer.create_in_a_driver(uc.uri, "orders", "rivals")
+
+
+@pytest.fixture(scope="module")
+def raced(uc, created):
     catalog = rest.UnityCatalog(uc.uri)
-    table_id, location = kernel_writer.create_in_a_driver(uc.uri, "orders")
+    table_id, location = created["orders"]
     race = kernel_writer.run_race(
         catalog,
         "orders",
@@ -143,3 +155,100 @@ def test_the_command_line_names_the_catalogs_table_and_waits_only_when_asked():
         "unitycatalog-client",
     ):
         assert name in jars
+
+
+# ---------------------------------------------------------------------------------------------
+# Rivals made by hand: a commit the catalog ratified, published or not yet
+# ---------------------------------------------------------------------------------------------
+
+
+def ratify_a_rival(catalog, table_id: str, location: str, version: int, *, publish: bool) -> str:
+    """Stage a commit of no rows (its commitInfo only) for ``version``, have the catalog ratify it,
+    and publish it or not: what another writer leaves. Returns its staged file's name."""
+    now = int(time.time() * 1000)
+    body = (
+        json.dumps(
+            {
+                "commitInfo": {
+                    "inCommitTimestamp": now,
+                    "timestamp": now,
+                    "operation": "WRITE",
+                    "operationParameters": {},
+                    "isBlindAppend": True,
+                    "engineInfo": "a rival made by hand",
+                }
+            }
+        )
+        + "\n"
+    )
+    log = tables.local_path(location) / "_delta_log"
+    name = f"{version:020d}.{uuid.uuid4()}.json"
+    (log / "_staged_commits").mkdir(exist_ok=True)
+    (log / "_staged_commits" / name).write_text(body)
+    catalog.ratify(tables.CATALOG, tables.SCHEMA, "rivals", table_id, version, name, len(body), now)
+    if publish:
+        shutil.copyfile(log / "_staged_commits" / name, log / f"{version:020d}.json")
+    return name
+
+
+def append_behind_rivals(uc, created, batch: int, rivals: list[bool]) -> dict:
+    """One Kernel append to ``rivals`` from a snapshot read before ``rivals`` (published or not, in
+    order) were ratified; its report."""
+    catalog = rest.UnityCatalog(uc.uri)
+    table_id, location = created["rivals"]
+    spec = {
+        "uri": uc.uri,
+        "table_id": table_id,
+        "table": "rivals",
+        "location": location,
+        "process": "k1",
+        "batches": [batch],
+    }
+    java = subprocess.Popen(
+        kernel_writer.command(spec),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=config.ROOT,
+    )
+    ready = json.loads(java.stdout.readline())
+    assert ready["event"] == "ready", ready
+    for offset, publish in enumerate(rivals, start=1):
+        ratify_a_rival(catalog, table_id, location, ready["version"] + offset, publish=publish)
+    java.stdin.write("go\n")
+    java.stdin.flush()
+    events = [json.loads(line) for line in java.stdout]
+    assert java.wait() == 0, events
+    append = events[0]
+    print(json.dumps(append, indent=1))
+    return {"read": ready["version"], **append}
+
+
+def test_behind_one_rival_not_yet_published_kernel_reads_again_and_publishes_it(uc, created):
+    append = append_behind_rivals(uc, created, 41, [False])
+    assert append["version"] == append["read"] + 2
+    # Kernel's conflict check could not read the winner (ConcurrentWriteException): read again
+    assert append["rebuilds"] == 1 and append["kernel_errors"] == []
+    check = race.check_table(rest.UnityCatalog(uc.uri), "rivals", {("k1", 41): 10})
+    assert check.problems == []
+    # Kernel published every ratified commit up to its own, the rival's too
+    assert check.published == list(range(append["version"] + 1))
+
+
+def test_behind_a_published_rival_and_one_not_yet_kernel_440_stops_on_its_own_check(uc, created):
+    """Refused twice, the first winner published and the second not: Kernel 4.4.0's conflict check
+    lists published commits from the version it read, finds none newer than the first winner, and
+    stops on its precondition. Nothing of it landed; the writer reads again and commits."""
+    append = append_behind_rivals(uc, created, 42, [True, False])
+    first_try = append["read"] + 1
+    stuck = first_try + 1  # its second attempt, after the published rival
+    assert append["kernel_errors"] == [
+        (
+            f"java.lang.IllegalArgumentException: New commit version {stuck} should be greater than "
+            f"the previous commit attempt version {stuck}."
+        )
+    ]
+    assert append["version"] == append["read"] + 3
+    check = race.check_table(rest.UnityCatalog(uc.uri), "rivals", {("k1", 41): 10, ("k1", 42): 10})
+    assert check.problems == []

@@ -319,19 +319,23 @@ CREATE_SCRIPT = """
 import json, sys
 from helpers.catalog import rest, tables
 from helpers.catalog.writer import COLUMNS
-uri, name = sys.argv[1], sys.argv[2]
+uri, names = sys.argv[1], sys.argv[2:]
 spark = tables.spark_session(uri, creates_tables=True, app_name="catalog-create")
-staged = tables.create(spark, rest.UnityCatalog(uri), name, COLUMNS)
-print(json.dumps({"table_id": staged.table_id, "location": staged.location}))
+created = {}
+for name in names:
+    staged = tables.create(spark, rest.UnityCatalog(uri), name, COLUMNS)
+    created[name] = [staged.table_id, staged.location]
+print(json.dumps(created))
 """
 
 
-def create_in_a_driver(uri: str, name: str) -> tuple[str, str]:
-    """Create the catalog-managed table ``default.<name>`` (:data:`~helpers.catalog.writer.COLUMNS`)
-    through the server at ``uri`` as notebook 15 does (:func:`helpers.catalog.tables.create`), in a
-    Delta Spark driver of its own, so that the caller starts no JVM; return its (table id, location)."""
+def create_in_a_driver(uri: str, *names: str) -> dict[str, tuple[str, str]]:
+    """Create the catalog-managed tables ``default.<name>`` (:data:`~helpers.catalog.writer.COLUMNS`)
+    through the server at ``uri`` as notebook 15 does (:func:`helpers.catalog.tables.create`), in one
+    Delta Spark driver of their own, so that the caller starts no JVM; return name -> (table id,
+    location)."""
     done = subprocess.run(
-        [str(eras.python_for(eras.CURRENT)), "-c", CREATE_SCRIPT, uri, name],
+        [str(eras.python_for(eras.CURRENT)), "-c", CREATE_SCRIPT, uri, *names],
         check=False,
         capture_output=True,
         text=True,
@@ -340,10 +344,10 @@ def create_in_a_driver(uri: str, name: str) -> tuple[str, str]:
     )
     if done.returncode != 0:
         raise KernelWriterError(
-            f"the driver that creates {name} failed: {done.stderr.strip()[-1500:]}"
+            f"the driver that creates {', '.join(names)} failed: {done.stderr.strip()[-1500:]}"
         )
     created = json.loads(done.stdout.strip().splitlines()[-1])
-    return created["table_id"], created["location"]
+    return {name: (table_id, location) for name, (table_id, location) in created.items()}
 
 
 def engines(race: Race) -> dict[int, str]:

@@ -56,7 +56,10 @@ import org.apache.hadoop.conf.Configuration;
  * checks and publishing are Kernel's code. The loop here is what Kernel leaves to its caller: when
  * the catalog gave the version to another writer whose commit is not yet published, Kernel's
  * conflict check cannot read it and throws {@code ConcurrentWriteException}; the caller loads the
- * snapshot from the catalog again and commits again (the Parquet file is written once).
+ * snapshot from the catalog again and commits again (the Parquet file is written once). It does
+ * the same, and records Kernel's error, when Kernel 4.4.0 stops with {@code IllegalArgumentException:
+ * New commit version N should be greater than the previous commit attempt version N} (refused twice,
+ * the second winner not yet published: see the catch below).
  *
  * <p>With {@code wait-for-a-rival}, the first commit waits, with its snapshot read before the
  * barrier and its Parquet file written, until the catalog has ratified another writer's commit:
@@ -68,6 +71,7 @@ public final class KernelAppender {
     static final int ROWS_PER_BATCH = 10;
     static final int MAX_REBUILDS = 100;
     static final String ENGINE_INFO = "workbook-kernel-appender";
+    static final String STUCK_REBASE = "should be greater than the previous commit attempt version";
     static final long RIVAL_WAIT_MS = 600_000;  // a bound against a hang: then it commits anyway
 
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -129,6 +133,8 @@ public final class KernelAppender {
             List<DataFileStatus> files = null;
             int rebuilds = 0;
             Long waitedForRival = null;
+            List<String> kernelErrors = new ArrayList<>();
+            long firstReadVersion = snapshot.getVersion();
             TransactionCommitResult committed;
             long readVersion;
             while (true) {
@@ -156,6 +162,17 @@ public final class KernelAppender {
                         throw lost;
                     }
                     snapshot = load(engine, catalog, tableId, location, name);
+                } catch (IllegalArgumentException lost) {
+                    // Kernel 4.4.0, refused twice: the first winner published, the second not yet.
+                    // Its conflict check lists published commits from the version it read, not from the
+                    // one it last asked for, finds no newer winner and stops on its own precondition.
+                    // Every attempt was refused by the catalog (409), so nothing of this one landed:
+                    // recorded, then read again and committed again, as above.
+                    if (!String.valueOf(lost.getMessage()).contains(STUCK_REBASE) || ++rebuilds > MAX_REBUILDS) {
+                        throw lost;
+                    }
+                    kernelErrors.add(lost.getClass().getName() + ": " + lost.getMessage());
+                    snapshot = load(engine, catalog, tableId, location, name);
                 }
             }
             long version = committed.getVersion();
@@ -169,10 +186,12 @@ public final class KernelAppender {
             event.put("event", "append");
             event.put("batch", batch);
             event.put("version", version);
-            event.put("read_version", readVersion);
+            event.put("read_version", firstReadVersion);  // what its first attempt read
+            event.put("last_read_version", readVersion);  // what the attempt that committed read
             event.put("rebuilds", rebuilds);
             event.put("attempts", committed.getTransactionReport().getTransactionMetrics().getNumCommitAttempts());
             event.put("rival_version", waitedForRival);
+            event.put("kernel_errors", kernelErrors);
             event.put("post_commit_snapshot", after.isPresent());
             event.put("t_start", started / 1000.0);
             event.put("t_end", System.currentTimeMillis() / 1000.0);
