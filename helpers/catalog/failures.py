@@ -1,0 +1,576 @@
+"""A catalog that fails, and what Delta Spark 4.4.0 makes of it: each failure made at a known point
+by a proxy in front of the Unity Catalog server, then the table read from storage and from the
+catalog (:func:`helpers.catalog.race.check_table`), never from what a writer was told.
+
+The proxy is the workbook's commit gate (:class:`helpers.commitgate.CommitGate`) put in front of the
+server instead of the S3 emulator: every request passes unchanged, and :class:`CatalogGate` acts
+only on Delta's ``add-commit`` requests (the POST that asks the catalog to ratify a staged commit),
+counted from 1 as they arrive:
+
+* :meth:`CatalogGate.lose_answer`: the n-th is sent to the server, which decides it, and its answer
+  is replaced by HTTP 502, as when a connection breaks on the way back; ``then`` runs first (e.g.
+  :func:`kill_client`, which kills the process that sent it);
+* :meth:`CatalogGate.restart_at`: the server is stopped as the n-th arrives (so it gets 502 and
+  never reaches the server) and started again on the same store; requests meanwhile wait;
+* :meth:`CatalogGate.after_status`: ``then`` runs after the k-th answer with a given status (429).
+
+One function per scenario, each returning an :class:`Outcome` (what the writers were told, what
+the gate saw, versions in storage and in the catalog, rows per batch, the check's problems):
+
+    outcome = failures.lost_answer(spark, folder)       # (a) the catalog's yes is lost
+    outcome = failures.killed_before_publish(spark, folder)   # (b) ratified, never published
+    outcome = failures.commit_cap(spark, folder)        # (b) ten unpublished commits, then 429
+    outcome = failures.restarted(spark, folder, persistent=False)  # (c) the catalog restarted
+    outcome.summary()
+
+``spark`` is a driver that creates tables (:func:`helpers.catalog.tables.spark_session` with
+``creates_tables=True``); each scenario points it at a server and a gate of its own while it runs,
+then back. The racing drivers are :mod:`helpers.catalog.writer` processes (:func:`race.run_race`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import commitgate, delta_log
+from helpers.catalog import race, rest, server, tables
+from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
+
+LOST_ANSWER_STATUS = 502
+"""What the gate answers in place of a lost answer: a bad gateway, as a proxy says when the
+connection to the server breaks."""
+CAP = 10
+"""olai-uc-server 0.0.11 holds at most this many ratified commits not reported published (then 429)."""
+
+
+@dataclass
+class AddCommit:
+    """One ``add-commit`` request, as the gate saw it."""
+
+    number: int
+    """Its place among the add-commits the gate saw (1 = the first)."""
+    version: int | None
+    reported_published: int | None
+    """The ``latest-published-version`` the request reported (``set-latest-backfilled-version``)."""
+    status: int | None = None
+    """What the server answered (None: the request never reached it)."""
+    answered: int | None = None
+    """What the client got (differs from ``status`` when the gate lost the answer)."""
+
+
+class CatalogGate(commitgate.CommitGate):
+    """The commit gate in front of a Unity Catalog server (see the module's text)."""
+
+    def __init__(self, uc: server.UCServer) -> None:
+        self.uc = uc
+        self._rules: dict[int, tuple[str, Callable[[], None] | None]] = {}
+        self._status_rule: tuple[int, int, Callable[[], None]] | None = None
+        self._status_seen = 0
+        self._add_commits: list[AddCommit] = []
+        self._up = threading.Event()
+        self._up.set()
+        super().__init__(uc.uri)
+        reported = self._server.handle_error
+
+        def handle_error(request, client_address) -> None:  # a killed client is no error
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                reported(request, client_address)
+
+        self._server.handle_error = handle_error
+
+    # -- arming ----------------------------------------------------------------------------------
+
+    def lose_answer(self, number: int, then: Callable[[], None] | None = None) -> None:
+        """Send the ``number``-th add-commit to the server, then answer its client 502 instead of
+        the server's answer; ``then()`` runs before the 502 is sent."""
+        self._rules[number] = ("lose", then)
+
+    def restart_at(self, number: int) -> None:
+        """Stop the server as the ``number``-th add-commit arrives (its client gets 502), start it
+        again on the same folder and store, and send every later request to it."""
+        self._rules[number] = ("restart", None)
+
+    def after_status(self, status: int, count: int, then: Callable[[], None]) -> None:
+        """Run ``then()`` once, after the ``count``-th add-commit the server answers ``status``."""
+        self._status_rule, self._status_seen = (status, count, then), 0
+
+    @property
+    def add_commits(self) -> list[AddCommit]:
+        with self._lock:
+            return list(self._add_commits)
+
+    # -- forwarding ------------------------------------------------------------------------------
+
+    def forward(self, method, path, headers, body):
+        self._up.wait()  # a request that comes while the server restarts waits for it
+        update = _add_commit(method, path, body)
+        if update is None:
+            return super().forward(method, path, headers, body)
+        with self._lock:
+            record = AddCommit(len(self._add_commits) + 1, *update)
+            self._add_commits.append(record)
+            action, then = self._rules.get(record.number, (None, None))
+        if action == "restart":
+            self._restart()
+            record.answered = LOST_ANSWER_STATUS
+            raise ConnectionError("the catalog was stopped as this request arrived")
+        answer = super().forward(method, path, headers, body)
+        record.status = record.answered = answer[0]
+        if action == "lose":
+            if then is not None:
+                then()
+            record.answered = LOST_ANSWER_STATUS
+            raise ConnectionError("the catalog's answer was lost on its way back")
+        if self._status_rule and answer[0] == self._status_rule[0]:
+            self._status_seen += 1
+            if self._status_seen == self._status_rule[1]:
+                self._status_rule[2]()
+        return answer
+
+    def _restart(self) -> None:
+        self._up.clear()
+        try:
+            self.uc.stop()
+            self.uc = _start(self.uc.root)
+            self.upstream_port = int(self.uc.uri.rsplit(":", 1)[1])
+        finally:
+            self._up.set()
+
+    def _handler_class(self):
+        base, gate = super()._handler_class(), self
+
+        class Handler(base):
+            def _handle(self) -> None:  # the client's address, for kill_client
+                gate._local.client = self.client_address
+                super()._handle()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
+
+        return Handler
+
+    def client_pid(self) -> int | None:
+        """The process whose request this handler thread serves (None if it is gone)."""
+        import psutil
+
+        client = getattr(self._local, "client", None)
+        gate = self._server.server_address[1]
+        for connection in psutil.net_connections(kind="tcp"):  # a JVM's socket may be IPv6
+            if (
+                client
+                and connection.laddr
+                and connection.raddr
+                and connection.laddr.port == client[1]
+                and connection.raddr.port == gate
+            ):
+                return connection.pid
+        return None
+
+    def close(self) -> None:
+        super().close()
+        self.uc.stop()
+
+
+def _add_commit(method: str, path: str, body: bytes | None) -> tuple[int | None, int | None] | None:
+    """(version, reported published version) of an add-commit request, or None for any other."""
+    if method != "POST" or not path.startswith(rest.DELTA) or not body or b"add-commit" not in body:
+        return None
+    updates = json.loads(body).get("updates", [])
+    version = published = None
+    for update in updates:
+        if update.get("action") == "add-commit":
+            version = int(update["commit"]["version"])
+        elif update.get("action") == "set-latest-backfilled-version":
+            published = int(update["latest-published-version"])
+    return version, published
+
+
+def kill_client(gate: CatalogGate, killed: list[int]) -> Callable[[], None]:
+    """A ``then`` for :meth:`CatalogGate.lose_answer` / :meth:`CatalogGate.after_status`: SIGKILL the
+    process group of the client whose request is being answered (a racing driver: its Python and
+    its JVM), never this process's own; its pid is appended to ``killed``."""
+
+    def kill() -> None:
+        pid = gate.client_pid()
+        if pid is None or pid == os.getpid():
+            raise RuntimeError(f"the client of this request is not a process to kill ({pid})")
+        group = os.getpgid(pid)
+        if group == os.getpgid(0):
+            os.kill(pid, signal.SIGKILL)
+        else:
+            os.killpg(group, signal.SIGKILL)
+        killed.append(pid)
+
+    return kill
+
+
+# -------------------------------------------------------------------------------------------------
+# The server, with its catalog in memory or in a SQLite file
+# -------------------------------------------------------------------------------------------------
+
+DATABASE = "uc.sqlite"
+KEY_FILE = "uc.key"
+
+
+def _persistent_config(root: Path) -> str:
+    """The workbook's configuration (:func:`server.config_text`) with the catalog in a SQLite file
+    under ``root``, and the key the server seals its secrets with in a durable store (it refuses to
+    start without one): random, made once per folder and kept beside the database."""
+    key = root / KEY_FILE
+    if not key.exists():
+        key.write_text(base64.b64encode(os.urandom(32)).decode())
+    settings = json.loads(server.config_text(root))
+    settings["backend"] = {"engine": "sqlite", "path": str((root / DATABASE).resolve())}
+    settings["encryption"] = {"active": {"id": "workbook", "key": key.read_text().strip()}}
+    return json.dumps(settings, indent=1)
+
+
+def _start(root: Path) -> server.UCServer:
+    """:func:`server.start`, with the catalog in SQLite when ``root`` holds a database (made by
+    :func:`start_persistent`), in memory otherwise."""
+    if not (root / DATABASE).exists():
+        return server.start(root)
+    text = _persistent_config(root)
+    original = server.config_text
+    server.config_text = lambda *_args, **_kwargs: text  # what server.start writes and runs
+    try:
+        return server.start(root)
+    finally:
+        server.config_text = original
+
+
+def start_persistent(root: Path) -> server.UCServer:
+    """A server whose catalog is kept in ``root/uc.sqlite``, which survives a restart: the store is
+    made first (``uc-server migrate``, which a durable store requires), then the server started."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tables").mkdir(exist_ok=True)
+    settings = root / "uc-migrate.yaml"
+    settings.write_text(_persistent_config(root))
+    (root / DATABASE).touch()
+    done = subprocess.run(
+        [str(server.BINARY), "migrate", "-c", str(settings)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise server.UCServerError(f"uc-server migrate failed: {done.stderr.strip()[-1000:]}")
+    return _start(root)
+
+
+# -------------------------------------------------------------------------------------------------
+# The scenarios
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one scenario measured (raw facts; the notebook asserts on them)."""
+
+    scenario: str
+    told: dict[str, str]
+    """Each append (or writer) -> what Delta told it: ``success`` or the error's first line."""
+    add_commits: list[AddCommit]
+    published: list[int]
+    """Versions with ``_delta_log/<v>.json``."""
+    catalog_latest: int | None
+    """The catalog's latest version (None: the catalog does not know the table)."""
+    unpublished: list[int]
+    """Versions the catalog ratified that storage has not published."""
+    rows: dict[str, int]
+    """``writer/batch`` -> rows of the table with that tag."""
+    problems: list[str]
+    facts: dict = field(default_factory=dict)
+    """What else the scenario recorded (e.g. the state between two steps)."""
+
+    def summary(self) -> str:
+        gate = ", ".join(
+            f"#{c.number} v{c.version} (published {c.reported_published}): server {c.status}, "
+            f"client {c.answered}"
+            for c in self.add_commits
+        )
+        lines = [f"{self.scenario}:"]
+        lines += [f"  told {who}: {what}" for who, what in self.told.items()]
+        lines += [
+            f"  add-commits at the gate: {gate or 'none'}",
+            f"  published {self.published}; the catalog's latest {self.catalog_latest}",
+            f"  ratified, not published {self.unpublished}",
+            f"  rows per batch: {self.rows}",
+        ]
+        lines += [f"  {key}: {value}" for key, value in self.facts.items()]
+        lines.append(
+            "  no problems" if not self.problems else f"  {len(self.problems)} problem(s):"
+        )
+        return "\n".join(lines + [f"  - {p}" for p in self.problems])
+
+
+@contextlib.contextmanager
+def _through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[CatalogGate]:
+    """A server of its own under ``root`` (emptied first), the gate in front of it, and ``spark``
+    committing through the gate until the block ends."""
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    uc = start_persistent(root) if persistent else server.start(root)
+    previous = spark.conf.get(tables.URI_KEY, None)
+    gate = CatalogGate(uc)
+    spark.conf.set(tables.URI_KEY, gate.endpoint)
+    try:
+        yield gate
+    finally:
+        gate.close()
+        if previous is not None:
+            spark.conf.set(tables.URI_KEY, previous)
+
+
+def _create(spark, catalog: rest.UnityCatalog, name: str) -> rest.StagedTable:
+    tables.forget(spark, name)
+    return tables.create(spark, catalog, name, COLUMNS)
+
+
+def append(spark, name: str, writer: str, batch: int) -> str:
+    """Append one batch as ``writer`` from ``spark``; ``success`` or what Delta raised (first line)."""
+    frame = spark.createDataFrame(batch_rows(writer, batch), COLUMNS)
+    try:
+        frame.writeTo(f"{tables.SCHEMA}.{name}").append()
+    except Exception as error:  # noqa: BLE001 - what the writer is told is the measurement
+        lines = str(getattr(error, "desc", None) or error).strip().splitlines()
+        cause = next((line for line in lines if "Exception:" in line), lines[0])
+        return cause.lstrip(": ")[:400]
+    return "success"
+
+
+def _outcome(
+    scenario: str,
+    gate: CatalogGate,
+    name: str,
+    expected: dict[tuple[str, int], int],
+    told: dict[str, str],
+    **facts,
+) -> Outcome:
+    catalog = rest.UnityCatalog(gate.endpoint)
+    check = race.check_table(catalog, name, expected)
+    return Outcome(
+        scenario,
+        told,
+        gate.add_commits,
+        check.published,
+        check.catalog.latest_version,
+        check.unpublished,
+        {f"{w}/{b}": n for (w, b), n in sorted(check.rows.items())},
+        check.problems,
+        facts,
+    )
+
+
+def lost_answer(spark, root: Path) -> Outcome:
+    """(a) The catalog ratifies an append and its answer is lost (502 instead): what Delta told the
+    writer and what the table holds; if told it failed, what a rerun does; then, whatever it was
+    told, what a blind rerun of the append does."""
+    name = "lost_answer"
+    with _through_gate(spark, root) as gate:
+        catalog = rest.UnityCatalog(gate.endpoint)
+        _create(spark, catalog, name)
+        gate.lose_answer(1)
+        told = {"append of batch 1": append(spark, name, "a", 1)}
+        if told["append of batch 1"] != "success":
+            told["rerun of batch 1"] = append(spark, name, "a", 1)
+        tables.wait_published(catalog, name)
+        outcome = _outcome("lost answer", gate, name, {("a", 1): ROWS_PER_BATCH}, told)
+        outcome.facts["rows Spark reads"] = spark.table(f"{tables.SCHEMA}.{name}").count()
+        outcome.facts["data files added by more than one version"] = added_again(catalog, name)
+        outcome.facts["a blind rerun"] = append(spark, name, "a", 1)
+        tables.wait_published(catalog, name)
+        again = race.check_table(catalog, name, {("a", 1): ROWS_PER_BATCH})
+        outcome.facts["rows per batch after it"] = {
+            f"{w}/{b}": n for (w, b), n in again.rows.items()
+        }
+        return outcome
+
+
+def added_again(catalog: rest.UnityCatalog, name: str) -> dict[str, list[int]]:
+    """Data files that more than one published version adds -> those versions (a commit made twice
+    adds the same files twice: the table holds them once, a reader of each version's changes twice)."""
+    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
+    log = tables.local_path(view.location) / delta_log.LOG_DIR
+    adders: dict[str, list[int]] = {}
+    for version in _published(log):
+        body = (log / f"{version:0{delta_log.VERSION_DIGITS}d}.json").read_bytes()
+        for add in delta_log.read_commit(body)[1]:
+            adders.setdefault(add["path"], []).append(version)
+    return {path: versions for path, versions in adders.items() if len(versions) > 1}
+
+
+def killed_before_publish(spark, root: Path) -> Outcome:
+    """(b) A racing driver killed once the catalog has ratified its first commit, before it hears
+    so and so before it publishes; then the next writer (``spark``) appends."""
+    with _through_gate(spark, root) as gate:
+        catalog = rest.UnityCatalog(gate.endpoint)
+        staged = _create(spark, catalog, "killed_writer")
+        killed: list[int] = []
+        gate.lose_answer(1, then=kill_client(gate, killed))
+        raced = race.run_race(
+            catalog,
+            "killed_writer",
+            staged.location,
+            writers=1,
+            batches_per_writer=2,
+            run_dir=root / "race",
+        )
+        first = {("w1", 11): ROWS_PER_BATCH, ("w1", 12): 0}  # its second batch never appended
+        before = race.check_table(catalog, "killed_writer", first)
+        told = {"w1": raced.results["w1"].get("error") or "no result (killed)"}
+        told["next writer"] = append(spark, "killed_writer", "next", 1)
+        tables.wait_published(catalog, "killed_writer")
+        return _outcome(
+            "writer killed after ratify, before publish",
+            gate,
+            "killed_writer",
+            {**first, ("next", 1): ROWS_PER_BATCH},
+            told,
+            killed=len(killed),
+            before_the_next_writer=(
+                f"published {before.published}, ratified not published {before.unpublished}, "
+                f"problems {before.problems}"
+            ),
+        )
+
+
+@contextlib.contextmanager
+def _no_new_files(folder: Path) -> Iterator[None]:
+    """``folder`` refuses new files, even to root (the immutable attribute, ``chattr +i``);
+    its subfolders stay writable."""
+    done = subprocess.run(
+        ["chattr", "+i", str(folder)], check=False, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise PermissionError(f"chattr +i {folder.name}: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def _published(log: Path) -> list[int]:
+    """The versions published in the log folder ``log`` (``<v>.json``)."""
+    found = (delta_log.commit_version(delta_log.LOG_DIR + p.name) for p in log.glob("*.json"))
+    return sorted(v for v in found if v is not None)
+
+
+def publish(catalog: rest.UnityCatalog, name: str) -> list[int]:
+    """Publish every commit the catalog lists as ratified and storage lacks, as Delta's own
+    publication does: ``_delta_log/<v>.json`` written once, byte for byte the staged commit.
+    Returns the versions written."""
+    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
+    log = tables.local_path(view.location) / delta_log.LOG_DIR
+    written = []
+    for commit in view.unpublished:
+        target = log / f"{int(commit['version']):0{delta_log.VERSION_DIGITS}d}.json"
+        if target.exists():
+            continue
+        body = (log / "_staged_commits" / commit["file-name"]).read_bytes()
+        with open(target, "xb") as copy:
+            copy.write(body)
+        written.append(int(commit["version"]))
+    return written
+
+
+def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
+    """(b) The 429 path: ``spark`` commits :data:`CAP` appends whose publication fails (the log's
+    folder refuses new files; staging under ``_staged_commits/`` still works), so the catalog holds
+    ten unpublished commits. A racing driver then appends: it is killed after its
+    ``retries_seen``-th 429, with what its requests reported published. Then the ratified commits
+    are published as Delta would (:func:`publish`) and ``spark`` appends once more."""
+    with _through_gate(spark, root) as gate:
+        catalog = rest.UnityCatalog(gate.endpoint)
+        staged = _create(spark, catalog, "commit_cap")
+        log = tables.local_path(staged.location) / delta_log.LOG_DIR
+        (log / "_staged_commits").mkdir(exist_ok=True)
+        told = {}
+        with _no_new_files(log):
+            for batch in range(1, CAP + 1):
+                told[f"append {batch}"] = append(spark, "commit_cap", "cap", batch)
+        held = catalog.table(tables.CATALOG, tables.SCHEMA, "commit_cap")
+        killed: list[int] = []
+        gate.after_status(429, retries_seen, kill_client(gate, killed))
+        raced = race.run_race(
+            catalog,
+            "commit_cap",
+            staged.location,
+            writers=1,
+            batches_per_writer=1,
+            run_dir=root / "race",
+        )
+        told["w1 (the 11th commit)"] = raced.results["w1"].get("error") or "no result (killed)"
+        published_meanwhile = _published(log)
+        by_hand = publish(catalog, "commit_cap")
+        told[f"append {CAP + 1} after publication"] = append(spark, "commit_cap", "cap", CAP + 1)
+        tables.wait_published(catalog, "commit_cap")
+        expected = {("cap", b): ROWS_PER_BATCH for b in range(1, CAP + 2)} | {("w1", 11): 0}
+        return _outcome(
+            "ten unpublished commits, then 429",
+            gate,
+            "commit_cap",
+            expected,
+            told,
+            held_unpublished=[c["version"] for c in held.unpublished],
+            killed_after_429s=len(killed),
+            published_while_w1_retried=published_meanwhile,
+            published_by_hand=by_hand,
+        )
+
+
+def restarted(spark, root: Path, *, persistent: bool) -> Outcome:
+    """(c) The catalog stopped as an add-commit arrives and started again, its catalog in memory
+    (``persistent=False``: ``spark`` appends once) or in SQLite (two racing drivers, three appends
+    each, the server restarted at the third add-commit)."""
+    with _through_gate(spark, root, persistent=persistent) as gate:
+        catalog = rest.UnityCatalog(gate.endpoint)
+        staged = _create(spark, catalog, "restarted")
+        if not persistent:
+            gate.restart_at(1)
+            told = {"append of batch 1": append(spark, "restarted", "a", 1)}
+            try:
+                catalog.table(tables.CATALOG, tables.SCHEMA, "restarted")
+                known = "known"
+            except rest.CatalogError as error:
+                known = f"HTTP {error.status}"
+            staged_files = sorted(
+                p.name
+                for p in (tables.local_path(staged.location) / race.STAGED_DIR).glob("*.json")
+            )
+            return Outcome(
+                "catalog restarted, in memory",
+                told,
+                gate.add_commits,
+                _published(tables.local_path(staged.location) / delta_log.LOG_DIR),
+                None,
+                [],
+                {},
+                [],
+                {
+                    "the table after the restart": known,
+                    "staged commits in storage": len(staged_files),
+                },
+            )
+        gate.restart_at(3)
+        raced = race.run_race(
+            catalog,
+            "restarted",
+            staged.location,
+            writers=2,
+            batches_per_writer=3,
+            run_dir=root / "race",
+        )
+        told = {w: r.get("error") or "success" for w, r in sorted(raced.results.items())}
+        expected = {(w, b): ROWS_PER_BATCH for w, bs in raced.batches.items() for b in bs}
+        return _outcome("catalog restarted, in SQLite", gate, "restarted", expected, told)
