@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import delta_log
-from helpers.catalog import race, rest, server, tables
+from helpers.catalog import cost, maintenance, race, rest, server, tables
 
 COLUMNS = {
     "type": "struct",
@@ -298,6 +298,148 @@ def test_a_batch_missing_or_doubled_is_found_for_the_writers_raced_only(catalog)
     assert race.check_table(catalog, "rows", {("w1", 11): 10}).problems == [
         "batch 11 of w1: 20 rows in the table, 10 appended"
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation reads what the server requires; version 0 is checked against it
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_server_says_what_version_zero_must_declare_and_the_workbook_reads_it(catalog):
+    staged = catalog.stage(tables.CATALOG, tables.SCHEMA, "required")
+    properties = staged.table_properties()
+    assert properties["delta.feature.catalogManaged"] == "supported"
+    assert properties[tables.TABLE_ID_PROPERTY] == staged.table_id
+    assert None not in properties.values()  # a property the server leaves to Delta is not passed
+    # the hand-kept list other code builds tables from asks for nothing the server does not
+    assert tables.TABLE_PROPERTIES.items() <= properties.items()
+
+
+def test_version_zero_without_a_required_feature_or_property_is_found(catalog):
+    table = HandWritten(catalog, "declares")
+    zero = tables.version_zero(table.staged.location)
+    assert tables.undeclared(table.staged, zero) == {}
+    for action in zero:  # the crafted break: one property and one feature left out
+        if "metaData" in action:
+            del action["metaData"]["configuration"]["delta.checkpointPolicy"]
+        if "protocol" in action:
+            for kind in ("readerFeatures", "writerFeatures"):
+                action["protocol"][kind] = [
+                    f for f in action["protocol"][kind] if f != "v2Checkpoint"
+                ]
+    assert set(tables.undeclared(table.staged, zero)) == {
+        "delta.checkpointPolicy",
+        "delta.feature.v2Checkpoint",
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Maintenance: each outcome read from what was raised and from storage
+# ---------------------------------------------------------------------------------------------
+
+
+class RefusingSession:
+    """What notebook 15's driver meets from Python when Delta refuses an operation: ``sql`` raises
+    Delta's error; ``writes`` first leaves a file under ``_delta_log/`` (the crafted break)."""
+
+    def __init__(self, folder, writes: bool) -> None:
+        self.folder, self.writes = folder, writes
+
+    def sql(self, statement: str):
+        if self.writes:
+            (self.folder / "_delta_log" / "00000000000000000009.json").write_text("{}\n")
+        raise RuntimeError(
+            "[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] OPTIMIZE is blocked by the catalog"
+        )
+
+
+def test_a_refused_operation_is_recorded_with_its_error_and_what_it_left_in_the_log(catalog):
+    table = HandWritten(catalog, "maintained")
+    table.commit(1, "w1", 11)
+    table.commit(2, "w2", 21)
+    location = table.staged.location
+    clean = maintenance.attempt(
+        RefusingSession(table.folder, writes=False),
+        "OPTIMIZE",
+        "maintained",
+        location,
+        lambda: None,
+    )
+    assert clean["outcome"] == maintenance.REFUSED
+    assert clean["error_class"] == "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION"
+    assert (clean["log_added"], clean["log_removed"], clean["files_before"]) == ([], [], 2)
+    wrote = maintenance.attempt(
+        RefusingSession(table.folder, writes=True), "OPTIMIZE", "maintained", location, lambda: None
+    )
+    assert wrote["outcome"] == maintenance.REFUSED
+    assert wrote["log_added"] == ["00000000000000000009.json"]
+
+
+def test_a_commit_is_read_back_with_its_files_and_data_change_flag(catalog):
+    table = HandWritten(catalog, "read-back")
+    table.commit(1, "w1", 11)
+    assert maintenance.live_files(table.staged.location) == ["part-1-w1-11.parquet"]
+    assert maintenance.commit_of(table.staged.location, 1)["data_change"] == [True]
+    assert tables.published_versions(table.staged.location) == [0, 1]
+
+
+def test_an_error_class_is_found_in_the_message():
+    assert maintenance.error_of(RuntimeError("[DELTA_X_Y] blocked\nmore"))[0] == "DELTA_X_Y"
+    assert maintenance.error_of(RuntimeError("no class here: at all")) == (
+        "no class here",
+        "no class here: at all",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The cost: tables made alike, figures over rounds
+# ---------------------------------------------------------------------------------------------
+
+VERSION_ZERO = [
+    {
+        "protocol": {
+            "readerFeatures": ["catalogManaged", "deletionVectors"],
+            "writerFeatures": ["catalogManaged", "deletionVectors", "rowTracking"],
+        }
+    },
+    {
+        "metaData": {
+            "configuration": {
+                "io.unitycatalog.tableId": "an-id",
+                "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x",
+                "delta.enableRowTracking": "true",
+            }
+        }
+    },
+]
+
+
+def test_the_reference_table_has_the_features_of_version_zero_but_the_catalogs():
+    properties = cost.same_features(VERSION_ZERO)
+    assert properties == {
+        "delta.feature.deletionVectors": "supported",
+        "delta.feature.rowTracking": "supported",
+        "delta.enableRowTracking": "true",
+    }
+    assert list(cost.table_kinds(VERSION_ZERO, each_feature=False)) == [
+        cost.SAME_FEATURES,
+        cost.DEFAULTS,
+    ]
+    kinds = cost.table_kinds(VERSION_ZERO, each_feature=True)
+    assert list(kinds)[1:-1] == list(cost.ONE_FEATURE)
+    assert len(cost.reference_names("t")) == 1 + len(kinds)
+
+
+def test_the_cost_gives_the_median_commit_and_each_rounds():
+    figures = cost.CommitCost({"a": [[1, 2, 3], [4, 5, 6]], "b": [[1, 1, 1], [2, 2, 2]]}, {}, None)
+    assert figures.median("a") == 3.5 and figures.round_medians("a") == [2, 5]
+    assert figures.gap("a", "b") == (2.0, 1, 3)
+    assert figures.table()[0] == {
+        "table": "a",
+        "commits timed": 6,
+        "median commit (s)": 3.5,
+        "each round's median (s)": "2.000, 5.000",
+    }
 
 
 def test_the_session_settings_name_the_extension_and_the_testing_flag_only_to_create():

@@ -12,6 +12,11 @@ meet at the catalog: which of two commits for one version wins is the catalog's 
 the loser's staged commit stays in ``_delta_log/_staged_commits/`` without ever being part of the
 table. Before the barrier the first driver also tries an append by path (``try_path_write``), to
 record what Delta answers a writer that goes around the catalog; the checks would find its rows.
+
+Every driver here is started without Spark's testing flag (:func:`run_drivers`), as a team's job
+would be. :func:`run_flagless` starts one more, alone, for what must not be measured in the driver
+that creates tables: maintenance (:mod:`helpers.catalog.maintenance`) and the cost of a commit
+(:mod:`helpers.catalog.cost`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from helpers import config, delta_log, eras, processes
+from helpers.catalog.cost import CommitCost
 from helpers.catalog.rest import CatalogView, UnityCatalog
 from helpers.catalog.tables import CATALOG, SCHEMA, local_path
 from helpers.catalog.writer import ROWS_PER_BATCH
@@ -193,49 +199,39 @@ class Race:
         }
 
 
-def run_race(
-    catalog: UnityCatalog,
-    name: str,
-    location: str,
-    *,
-    writers: int,
-    batches_per_writer: int,
-    run_dir: Path,
-) -> Race:
-    """Race ``writers`` drivers, each appending ``batches_per_writer`` batches to the catalog's table
-    ``name`` (at ``location``); return the race with its checks."""
+def run_drivers(
+    catalog: UnityCatalog, specs: dict[str, dict], run_dir: Path, label: str
+) -> tuple[dict[str, dict], float]:
+    """Start one driver process per spec (name -> its job's fields, :mod:`helpers.catalog.writer`),
+    each without Spark's testing flag; release them together at a barrier once all are ready;
+    return each one's result and the seconds from the barrier to the last exit."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    procs, batches = [], {}
-    for number in range(1, writers + 1):
-        writer = f"w{number}"
-        batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
+    procs = []
+    for name, fields in specs.items():
         proc = processes.EraProcess(
-            name=writer,
+            name=name,
             era=eras.CURRENT,
             module="helpers.catalog.writer",
-            spec_path=run_dir / f"{writer}.json",
-            stdout_path=run_dir / f"{writer}.out",
-            stderr_path=run_dir / f"{writer}.err",
+            spec_path=run_dir / f"{name}.json",
+            stdout_path=run_dir / f"{name}.out",
+            stderr_path=run_dir / f"{name}.err",
         )
         proc.spec_path.write_text(
             json.dumps(
                 {
-                    "process": writer,
+                    "process": name,
                     "barrier_dir": str(run_dir),
                     "runner_pid": os.getpid(),
-                    "result_path": str(run_dir / f"{writer}.result.json"),
+                    "result_path": str(run_dir / f"{name}.result.json"),
                     "uri": catalog.uri,
-                    "table": name,
-                    "location": location,
-                    "batches": batches[writer],
-                    "try_path_write": number == 1,
+                    **fields,
                 },
                 indent=1,
             )
         )
         procs.append(proc)
     processes.launch(procs, new_session=True)
-    shown = RunProgress(f"{writers} drivers", len(procs))
+    shown = RunProgress(label, len(procs))
     deadline = time.monotonic() + RUN_TIMEOUT_S
     try:
         if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
@@ -252,10 +248,10 @@ def run_race(
     finally:
         if processes.kill_stragglers(procs):
             raise RaceError(
-                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its drivers were stopped."
+                f"The drivers did not end within {RUN_TIMEOUT_S:.0f} s; they were stopped."
             )
     seconds = max(p.t_exited for p in procs) - opened
-    shown.finish(f"{writers} drivers done in {seconds:.0f} s")
+    shown.finish(f"{label} done in {seconds:.0f} s")
     results = {
         p.name: (
             json.loads((run_dir / f"{p.name}.result.json").read_text())
@@ -264,5 +260,95 @@ def run_race(
         )
         for p in procs
     }
+    return results, seconds
+
+
+def run_race(
+    catalog: UnityCatalog,
+    name: str,
+    location: str,
+    *,
+    writers: int,
+    batches_per_writer: int,
+    run_dir: Path,
+) -> Race:
+    """Race ``writers`` drivers, each appending ``batches_per_writer`` batches to the catalog's table
+    ``name`` (at ``location``); return the race with its checks."""
+    batches = {
+        f"w{n}": [n * 10 + k for k in range(1, batches_per_writer + 1)]
+        for n in range(1, writers + 1)
+    }
+    specs = {
+        writer: {
+            "job": "append",
+            "table": name,
+            "location": location,
+            "batches": batches[writer],
+            "try_path_write": writer == "w1",
+        }
+        for writer in batches
+    }
+    results, seconds = run_drivers(catalog, specs, run_dir, f"{writers} drivers")
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
     return Race(batches, results, check_table(catalog, name, expected), seconds)
+
+
+@dataclass
+class Flagless:
+    """What one driver without Spark's testing flag measured (:func:`run_flagless`)."""
+
+    result: dict
+    """Its result as it recorded it (``error`` None when it finished)."""
+    maintenance: list[dict]
+    """Each operation's outcome (:func:`helpers.catalog.maintenance.attempt`)."""
+    cost: CommitCost | None
+    seconds: float
+
+    @property
+    def testing_flag(self) -> str | None:
+        return self.result.get("testing_flag")
+
+
+def run_flagless(
+    catalog: UnityCatalog,
+    run_dir: Path,
+    *,
+    maintain: dict | None = None,
+    timed: dict[str, dict] | None = None,
+    rounds: int = 3,
+    commits: int = 3,
+) -> Flagless:
+    """One driver without Spark's testing flag: maintenance on ``maintain`` (``{"name",
+    "location"}``, a catalog-managed table), then ``rounds`` x ``commits`` timed commits on each
+    table of ``timed`` (:func:`helpers.catalog.cost.create_tables`'s answer)."""
+    from helpers.bench.run import machine
+    from helpers.catalog.cost import CATALOG_MANAGED
+
+    spec: dict = {"job": "flagless"}
+    if maintain:
+        spec["maintain"] = {**maintain, "catalog": True}
+    if timed:
+        spec["time"] = {
+            "tables": {
+                kind: {
+                    "name": t["name"],
+                    "location": t["location"],
+                    "catalog": kind == CATALOG_MANAGED,
+                }
+                for kind, t in timed.items()
+            },
+            "rounds": rounds,
+            "commits": commits,
+        }
+    results, seconds = run_drivers(catalog, {"flagless": spec}, run_dir, "1 driver")
+    result = results["flagless"]
+    if not result or result.get("error"):
+        raise RaceError(
+            f"the driver without the testing flag failed: {result.get('error') or 'no result'}"
+        )
+    cost = (
+        CommitCost(result["seconds"], machine(), result.get("testing_flag"))
+        if "seconds" in result
+        else None
+    )
+    return Flagless(result, result.get("maintenance", []), cost, seconds)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 API = "/api/2.1/unity-catalog"
@@ -37,6 +37,23 @@ class StagedTable:
     table_id: str
     location: str
     required_properties: dict[str, str | None]
+    required_protocol: dict = field(default_factory=dict)
+    """The server's ``required-protocol``: ``reader-features`` and ``writer-features`` (and minimum
+    versions) version 0 must declare."""
+
+    def table_properties(self) -> dict[str, str]:
+        """The table properties version 0 must carry, read from the server's answer, as the managed
+        tables spec asks a client to: each required feature as ``delta.feature.<name> = supported``
+        and each required property with a value (the table id among them). A property the server
+        names without a value (``null``) is one Delta fills in itself."""
+        protocol = self.required_protocol
+        features = dict.fromkeys(
+            [*protocol.get("reader-features", []), *protocol.get("writer-features", [])]
+        )
+        return {
+            **{f"delta.feature.{name}": "supported" for name in features},
+            **{key: value for key, value in self.required_properties.items() if value is not None},
+        }
 
 
 @dataclass
@@ -102,12 +119,17 @@ class UnityCatalog:
     # -- a catalog-managed table -----------------------------------------------------------------
 
     def stage(self, catalog: str, schema: str, name: str) -> StagedTable:
-        """Step 1: the catalog reserves a table id and a location for ``name``."""
+        """Step 1: the catalog reserves a table id and a location for ``name``, and says what version 0
+        must declare (:meth:`StagedTable.table_properties`)."""
         answer = self.call(
             "POST", f"{DELTA}/catalogs/{catalog}/schemas/{schema}/staging-tables", {"name": name}
         )
         return StagedTable(
-            name, answer["table-id"], answer["location"], answer.get("required-properties") or {}
+            name,
+            answer["table-id"],
+            answer["location"],
+            answer.get("required-properties") or {},
+            answer.get("required-protocol") or {},
         )
 
     def register(

@@ -47,8 +47,10 @@ URI_KEY = "spark.workbook.unityCatalog.uri"
 TESTING_FLAG = "-Dspark.testing=true"
 TABLE_PROPERTIES = {
     "delta.feature.catalogManaged": "supported",
-    # what the server requires of a managed table beside the catalogManaged feature (and the
-    # in-commit timestamps Delta turns on by itself for it): V2 checkpoints with both kinds of stats
+    # what olai-uc-server 0.0.11 requires of a managed table beside the catalogManaged feature (and
+    # the in-commit timestamps Delta turns on by itself for it): V2 checkpoints with both kinds of
+    # stats. :func:`create` does not use it: it reads the server's own answer
+    # (:meth:`helpers.catalog.rest.StagedTable.table_properties`); tests compare the two
     "delta.checkpointPolicy": "v2",
     "delta.checkpoint.writeStatsAsStruct": "true",
     "delta.checkpoint.writeStatsAsJson": "true",
@@ -129,10 +131,17 @@ def version_zero(location: str) -> list[dict]:
 
 def create(spark, catalog: UnityCatalog, name: str, columns: str) -> StagedTable:
     """A catalog-managed table ``default.<name>`` with ``columns`` (SQL, e.g. ``"id BIGINT, batch INT"``):
-    reserved in the catalog, version 0 written by Delta, then registered in the catalog."""
+    reserved in the catalog, version 0 written by Delta with the features and properties the
+    server's answer requires (:meth:`~helpers.catalog.rest.StagedTable.table_properties`), then
+    registered in the catalog."""
     catalog.create_schema(CATALOG, SCHEMA)
     staged = catalog.stage(CATALOG, SCHEMA, name)
-    properties = {**TABLE_PROPERTIES, TABLE_ID_PROPERTY: staged.table_id}
+    properties = {TABLE_ID_PROPERTY: staged.table_id, **staged.table_properties()}
+    if properties.get("delta.feature.catalogManaged") != "supported":
+        raise ValueError(
+            f"the catalog's answer for {name} does not require the catalogManaged feature: "
+            f"{staged.required_protocol}"
+        )
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
     spark.sql(
         f"CREATE TABLE {SCHEMA}.{name} ({columns}) USING delta LOCATION '{staged.location}' TBLPROPERTIES ({listed})"
@@ -168,3 +177,30 @@ def open_table(spark, name: str, columns: str, location: str) -> None:
     spark._jvm.workbook.catalog.UnityCatalogCommits.nameTable(
         spark._jsparkSession, SCHEMA, name, columns, location
     )
+
+
+def published_versions(location: str) -> list[int]:
+    """The versions with a published commit, ``_delta_log/<v>.json``, at a ``file://`` location."""
+    from helpers import delta_log
+
+    log = local_path(location) / "_delta_log"
+    return sorted(
+        v
+        for p in log.glob("*.json")
+        if (v := delta_log.commit_version(delta_log.LOG_DIR + p.name)) is not None
+    )
+
+
+def undeclared(staged: StagedTable, version_zero_actions: list[dict]) -> dict[str, str]:
+    """What the server required (:meth:`~helpers.catalog.rest.StagedTable.table_properties`) that
+    version 0 (its actions) does not declare: a feature missing from its protocol's lists, or a
+    property missing from its configuration or with another value. Empty when all is there."""
+    actions = {next(iter(a)): next(iter(a.values())) for a in version_zero_actions}
+    protocol, configuration = actions["protocol"], actions["metaData"].get("configuration", {})
+    features = {*protocol.get("readerFeatures", []), *protocol.get("writerFeatures", [])}
+    return {
+        key: value
+        for key, value in staged.table_properties().items()
+        if not (key.startswith("delta.feature.") and key.removeprefix("delta.feature.") in features)
+        and configuration.get(key) != value
+    }

@@ -1,12 +1,20 @@
-"""One Delta Spark driver appending to a catalog-managed table, in a process (and a JVM) of its own:
+"""One Delta Spark driver working on catalog-managed tables, in a process (and a JVM) of its own,
+started without Spark's testing flag, as a team's job would be:
 
     <python> -m helpers.catalog.writer SPEC_JSON_FILE
 
 Before the barrier it starts its session (:func:`helpers.catalog.tables.spark_session`) and names
-the catalog's table in its own session catalog; after it, it appends its batches one by one,
-each as ``INSERT INTO default.<table>`` of rows ``(id, writer, batch)``. It records what Delta
-reported for each append; the race's checks (:mod:`helpers.catalog.race`) read storage and the
-catalog instead.
+the catalog's tables in its own session catalog. After it, by the spec's ``job``:
+
+* ``append`` (the race): it appends its batches one by one, each as ``INSERT INTO
+  default.<table>`` of rows ``(id, writer, batch)``, and records what Delta reported for each;
+  the race's checks (:mod:`helpers.catalog.race`) read storage and the catalog instead;
+* ``flagless``: it tries each maintenance operation on one table
+  (:func:`helpers.catalog.maintenance.attempt_all`), then times single-row commits on the cost
+  tables (:func:`helpers.catalog.cost.time_commits`).
+
+Each records its JVM's ``spark.testing`` property (``testing_flag``, None when unset), so a check
+can show the driver ran as a user's would.
 """
 
 from __future__ import annotations
@@ -56,6 +64,61 @@ def path_write(spark, spec: dict) -> str:
     return "committed"
 
 
+def testing_flag(spark) -> str | None:
+    """The JVM's ``spark.testing`` system property (what ``-Dspark.testing=true`` sets), or None."""
+    return spark._jvm.java.lang.System.getProperty("spark.testing")
+
+
+def flagless(spec: dict, result: dict) -> dict:
+    """The ``flagless`` job: maintenance on ``spec["maintain"]`` (``{"name", "location"}``), then
+    the cost tables of ``spec["time"]`` (``{"tables": {kind: {"name", "location", "catalog"}},
+    "rounds", "commits"}``) timed."""
+
+    def prepare():
+        from helpers.catalog import tables
+
+        spark = tables.spark_session(
+            spec["uri"],
+            app_name="catalog-flagless",
+            extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
+        )
+        result["testing_flag"] = testing_flag(spark)
+        named = [spec["maintain"]] if spec.get("maintain") else []
+        named += list(spec.get("time", {}).get("tables", {}).values())
+        for table in named:
+            if table.get("catalog", True):
+                tables.open_table(spark, table["name"], COLUMNS, table["location"])
+            else:
+                spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS {tables.SCHEMA}.{table['name']} USING delta "
+                    f"LOCATION '{table['location']}'"
+                )
+        return spark
+
+    def work(spark) -> None:
+        from helpers.catalog import cost, maintenance, tables
+        from helpers.catalog.rest import UnityCatalog
+
+        catalog = UnityCatalog(spec["uri"])
+        if spec.get("maintain"):
+            table = spec["maintain"]
+            result["maintenance"] = maintenance.attempt_all(
+                spark,
+                table["name"],
+                table["location"],
+                wait=lambda: tables.wait_published(catalog, table["name"]),
+            )
+        timed = spec.get("time")
+        if timed:
+            names = {k: f"{tables.SCHEMA}.{t['name']}" for k, t in timed["tables"].items()}
+            result["seconds"] = cost.time_commits(spark, names, timed["rounds"], timed["commits"])
+            for table in timed["tables"].values():
+                if table.get("catalog", True):
+                    tables.wait_published(catalog, table["name"])
+
+    return run_at_barrier(spec, result, prepare, work)
+
+
 def run(spec: dict) -> dict:
     result = {
         "process": spec["process"],
@@ -64,6 +127,8 @@ def run(spec: dict) -> dict:
         "appends": [],
         "error": None,
     }
+    if spec.get("job") == "flagless":
+        return flagless(spec, result)
 
     def prepare():
         from helpers.catalog import tables
@@ -73,6 +138,7 @@ def run(spec: dict) -> dict:
             app_name=f"catalog-writer-{spec['process']}",
             extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
         )
+        result["testing_flag"] = testing_flag(spark)
         tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
         spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(
             1
