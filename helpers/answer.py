@@ -150,6 +150,7 @@ S12_C = Section(
     "12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding"
 )
 S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once")
+S15_8 = Section("15_catalog_managed_tables.ipynb", "8", "Maintenance: the catalog's job")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
@@ -552,7 +553,9 @@ ROWS = (
         "Delta Spark",
         SPARK,
         "local disk + Unity Catalog",
-        "catalog-managed table (`catalogManaged`): the catalog ratifies each commit",
+        "catalog-managed table (`catalogManaged`): the catalog ratifies each commit. A user's setting "
+        "is Unity Catalog's Spark connector (`UCSingleCatalog`), not obtainable here; the workbook's "
+        "session extension stands in for the commit coordinator it builds",
         f"Delta Spark {SPARK} on a catalog-managed table",
         cells={
             "append": Check(
@@ -561,7 +564,41 @@ ROWS = (
                 SAFE,
                 SPARK,
                 claim="each driver's every batch is in the table once",
+                note="one race per run of notebook 15 (3 drivers, 2 appends each: 6 commits through "
+                "the catalog, drivers without Spark's testing flag); the verdict rests on that run",
             ),
+            **{
+                key: Check(
+                    S15_8,
+                    "maintenance: OPTIMIZE, Z-order and REORG refused, nothing written under "
+                    "_delta_log/",
+                    REFUSED,
+                    SPARK,
+                    claim="OPTIMIZE (Z-order too) and REORG are refused",
+                    note=f"refused by design, whatever runs beside it: Delta Spark {SPARK} refuses "
+                    "OPTIMIZE, Z-order and REORG on a catalog-managed table with "
+                    "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION before writing anything, and "
+                    "a rerun is refused again: compaction is the catalog's job. "
+                    f"{SPARK} still commits a rewrite marked dataChange=false, which Delta's next "
+                    "patch release refuses (15 §8): write fewer, larger files instead",
+                )
+                for key in ("optimize", "optimize_append", "optimize_delete", "optimize_rewrite")
+            },
+            **{
+                key: Check(
+                    S15_8,
+                    "maintenance: VACUUM refused, nothing written under _delta_log/",
+                    REFUSED,
+                    SPARK,
+                    claim="VACUUM is refused too",
+                    note=f"refused by design, whatever runs beside it: Delta Spark {SPARK} refuses "
+                    "VACUUM on a catalog-managed table before deleting or writing anything; here "
+                    "its error is an assertion that the table is MANAGED in Spark's catalog (the "
+                    "workbook names it as external), with Unity Catalog's connector "
+                    "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION (read in Delta's code)",
+                )
+                for key in ("vacuum", "vacuum_rewrite")
+            },
             "other": Unmeasured(
                 f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)"
             ),
