@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from helpers import answer_matrix, config, eras
 from helpers import boundaries as b
 from helpers.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
+    BY_DESIGN,
     DUPLICATES,
     LOSES,
     LOSING_KINDS,
@@ -271,6 +272,9 @@ class Check:
     claim: str = ""
     """Words of the section (its prose or committed output) that state what the cell says; a test
     checks they are there and that they say the cell's verdict."""
+    refuses: tuple[str, ...] = ()
+    """For a verdict of :data:`BY_DESIGN`: the operations the setting never allows, as a sentence names
+    them (the matrix's operations by their words in :data:`helpers.answer_matrix.OP_WORDS`)."""
 
 
 @dataclass(frozen=True)
@@ -572,15 +576,17 @@ ROWS = (
                     S15_8,
                     "maintenance: OPTIMIZE, Z-order and REORG refused, nothing written under "
                     "_delta_log/",
-                    REFUSED,
+                    BY_DESIGN,
                     SPARK,
                     claim="OPTIMIZE (Z-order too) and REORG are refused",
-                    note=f"refused by design, whatever runs beside it: Delta Spark {SPARK} refuses "
-                    "OPTIMIZE, Z-order and REORG on a catalog-managed table with "
-                    "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION before writing anything, and "
-                    "a rerun is refused again: compaction is the catalog's job. "
-                    f"{SPARK} still commits a rewrite marked dataChange=false, which Delta's next "
-                    "patch release refuses (15 §8): write fewer, larger files instead",
+                    refuses=("OPTIMIZE", "Z-order", "REORG"),
+                    note=f"whatever runs beside them, Delta Spark {SPARK} refuses OPTIMIZE, Z-order "
+                    "and REORG on a catalog-managed table with DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION before "
+                    "writing anything, and a rerun is refused again: the catalog compacts the table. "
+                    f"{SPARK} still commits a rewrite marked dataChange=false, which Delta "
+                    f"{b.CATALOG_MANAGED_MAINTENANCE.version} refuses (15 §8; "
+                    f"{b.CATALOG_MANAGED_MAINTENANCE.version} is not obtainable here): write fewer, "
+                    "larger files instead",
                 )
                 for key in ("optimize", "optimize_append", "optimize_delete", "optimize_rewrite")
             },
@@ -588,14 +594,16 @@ ROWS = (
                 key: Check(
                     S15_8,
                     "maintenance: VACUUM refused, nothing written under _delta_log/",
-                    REFUSED,
+                    BY_DESIGN,
                     SPARK,
                     claim="VACUUM is refused too",
-                    note=f"refused by design, whatever runs beside it: Delta Spark {SPARK} refuses "
-                    "VACUUM on a catalog-managed table before deleting or writing anything; here "
-                    "its error is an assertion that the table is MANAGED in Spark's catalog (the "
-                    "workbook names it as external), with Unity Catalog's connector "
-                    "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION (read in Delta's code)",
+                    refuses=("VACUUM",),
+                    note=f"whatever runs beside it, Delta Spark {SPARK} refuses VACUUM on a "
+                    "catalog-managed table before deleting or writing anything, and a rerun is refused "
+                    "again: the catalog cleans the table. Here its error is an assertion that the "
+                    "table is MANAGED in Spark's catalog (the workbook names it as external); with "
+                    "Unity Catalog's connector it is DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION "
+                    "(read in Delta's code)",
                 )
                 for key in ("vacuum", "vacuum_rewrite")
             },

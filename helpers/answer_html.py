@@ -55,6 +55,7 @@ COLOURS = {
     answer.DUPLICATES: "#b54708",
     answer.WRONG: "#9a3412",
     answer.MISREPORTS: "#6f42c1",
+    answer.BY_DESIGN: "#0e6672",
     answer.NOT_MEASURED: "#57606a",
 }
 SHORT = {
@@ -64,6 +65,7 @@ SHORT = {
     answer.DUPLICATES: "twice",
     answer.WRONG: "wrong",
     answer.MISREPORTS: "told",
+    answer.BY_DESIGN: "never",
     answer.NOT_MEASURED: "n/m",
 }
 """A verdict in a grid cell (the cell's label says it in full)."""
@@ -74,6 +76,9 @@ TODO = {
     answer.DUPLICATES: "Keep them apart: run one after the other.",
     answer.WRONG: "Keep them apart: run one after the other.",
     answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
+    answer.BY_DESIGN: "Do not run it on this table, beside another job or alone: this setting refuses it by "
+    "design, before anything is written, and a rerun is refused again; the sentence above says what to do "
+    "instead.",
     answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it.",
 }
 KIND_WORDS = {
@@ -135,9 +140,30 @@ def _checked(check: answer.Check) -> Shown:
         answer.SAFE: "both commit, and nothing is lost",
         answer.LOSES: "rows are lost, and every job is told it committed",
         answer.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table",
+        answer.BY_DESIGN: f"{_listed(check.refuses) or 'the operation'} "
+        f"{'is' if len(check.refuses) == 1 else 'are'} refused by design on this table",
     }
     text = sentence.get(check.verdict, check.check) + (f" ({check.note})" if check.note else "")
     return Shown(check.verdict, text, _link(check.section), check.section.label, check.versions)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def refused_by_design(row: answer.Row, *operations: str) -> answer.Check | None:
+    """The row's check that refuses one of these operations (the matrix's names) by design, if any: a
+    pair with such an operation is no race on this setting, whatever the other job runs."""
+    return next(
+        (
+            check
+            for check in row.cells.values()
+            if isinstance(check, answer.Check)
+            and check.verdict == answer.BY_DESIGN
+            and any(WORDS.get(op) in check.refuses for op in operations)
+        ),
+        None,
+    )
 
 
 def _link(section: answer.Section | None) -> str:
@@ -151,6 +177,9 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
     the conflict matrix's rows of its engines (with ``layout="partitions"``, their partitioned variants)."""
     if row.loses:
         return _checked(row.loses)
+    barred = refused_by_design(row, first, second)
+    if barred:
+        return _checked(barred)
     pair = (first, second)
     column = next((c for c in answer.COLUMNS if pair in c.pairs), None)
     if second == "retry":

@@ -13,16 +13,20 @@ from helpers import config
 
 MATRIX_CSV = config.DATA_DIR / "conflict_matrix.csv"
 
-SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED = (
+SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, BY_DESIGN, NOT_MEASURED = (
     "safe",
     "refused (retry)",
     "loses data",
     "duplicates data",
     "wrong result",
     "fails though committed",
+    "refused by design",
     "not measured",
 )
-VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, NOT_MEASURED)
+VERDICTS = (SAFE, REFUSED, LOSES, DUPLICATES, WRONG, MISREPORTS, BY_DESIGN, NOT_MEASURED)
+"""Every verdict a cell may have. :data:`BY_DESIGN` is no outcome of a race: the setting never allows the
+operation, whatever runs beside it (it fails before writing anything, and a rerun is refused again); a
+notebook's check gives it, never the matrix's rule."""
 LOSING_KINDS = ("lost update", "broken log")
 """Kinds that lose data (a committed write's rows, values or columns gone; the table unreadable).
 ``duplicated rows`` duplicates data; the others (``resurrected rows``, ``removed twice``) are a wrong

@@ -25,6 +25,7 @@ from pathlib import Path
 from helpers import boundaries as b
 from helpers import config, full_runs
 from helpers.answer import (
+    BY_DESIGN,
     COLUMNS,
     DUPLICATES,
     LOSES,
@@ -49,7 +50,14 @@ from helpers.answer import (
     remedy,
 )
 from helpers.answer_matrix import UNNAMED_MERGE
-from helpers.answer_settings import SETTINGS, WHY, race_words, setting_paragraph, term
+from helpers.answer_settings import (
+    NOT_ALLOWED,
+    SETTINGS,
+    WHY,
+    race_words,
+    setting_paragraph,
+    term,
+)
 
 MATRIX_META = config.DATA_DIR / "conflict_matrix_meta.json"
 PAGE = config.ROOT / "docs" / "answer.md"
@@ -77,7 +85,11 @@ INTRO = (
     "and the table equals a "
     + term("serial order", "serial-order")
     + "; **refused (retry)**: the later job fails "
-    "with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; **loses data**, "
+    "with an error (a conflict, or a file VACUUM deleted) and commits nothing: rerun it; **refused by design**: "
+    "no race at all, the setting never allows the operation, whatever runs beside it: it fails before writing "
+    "anything, and a rerun is refused again (its setting's paragraph says so under *"
+    + NOT_ALLOWED
+    + "*); **loses data**, "
     "**duplicates data**, **wrong result**: the jobs report success and the table is not what any serial order "
     "gives; **fails though committed**: a job is told its write failed although it is in the table, so rerunning "
     "it duplicates data; **not measured**: nothing here measures it. A matrix cell's first verdict is for two jobs that touch the same files, the later "
@@ -267,6 +279,7 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
         f"When one job of a race fails with a conflict ({'; '.join(refused)}), nothing is lost: it committed "
         "nothing, and you can rerun it; it starts from a fresh snapshot."
     )
+    items += by_design(grid, kept)
     for column in COLUMNS:
         for verdict in (LOSES, DUPLICATES, WRONG, MISREPORTS):
             rows = [r for r in kept if grid[r.key, column.key].verdict == verdict]
@@ -304,6 +317,34 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
                 f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)})."
             )
     return [f"- {item}" for item in items]
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def by_design(grid: dict, kept: list) -> list[str]:
+    """The advice for the operations a setting refuses by design: not to run them there at all (a rerun
+    is refused again), each setting once, with the sections that show it."""
+    items = []
+    for row in kept:
+        cells = [grid[row.key, c.key] for c in COLUMNS if grid[row.key, c.key].verdict == BY_DESIGN]
+        if not cells:
+            continue
+        ops = list(
+            dict.fromkeys(
+                op
+                for cell in cells
+                for op in (cell.evidence.refuses if isinstance(cell.evidence, Check) else ())
+            )
+        )
+        links = ", ".join(dict.fromkeys(link_of(cell) for cell in cells if link_of(cell)))
+        items.append(
+            f"Do not run {_either(ops) if ops else 'them'} with {row.name}: that setting refuses "
+            f"{'them' if len(ops) != 1 else 'it'} by design, before anything is written, and a rerun is "
+            f"refused again; what to do instead is in its paragraph above, under *{NOT_ALLOWED}* ({links})."
+        )
+    return items
 
 
 def backfills(grid: dict, kept: list) -> list[str]:

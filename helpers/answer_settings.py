@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from helpers import boundaries as b
 from helpers import config
 from helpers.answer import (
+    BY_DESIGN,
     COLUMNS,
     CURRENT,
     DUPLICATES,
@@ -26,6 +27,7 @@ from helpers.answer import (
     SAFE,
     WRONG,
     Cell,
+    Check,
     Results,
     Section,
     link_of,
@@ -263,7 +265,7 @@ def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] 
     ]
 
 
-SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, REFUSED, SAFE)
+SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, BY_DESIGN, REFUSED, SAFE)
 INTERLEAVINGS = tuple(words for key, words in CONDITIONS if key.startswith("b-files"))
 """Conditions a job cannot choose (when the engine writes its data files): a race stands under the
 worst of its verdict and theirs."""
@@ -332,6 +334,27 @@ def never(row, results: Results) -> list[str]:
     ]
 
 
+NOT_ALLOWED = "Not allowed on this table"
+"""The heading of the operations a setting refuses by design (:data:`helpers.answer.BY_DESIGN`): no race,
+so never under "rerun it" nor under "May run at once"."""
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def not_allowed(grid: dict, row) -> list[str]:
+    """What a row's cells refuse by design, each check once (in the columns' order): the operations it
+    refuses (a check that names none: its column's race), then its note in brackets."""
+    found = dict.fromkeys(
+        (_listed(cell.evidence.refuses) if cell.evidence.refuses else race_words(c.key), cell.note)
+        for c in COLUMNS
+        if (cell := grid[row.key, c.key]).verdict == BY_DESIGN and isinstance(cell.evidence, Check)
+    )
+    return [what + (f" ({note})" if note else "") for what, note in found]
+
+
 def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     """One setting in plain words: what to configure, what may run at once, what fails loudly, what to
     keep apart (and why), how to rerun, the findings that apply; all but the configuration and the
@@ -353,6 +376,8 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
 
     if safe := under((SAFE,)):
         parts.append(f"**May run at once:** {'; '.join(safe)}.")
+    if barred := not_allowed(grid, row):
+        parts.append(f"**{NOT_ALLOWED}:** {'; '.join(barred)}.")
     if refused := under((REFUSED,)):
         parts.append(
             f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}."

@@ -347,8 +347,25 @@ def without_measured_run(page: str) -> str:
 
 
 def test_every_version_on_the_page_comes_from_boundaries_or_eras():
-    assert {"0.23.0", "1.6.1", "1.6.4", "1.3.0"} <= set(VERSION.findall(_page()))
+    assert {"0.23.0", "1.6.1", "1.6.4", "1.3.0", "4.4.1"} <= set(VERSION.findall(_page()))
     assert_versions_known(without_measured_run(_page()))
+
+
+def test_delta_4_4_1_is_known_from_its_boundary_alone(monkeypatch):
+    """The catalog-managed row's notes name Delta 4.4.1 (its safeguards, not obtainable here): the page
+    may, because helpers/boundaries.py has it; without that boundary the same page is caught."""
+    known = boundaries.CATALOG_MANAGED_MAINTENANCE
+    assert (known.library, known.version, known.last_before) == ("Delta Spark", "4.4.1", "4.4.0")
+    assert "not obtainable here" in known.change and "delta-io/delta#7603" in known.known_from
+    notes = [answer.grid_of(answer.Results.load())["spark-catalog", "optimize"].note]
+    assert "4.4.1" in notes[0] and "4.4.1" in _page()
+    monkeypatch.setattr(
+        boundaries,
+        "BOUNDARIES",
+        tuple(x for x in boundaries.BOUNDARIES if x is not known),
+    )
+    with pytest.raises(AssertionError, match=r"\['4\.4\.1'\]"):
+        assert_versions_known(without_measured_run(_page()))
 
 
 def test_a_version_from_nowhere_is_caught():
@@ -464,9 +481,13 @@ def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
 
 # (v) the setting paragraphs agree with the table and with themselves ---------------------------
 
+RERUN = "One of the two fails loudly and commits nothing; rerun it"
+NOT_ALLOWED = "Not allowed on this table"
 HEADINGS = re.compile(
-    r"\*\*(May run at once|One of the two fails loudly and commits nothing; rerun it|Keep apart):\*\* (.*?)(?= \*\*|$)"
+    rf"\*\*(May run at once|{RERUN}|Keep apart|{NOT_ALLOWED}):\*\* (.*?)(?= \*\*| Not measured here:| Shown in |$)"
 )
+BRACKETS = re.compile(r"\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)")
+"""A bracket, with up to two levels of brackets inside it: a race's conditions or note."""
 FINDING_OF = {"deltalake-two-optimizes-both-commit": answer.DUPLICATES}
 """A finding a setting must name wherever its row's OPTIMIZE column has this verdict."""
 
@@ -487,8 +508,9 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
         placed: dict[str, list[str]] = {}
         for heading, races in HEADINGS.findall(text):
             for race in answer_settings.RACE_WORDS.values():
-                if race in re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", "", races):
+                if race in BRACKETS.sub("", races):
                     placed.setdefault(race, []).append(heading)
+        problems += by_design_problems(setting.row, text, grid)
         problems += [
             f"{setting.row}: {race!r} stands under {headings}"
             for race, headings in placed.items()
@@ -509,6 +531,32 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
             problems.append(
                 f"{setting.row}: the lost commit answer applies, and the paragraph does not name it"
             )
+    return problems
+
+
+def by_design_problems(key: str, text: str, grid: dict) -> list[str]:
+    """A cell refused by design (no race: the setting never allows the operation) stands under "Not
+    allowed on this table", with every operation it refuses, and its race under no other heading: never
+    under "rerun it", never under "May run at once"."""
+    problems = []
+    row = next(r for r in answer.ROWS if r.key == key)
+    headings = HEADINGS.findall(text)
+    barred = " ".join(BRACKETS.sub("", races) for h, races in headings if h == NOT_ALLOWED)
+    for column in answer.COLUMNS:
+        cell = grid[key, column.key]
+        if cell.verdict != answer.BY_DESIGN:
+            continue
+        race = answer_settings.race_words(column.key, row, cell)
+        elsewhere = [
+            h for h, races in headings if h != NOT_ALLOWED and race in BRACKETS.sub("", races)
+        ]
+        if elsewhere:
+            problems.append(f"{key}: {race!r} is refused by design, and stands under {elsewhere}")
+        for operation in cell.evidence.refuses:
+            if not re.search(rf"(?<![\w-]){re.escape(operation)}(?![\w-])", barred):
+                problems.append(
+                    f"{key}: {operation} is refused by design, and not under {NOT_ALLOWED!r}"
+                )
     return problems
 
 
@@ -646,3 +694,87 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
     without = answer.grid_of(answer.Results([r for r in rows if r["engine"] not in mixed]))
     assert without["mixed-lock", "rewrite"].verdict == answer.NOT_MEASURED
     assert without["rs-lock-interop", "other"].verdict == answer.NOT_MEASURED
+
+
+# refused by design: an operation the setting never allows, not an outcome of a race ----------------
+
+
+def _by_design_vacuum(results: answer.Results) -> dict:
+    """The grid with deltalake's VACUUM on S3 crafted as refused by design (its own check and note)."""
+    row = next(r for r in answer.ROWS if r.key == "rs-put-today")
+    column = next(c for c in answer.COLUMNS if c.key == "vacuum")
+    check = answer.Check(
+        answer.S13_5,
+        "a crafted check",
+        answer.BY_DESIGN,
+        "1.6.6",
+        note="a crafted note: the setting never allows it",
+        refuses=("VACUUM",),
+    )
+    crafted = dataclasses.replace(row, cells={**row.cells, "vacuum": check})
+    return {
+        **answer.grid_of(results),
+        (row.key, "vacuum"): answer.resolve(crafted, column, results),
+    }
+
+
+def test_a_row_refused_by_design_stands_under_its_own_heading():
+    """A crafted cell refused by design renders under "Not allowed on this table", with its note, and its
+    race stands under no heading of a race (not "rerun it", not "Keep apart" where the matrix put it)."""
+    results = answer.Results.load()
+    grid = _by_design_vacuum(results)
+    setting = next(x for x in answer_settings.SETTINGS if x.row == "rs-put-today")
+    text = answer_settings.setting_paragraph(setting, grid, results)
+    assert f"**{NOT_ALLOWED}:** VACUUM (a crafted note: the setting never allows it)." in text, text
+    race = answer_settings.race_words("vacuum")
+    assert all(race not in BRACKETS.sub("", races) for _, races in HEADINGS.findall(text)), text
+    assert by_design_problems("rs-put-today", text, grid) == []
+    items = answer_page.by_design(grid, [r for r in answer.ROWS if not r.loses])
+    assert any(i.startswith("Do not run VACUUM with deltalake 1.6.4–1.6.6 on S3:") for i in items)
+
+
+def test_a_refusal_by_design_under_rerun_is_caught():
+    """The page as it once was: the maintenance cells of a catalog-managed table had the verdict of a
+    race's refusal, so they stood under "rerun it", where a rerun is refused again. Rendered so from the
+    crafted cell, the check finds it."""
+    results = answer.Results.load()
+    grid = _by_design_vacuum(results)
+    as_a_race = {
+        **grid,
+        ("rs-put-today", "vacuum"): dataclasses.replace(
+            grid["rs-put-today", "vacuum"], verdict=answer.REFUSED
+        ),
+    }
+    setting = next(x for x in answer_settings.SETTINGS if x.row == "rs-put-today")
+    text = answer_settings.setting_paragraph(setting, as_a_race, results)
+    assert f"**{RERUN}:**" in text
+    assert by_design_problems("rs-put-today", text, grid) == [
+        f"rs-put-today: {answer_settings.race_words('vacuum')!r} is refused by design, and stands "
+        f"under [{RERUN!r}]",
+        f"rs-put-today: VACUUM is refused by design, and not under {NOT_ALLOWED!r}",
+    ]
+    paragraphs = _paragraphs(_page())
+    assert any(
+        "is refused by design" in p
+        for p in setting_problems({**paragraphs, "rs-put-today": text}, grid)
+    )
+
+
+def test_the_catalog_managed_tables_maintenance_is_not_allowed_and_never_rerun():
+    """On the committed page: OPTIMIZE, Z-order, REORG and VACUUM of a catalog-managed table stand under
+    "Not allowed on this table", the paragraph has no "rerun it", and "What to do" says not to run them."""
+    page = _page()
+    text = _paragraphs(page)["spark-catalog"]
+    barred = dict(HEADINGS.findall(text))[NOT_ALLOWED]
+    for operation in ("OPTIMIZE", "Z-order", "REORG", "VACUUM"):
+        assert operation in barred
+    assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in barred
+    assert RERUN not in text and "(retry)" not in text
+    grid = answer.grid_of(answer.Results.load())
+    assert {grid["spark-catalog", k].verdict for k in ("optimize", "vacuum_rewrite")} == {
+        answer.BY_DESIGN
+    }
+    assert (
+        "- Do not run OPTIMIZE, Z-order, REORG or VACUUM with Delta Spark 4.4.0 on a catalog-managed "
+        "table: that setting refuses them by design" in page
+    )

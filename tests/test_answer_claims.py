@@ -69,6 +69,7 @@ def agrees(verdict: str, classes: set[str]) -> bool:
         answer.SAFE: bool(classes & {"no loss", "both commit"})
         and not classes & (bad | {"misreport"}),
         answer.REFUSED: "refused" in classes and not classes & bad,
+        answer.BY_DESIGN: "refused" in classes and not classes & (bad | {"both commit"}),
         answer.LOSES: "loss" in classes and "no loss" not in classes,
         answer.DUPLICATES: "duplicates" in classes and "loss" not in classes,
         answer.WRONG: "wrong" in classes and "loss" not in classes,
@@ -235,3 +236,21 @@ def test_a_claim_the_section_does_not_make_is_caught():
 )
 def test_the_vocabulary_reads_sentences_as_a_reader_would(sentence, classes):
     assert claim_classes(sentence) == classes
+
+
+def test_a_refused_by_design_cell_whose_section_says_both_commit_is_caught():
+    """A cell refused by design is backed by a sentence that says "refused", and never by one that also
+    says both commit: crafted so in 15 §8, the maintenance cell is caught."""
+    grid = answer.grid_of(answer.Results.load())
+    assert grid["spark-catalog", "optimize"].verdict == answer.BY_DESIGN
+    assert agrees(answer.BY_DESIGN, {"refused"}) and not agrees(answer.BY_DESIGN, {"both commit"})
+    broken = _with_sentence(
+        answer.S15_8.notebook,
+        "OPTIMIZE (Z-order too) and REORG are refused with",
+        "OPTIMIZE (Z-order too) and REORG are refused once, then both commit, with",
+    )
+    with pytest.raises(
+        AssertionError,
+        match=r"spark-catalog / optimize \(refused by design, 15 §8\).*reads as \['both commit', 'refused'\]",
+    ):
+        assert_cells_agree_with_their_sections(grid, broken)

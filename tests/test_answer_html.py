@@ -254,3 +254,49 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     assert same.verdict == answer.verdict_of(
         [results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]]
     )
+
+
+def test_refused_by_design_has_its_own_colour_label_and_advice():
+    """An operation the setting never allows is no race: its own colour and label, and a "what to do"
+    that never says to rerun it; every pair with such an operation shows it, whatever the other job."""
+    data = answer_html.page_data()
+    mine = answer.BY_DESIGN
+    assert mine in data["verdicts"]
+    others = [v for v in data["verdicts"] if v != mine]
+    assert data["colours"][mine] not in [data["colours"][v] for v in others]
+    assert data["short"][mine] not in [data["short"][v] for v in others]
+    assert "rerun it" not in data["todo"][mine] and "refused again" in data["todo"][mine]
+    results = answer.Results.load()
+    row = next(r for r in answer.ROWS if r.key == "spark-catalog")
+    for first, second in (("optimize", "append"), ("zorder", "update"), ("merge", "vacuum")):
+        for layout in answer_html.LAYOUTS:
+            shown = answer_html.cell(row, first, second, layout, results)
+            assert shown.verdict == mine and shown.label == answer.S15_8.label, (first, second)
+    assert answer_html.cell(row, "append", "append", "shared", results).verdict == answer.SAFE
+    plain = next(r for r in answer.ROWS if r.key == "spark-one")
+    assert answer_html.refused_by_design(plain, "optimize", "vacuum") is None
+
+
+def test_the_page_shows_refused_by_design_in_its_colour_with_its_advice(browser):
+    """In the browser: a catalog-managed table's OPTIMIZE beside an append shows "refused by design" in
+    its own colour, the advice not to run it, and the evidence of 15 §8; its grid cell says so too."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(PAGE.as_uri())
+    seen = browser.execute_script(
+        'return window.answerPage.show("spark-catalog", "optimize", "append", "shared")'
+    )
+    assert seen["verdict"] == answer.BY_DESIGN
+    assert seen["evidence"] == answer.S15_8.target
+    assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in seen["sentence"]
+    assert browser.find_element(By.ID, "todo").text == answer_html.TODO[answer.BY_DESIGN]
+    colour = browser.execute_script(
+        "return getComputedStyle(document.getElementById('verdict')).backgroundColor"
+    )
+    red, green, blue = (
+        int(answer_html.COLOURS[answer.BY_DESIGN][i : i + 2], 16) for i in (1, 3, 5)
+    )
+    assert colour == f"rgb({red}, {green}, {blue})"
+    label = f"OPTIMIZE, then append: {answer.BY_DESIGN}"
+    button = browser.find_element(By.CSS_SELECTOR, f'#grid button[aria-label="{label}"]')
+    assert button.text == answer_html.SHORT[answer.BY_DESIGN]
