@@ -196,6 +196,43 @@ def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_hande
         table.remove()
 
 
+def _never_from_the_start(found: queue.Queue) -> queue.Queue:
+    """A crafted break of a store's listing: a pass never ends, so the next listing always starts
+    after the last name listed and never from the first (markers go at once, as if nothing could
+    be handed over behind the cursor)."""
+    names, last = found._names, {"name": None}
+
+    def after_the_last(limit: int, cursor) -> tuple[list[str], object]:
+        listed, _ = names(limit, cursor if cursor is not None else last["name"])
+        if listed:
+            last["name"] = found.prefix + layout.READY_DIR + "/" + listed[-1]
+        return listed, None
+
+    found._names, found._pool, found._lister = after_the_last, None, None
+    return found
+
+
+@pytest.mark.parametrize("backend", ["s3"])
+def test_a_store_listing_that_never_starts_again_from_the_first_name_fails_the_exactly_once_check(
+    stores, backend, tmp_path
+):
+    table = run.Table.fresh(backend, f"test-producers/skip-{uuid.uuid4().hex[:8]}")
+    try:
+        (tmp_path / "stop").touch()
+        found = committer.Committer(
+            {"committer": "c1", "table_uri": table.uri, "storage_options": table.options}
+        )
+        found.queue = _never_from_the_start(queue.open_queue(table.uri, table.options))
+        profile.stage(table, 2, (1, 2))
+        _drain(found, tmp_path)
+        profile.stage(table, 1, (1,))  # handed over later, named before producer 2's: skipped
+        _drain(found, tmp_path)
+        verdict = table.verdict({1: 1, 2: 2})
+        assert (verdict.missing_ids, verdict.exactly_once) == (10, False)
+    finally:
+        table.remove()
+
+
 def _function(source: str, name: str) -> ast.FunctionDef:
     return next(
         node

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -89,22 +90,32 @@ def full_run(
                         files=files,
                         committer_options=table.route(meter) if meter else None,
                     )
-                    rows.append({**row, "backend": store, "metered": meter is not None})
+                    rows.append(
+                        {
+                            **row,
+                            "backend": store,
+                            "metered": meter is not None,
+                            "load_1min": os.getloadavg()[0],
+                        }
+                    )
                     table.remove()
                 table = Table.fresh(backend, f"{where}-staged")
+                appended = Table.fresh(backend, f"{where}-append")
                 limit_rows.append(
                     {
                         **at_the_limit(
                             table,
+                            appended,
                             producers=max(producer_counts),
                             files=files,
                             max_files=LIMIT_FILES_PER_COMMIT,
-                            committer_options=table.route(meter) if meter else None,
                         ),
                         "backend": store,
+                        "load_1min": os.getloadavg()[0],
                     }
                 )
                 table.remove()
+                appended.remove()
                 if with_profile:
                     steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
                     profile_rows += steps

@@ -38,9 +38,10 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
         "write Parquet data files into the table's folder and hand each over (a ready marker), and **one committer** "
         "that commits the handed-over files in batches, each batch one transaction "
         "(`DeltaTable.create_write_transaction` in deltalake 1.x) carrying `Transaction(app_id, batch)`, after asking "
-        "`transaction_version(app_id)` of the latest table on its first commit and after any error. It lists at most "
-        "one batch of markers at a time and deletes a batch's markers once the table holds it, so a commit costs the "
-        "same however long the queue. A committer killed mid-commit and restarted, a producer "
+        "`transaction_version(app_id)` of the latest table on its first commit and after any error. It lists a page "
+        "of markers at a time, after the last one it read, never one it took, and sends the next listing while it "
+        "commits; the markers it took go once a pass through the queue ends, so no deletion competes with a "
+        "commit while markers wait. A committer killed mid-commit and restarted, a producer "
         "killed mid-file and a lost commit answer each leave every row in the table once (notebook 14); without the "
         "check, a lost answer commits a batch twice. With Spark, `foreachBatch` writing with `txnAppId` / "
         "`txnVersion` does the same.",
@@ -74,8 +75,10 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
         )
     lines += [
         "",
-        "The serial limit is one writer appending alone, measured in the same run; the committer alone commits "
-        f"{meta.get('limit_files_per_commit', 10)} staged files per commit, back to back, with no producer running.",
+        "The serial limit is one writer appending alone, measured in the same run; in the last column the committer "
+        f"alone commits {meta.get('limit_files_per_commit', 10)} staged files per commit, back to back, with no "
+        "producer running, in turns with one writer appending alone to a table of its own, so that both meet the "
+        "same load.",
         "",
         _targets(top, alone) + _per_commit(found),
         "",
@@ -92,7 +95,7 @@ def _targets(top, alone: dict) -> str:
             alone[backend] == alone[backend] and alone[backend] < GOAL_SERIAL
         ):  # NaN: no serial limit measured (local disk)
             short.append(
-                f"{STORES.get(backend, backend)}: the committer alone at {_ratio(alone[backend])} of the serial limit"
+                f"{STORES.get(backend, backend)}: the committer alone at {alone[backend]:.3f} of the serial limit"
             )
         if (
             row.rows_ratio_to_racing == row.rows_ratio_to_racing
@@ -133,8 +136,8 @@ def _per_commit(found) -> str:
         (
             " Measured apart, one request at a time in one process, one committer commit of 10 files took "
             + "; ".join(parts)
-            + " for one plain append (its refresh reads its own commit back, and listing and "
-            "deleting markers add a request each; notebook 14 §4 has every step)."
+            + " for one plain append (its refresh reads its own commit back; one listing of a page of "
+            "markers serves several commits; notebook 14 §4 has every step)."
         )
         if parts
         else ""

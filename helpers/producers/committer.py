@@ -15,9 +15,10 @@ committer killed mid-commit and started again goes on with the next batch, and a
 holds is never offered twice. :func:`commit_batch` is the whole protocol; notebook 14 writes it out
 as the call to copy.
 
-Each loop lists at most ``max_files`` waiting markers (:mod:`helpers.producers.queue`) and, once
-the table holds a batch, deletes its markers: a listing reads only markers not yet taken, so a
-commit costs the same however long the queue. The refresh before each commit is the one the check
+Each loop lists at most ``max_files`` waiting markers (:mod:`helpers.producers.queue`; on S3 and
+Azure the next listing is under way while the batch commits) and, once the table holds a batch,
+takes its markers off the queue (deleted when the pass through the queue ends): a listing reads
+only markers not yet taken, so a commit costs the same however long the queue. The refresh before each commit is the one the check
 needs (deltalake's ``create_write_transaction`` leaves the ``DeltaTable`` at the version it read, so
 without ``update_incremental`` the next commit would meet its own last one as a concurrent
 transaction with the same ``txn``).
@@ -109,7 +110,7 @@ def table_files(table) -> set[str]:
 
 class Committer:
     """The loop: list up to ``max_files`` ready markers, commit those not yet in the table as batch n+1,
-    then delete their markers (:mod:`helpers.producers.queue`)."""
+    then take their markers off the queue (:mod:`helpers.producers.queue`)."""
 
     def __init__(self, spec: dict) -> None:
         from deltalake import DeltaTable
@@ -157,9 +158,13 @@ class Committer:
         self.taken.update(path for path, _, _ in files)
         return record
 
-    def run(self, stop_file: Path, commits: list[dict]) -> None:
+    def run(self, stop_file: Path, commits: list[dict], max_commits: int | None = None) -> None:
+        """Commit what waits until ``stop_file`` exists and a whole pass finds nothing waiting; or,
+        with ``max_commits``, return once this call has made that many commits (the pass goes on
+        at the next call: the markers it took are deleted when it ends)."""
+        made = 0
         try:
-            while True:
+            while max_commits is None or made < max_commits:
                 stopping = (
                     stop_file.exists()
                 )  # before the listing: a marker written before the stop is in this pass
@@ -167,7 +172,7 @@ class Committer:
                 if not listed:
                     if self.queue.from_start:  # a whole pass found nothing waiting
                         if stopping:
-                            return
+                            break
                         time.sleep(POLL_S)
                     continue
                 landed = [
@@ -176,11 +181,16 @@ class Committer:
                 pending = [s for s in listed if s.data_path not in self.taken]
                 if pending:
                     commits.append(self.one_batch(pending))
+                    made += 1
                 self.queue.take(
                     landed + pending
                 )  # only now: the table holds every one of these files
-        finally:
+            else:
+                return
+        except BaseException:
             self.queue.settle()
+            raise
+        self.queue.settle()
 
 
 def run(spec: dict) -> dict:

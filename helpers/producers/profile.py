@@ -11,6 +11,8 @@ counts the requests that started within each step.
   by the committer as it was (the whole ``_queue/ready/`` listed and sorted each time, markers left
   for clean-up), and ``commits`` plain appends (``update_incremental`` and ``write_deltalake``, the
   benchmark's serial-limit writer): seconds and requests per commit, for each step.
+* :func:`alternate` (``spec["mode"] == "limit"``): the committer alone on staged files and one writer
+  appending alone, in turns, for :func:`helpers.producers.scenarios.at_the_limit`.
 * :func:`run_profile`, queue length: the same committer commits with 100, 1,000 and 10,000 markers waiting:
   seconds, requests and markers listed per commit, as it is and as it was.
 
@@ -183,6 +185,70 @@ def _appends(uri: str, options: dict, *, commits: int, rows: int) -> list[dict]:
         )
         records.append({"batch": seq, "markers_listed": 0, "steps": clock.steps})
     return records
+
+
+def alternate(spec: dict) -> dict:
+    """The committer alone against one writer appending alone, in turns in one process (so the
+    machine's load falls on both alike): ``spec["rounds"]`` rounds, each a block of
+    ``spec["block"]`` commits of the committer (:class:`helpers.producers.committer.Committer`, as it
+    runs, on the staged files of ``spec["uri"]``) and a block of as many plain appends to
+    ``spec["append_uri"]``, which goes first alternating; one warm-up commit of each first. Returns
+    each block: its kind, when it started, and when each of its commits ended."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from helpers.producers import committer as committer_module
+
+    mine = committer_module.Committer(
+        {
+            "committer": "limit",
+            "table_uri": spec["uri"],
+            "storage_options": spec["options"],
+            "max_files": spec["files"],
+        }
+    )
+    plain = DeltaTable(spec["append_uri"], storage_options=dict(spec["append_options"]))
+    stop = Path(spec["run_dir"]) / "limit.stop"  # never written: each block ends by its count
+    seq = 0
+
+    def committer_block(n: int) -> list[float]:
+        commits: list[dict] = []
+        mine.run(stop, commits, max_commits=n)
+        return [c["t_done"] for c in commits]
+
+    def append_block(n: int) -> list[float]:
+        nonlocal seq
+        done = []
+        for _ in range(n):
+            seq += 1
+            plain.update_incremental()
+            write_deltalake(plain, layout.file_rows(9, seq, spec["rows"]), mode="append")
+            done.append(time.time())
+        return done
+
+    committer_block(1), append_block(1)  # warm-up: first requests, first imports
+    blocks = []
+    for turn in range(spec["rounds"]):
+        order = (
+            (("committer", committer_block), ("plain append", append_block))
+            if turn % 2 == 0
+            else (("plain append", append_block), ("committer", committer_block))
+        )
+        for kind, block in order:
+            started = time.time()
+            blocks.append({"kind": kind, "t_start": started, "t_done": block(spec["block"])})
+    stop.touch()
+    mine.run(stop, [])  # the queue's end: nothing waits, the pass's markers go
+    return {"blocks": blocks, "commits": mine.batch}
+
+
+def rates(blocks: list[dict]) -> dict[str, float]:
+    """Commits/s of each kind over its blocks: commits over the time from each block's start to its last commit."""
+    found = {}
+    for kind in dict.fromkeys(b["kind"] for b in blocks):
+        mine = [b for b in blocks if b["kind"] == kind and b["t_done"]]
+        seconds = sum(b["t_done"][-1] - b["t_start"] for b in mine)
+        found[kind] = sum(len(b["t_done"]) for b in mine) / seconds if seconds > 0 else float("nan")
+    return found
 
 
 def measure(spec: dict) -> dict:
@@ -358,7 +424,8 @@ def run_profile(
 
 def main(argv: list[str] | None = None) -> int:
     spec = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
-    Path(spec["result_path"]).write_text(json.dumps(measure(spec)))
+    found = alternate(spec) if spec.get("mode") == "limit" else measure(spec)
+    Path(spec["result_path"]).write_text(json.dumps(found))
     return 0
 
 

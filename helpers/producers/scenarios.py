@@ -7,7 +7,8 @@
 * :func:`counter_example`: the same producers, a committer without the transaction id and the
   check, one lost answer: the batch is committed twice, and the verdict says so.
 * :func:`throughput`: N producers through one committer, no faults: rows/s and commits/s.
-* :func:`at_the_limit`: the files staged first, then the committer alone, back to back: its commits/s.
+* :func:`at_the_limit`: the files staged first, then the committer alone, back to back, in turns with
+  one writer appending alone: each one's commits/s, in the same minutes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 from helpers import config
 from helpers.producers import check, faults
-from helpers.producers.run import Phase, ProducersError, Table
+from helpers.producers.run import RUN_TIMEOUT_S, Phase, ProducersError, Table
 
 
 @dataclass
@@ -214,43 +215,73 @@ def throughput(
 
 def at_the_limit(
     table: Table,
+    appended: Table,
     *,
     producers: int,
     files: int,
     max_files: int,
-    committer_options: dict[str, str] | None = None,
+    rounds: int = 4,
 ) -> dict:
-    """The files staged first (``producers`` producers, ``files`` each, none running after), then the
-    committer alone, ``max_files`` files per commit, back to back: its commits/s from its first
-    commit to its last, and whether storage holds every row exactly once."""
+    """The files staged first (``producers`` producers, ``files`` each, none running after), then,
+    in one process, the committer alone (``max_files`` files per commit, back to back) and one
+    writer appending alone to ``appended`` (a table of its own on the same store), in ``rounds`` turns of equal
+    blocks (:func:`helpers.producers.profile.alternate`): each one's commits/s over its own blocks,
+    their ratio, and whether storage holds every row exactly once."""
+    import json
+    import subprocess
+    import sys
+
     counts = {p: files for p in range(1, producers + 1)}
     staging = Phase(table, "staged")
     for p in counts:
         staging.producer(p, files)
     staging.start()
     staging.finish()
-    committing = Phase(table, "commit-staged")
-    committing.committer(committer_options, max_files=max_files)
-    committing.stop_file.touch()  # nothing more will come: the committer ends when the queue is empty
-    committing.start()
-    committing.finish()
-    problems = staging.failed() + committing.failed()
+    problems = staging.failed()
     if problems:
         raise ProducersError("; ".join(problems))
-    commits = [
-        c for c in _one_result(committing, "committer")["commits"] if c["outcome"] == "committed"
-    ]
-    done = sorted(c["t_done"] for c in commits)
+    block = max(1, (producers * files // max_files - 1) // rounds)  # after one warm-up commit
+    spec_path, result_path = table.run_dir / "limit.json", table.run_dir / "limit.result.json"
+    spec_path.write_text(
+        json.dumps(
+            {
+                "mode": "limit",
+                "uri": table.uri,
+                "options": table.options,
+                "append_uri": appended.uri,
+                "append_options": appended.options,
+                "files": max_files,
+                "rows": table.rows,
+                "rounds": rounds,
+                "block": block,
+                "run_dir": str(table.run_dir),
+                "result_path": str(result_path),
+            },
+            indent=1,
+        )
+    )
+    subprocess.run(
+        [sys.executable, "-m", "helpers.producers.profile", str(spec_path)],
+        check=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    found = json.loads(result_path.read_text())
+    from helpers.producers.profile import rates
+
+    rate = rates(found["blocks"])
     verdict = table.verdict(counts)
     return {
         "backend": table.backend,
         "producers": producers,
         "files_per_producer": files,
         "max_files": max_files,
-        "commits": len(commits),
-        "rows": sum(c["rows"] for c in commits),
-        "busy_commits_per_s": (len(done) - 1) / (done[-1] - done[0])
-        if len(done) > 1 and done[-1] > done[0]
-        else float("nan"),
+        "rounds": rounds,
+        "commits": sum(len(b["t_done"]) for b in found["blocks"] if b["kind"] == "committer"),
+        "rows": sum(len(b["t_done"]) for b in found["blocks"] if b["kind"] == "committer")
+        * max_files
+        * table.rows,
+        "busy_commits_per_s": rate["committer"],
+        "serial_commits_per_s": rate["plain append"],
+        "ratio_to_serial": rate["committer"] / rate["plain append"],
         "exactly_once": verdict.exactly_once,
     }

@@ -104,6 +104,8 @@ def kill_own_group() -> None:
 
 
 def run(spec: dict) -> dict:
+    if spec.get("mode") == "throughput":
+        return measure(spec)
     from helpers import sessions
     from helpers.writers.protocol import one_line
     from helpers.writers.spark_engine import SparkEngine
@@ -144,6 +146,98 @@ def run(spec: dict) -> dict:
     except Exception as error:  # recorded: the runner reports it
         result["error"] = f"{type(error).__name__}: {one_line(str(error), 600)}"
     return result
+
+
+def measure(spec: dict) -> dict:
+    """The query's commits/s against one writer appending alone, in one driver: a block of
+    ``spec["block"]`` plain appends (``df.write`` of ``spec["rows"]`` rows), the query over every
+    staged file (``files_per_batch`` per micro-batch, each one :func:`append_batch`), another block
+    of plain appends; one warm-up append first. Returns when each batch and each append ended."""
+    from helpers import sessions
+    from helpers.writers.spark_engine import SparkEngine
+
+    spark = sessions.spark_session(
+        spec["store"], app_name="stream-throughput", extra_conf=SparkEngine.DEFAULT_CONF
+    )
+    rows = layout.file_rows(9, 1, spec["rows"]).to_pylist()
+    frame = spark.createDataFrame(rows, SCHEMA)
+    blocks: list[dict] = []
+
+    def appends(n: int) -> None:
+        started, done = time.time(), []
+        for _ in range(n):
+            frame.write.format("delta").mode("append").save(spec["plain_uri"])
+            done.append(time.time())
+        blocks.append({"kind": "plain append", "t_start": started, "t_done": done})
+
+    frame.write.format("delta").mode("append").save(spec["plain_uri"])  # warm-up
+    appends(spec["block"])
+    batches: list[float] = []
+
+    def each_batch(batch, batch_id: int) -> None:
+        append_batch(batch, batch_id, spec["table_uri"], APP_ID)
+        batches.append(time.time())
+
+    started = time.time()
+    start_stream(
+        spark, spec["inbox"], SCHEMA, spec["files_per_batch"], spec["checkpoint"], each_batch
+    ).awaitTermination()
+    blocks.append({"kind": "foreachBatch", "t_start": started, "t_done": batches})
+    appends(spec["block"])
+    return {"process": spec["process"], "pid": os.getpid(), "error": None, "blocks": blocks}
+
+
+def throughput(
+    store: str = "local",
+    name: str = "producers/spark-throughput",
+    *,
+    producers: int = 8,
+    files: int = 40,
+    rows: int = 10,
+    files_per_batch: int = 10,
+    block: int = 8,
+) -> dict:
+    """Spark's form measured as the committer is: ``producers`` x ``files`` staged Parquet files
+    through the query, ``files_per_batch`` per micro-batch, against one writer appending alone in
+    the same driver (:func:`measure`), on local disk. Returns commits/s of each (from the first batch's planning to the last commit, so the
+    query's planning counts; a block of appends from its start) and their ratio."""
+    from helpers import tables
+    from helpers.producers import check
+    from helpers.producers.profile import rates
+    from helpers.producers.run import ProducersError
+
+    root = tables.local_table_path(*name.split("/"))
+    shutil.rmtree(root, ignore_errors=True)
+    expected = stage_inputs(root / "inbox", producers, files, rows)
+    if store != "local":
+        raise ProducersError(f"Spark's throughput is measured on local disk only, not {store!r}.")
+    table_uri, plain_uri, options = str(root / "table"), str(root / "plain"), {}
+    spec = {
+        "mode": "throughput",
+        "store": store,
+        "inbox": str(root / "inbox"),
+        "checkpoint": str(root / "checkpoint"),
+        "files_per_batch": files_per_batch,
+        "table_uri": table_uri,
+        "plain_uri": plain_uri,
+        "rows": rows,
+        "block": block,
+    }
+    _, result, stderr = _driver(root, "throughput", spec)
+    if result is None or result["error"]:
+        raise ProducersError(f"The Spark driver failed: {result['error'] if result else stderr}")
+    rate = rates(result["blocks"])
+    verdict = check.exactly_once(table_uri, options, expected)
+    return {
+        "store": store,
+        "micro_batches": len(result["blocks"][1]["t_done"]),
+        "files_per_batch": files_per_batch,
+        "foreach_batch_commits_per_s": rate["foreachBatch"],
+        "plain_append_commits_per_s": rate["plain append"],
+        "ratio_to_serial": rate["foreachBatch"] / rate["plain append"],
+        "rows_per_s": rate["foreachBatch"] * files_per_batch * rows,
+        "exactly_once": verdict.exactly_once,
+    }
 
 
 # -- the runner and what storage says -------------------------------------------------------------
