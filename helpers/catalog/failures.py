@@ -39,6 +39,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -445,19 +447,33 @@ def killed_before_publish(spark, root: Path) -> Outcome:
         )
 
 
-@contextlib.contextmanager
-def _no_new_files(folder: Path) -> Iterator[None]:
-    """``folder`` refuses new files, even to root (the immutable attribute, ``chattr +i``);
-    its subfolders stay writable."""
-    done = subprocess.run(
-        ["chattr", "+i", str(folder)], check=False, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise PermissionError(f"chattr +i {folder.name}: {done.stderr.strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["chattr", "-i", str(folder)], check=True)
+def ratify_unpublished(catalog: rest.UnityCatalog, name: str, count: int) -> list[int]:
+    """Have the catalog ratify ``count`` commits of ``name`` after its latest version, none
+    published: what writers that stop after the catalog's yes leave behind. Each is a staged commit
+    of no rows (its ``commitInfo`` only), written under ``_delta_log/_staged_commits/`` and ratified
+    with Delta's own request (``add-commit``). Returns their versions."""
+    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
+    staged_dir = tables.local_path(view.location) / delta_log.LOG_DIR / "_staged_commits"
+    staged_dir.mkdir(parents=True, exist_ok=True)
+    versions = []
+    for version in range(view.latest_version + 1, view.latest_version + 1 + count):
+        now = int(time.time() * 1000)
+        info = {
+            "inCommitTimestamp": now,
+            "timestamp": now,
+            "operation": "WRITE",
+            "operationParameters": {},
+            "isBlindAppend": True,
+            "engineInfo": "a writer that stopped before publishing",
+        }
+        body = (json.dumps({"commitInfo": info}) + "\n").encode()
+        file_name = f"{version:0{delta_log.VERSION_DIGITS}d}.{uuid.uuid4()}.json"
+        (staged_dir / file_name).write_bytes(body)
+        catalog.ratify(
+            tables.CATALOG, tables.SCHEMA, name, view.table_id, version, file_name, len(body), now
+        )
+        versions.append(version)
+    return versions
 
 
 def _published(log: Path) -> list[int]:
@@ -485,20 +501,15 @@ def publish(catalog: rest.UnityCatalog, name: str) -> list[int]:
 
 
 def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
-    """(b) The 429 path: ``spark`` commits :data:`CAP` appends whose publication fails (the log's
-    folder refuses new files; staging under ``_staged_commits/`` still works), so the catalog holds
-    ten unpublished commits. A racing driver then appends: it is killed after its
+    """(b) The 429 path: the catalog holds :data:`CAP` ratified commits nobody published
+    (:func:`ratify_unpublished`). A racing driver then appends: it is killed after its
     ``retries_seen``-th 429, with what its requests reported published. Then the ratified commits
-    are published as Delta would (:func:`publish`) and ``spark`` appends once more."""
+    are published as Delta would (:func:`publish`) and ``spark`` appends."""
     with _through_gate(spark, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
         staged = _create(spark, catalog, "commit_cap")
         log = tables.local_path(staged.location) / delta_log.LOG_DIR
-        (log / "_staged_commits").mkdir(exist_ok=True)
-        told = {}
-        with _no_new_files(log):
-            for batch in range(1, CAP + 1):
-                told[f"append {batch}"] = append(spark, "commit_cap", "cap", batch)
+        ratified = ratify_unpublished(catalog, "commit_cap", CAP)
         held = catalog.table(tables.CATALOG, tables.SCHEMA, "commit_cap")
         killed: list[int] = []
         gate.after_status(429, retries_seen, kill_client(gate, killed))
@@ -510,18 +521,19 @@ def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
             batches_per_writer=1,
             run_dir=root / "race",
         )
-        told["w1 (the 11th commit)"] = raced.results["w1"].get("error") or "no result (killed)"
+        told = {"w1": raced.results["w1"].get("error") or "no result (killed)"}
         published_meanwhile = _published(log)
         by_hand = publish(catalog, "commit_cap")
-        told[f"append {CAP + 1} after publication"] = append(spark, "commit_cap", "cap", CAP + 1)
+        told["next writer, after publication"] = append(spark, "commit_cap", "next", 1)
         tables.wait_published(catalog, "commit_cap")
-        expected = {("cap", b): ROWS_PER_BATCH for b in range(1, CAP + 2)} | {("w1", 11): 0}
+        expected = {("next", 1): ROWS_PER_BATCH, ("w1", 11): 0}
         return _outcome(
             "ten unpublished commits, then 429",
             gate,
             "commit_cap",
             expected,
             told,
+            ratified_by_hand=ratified,
             held_unpublished=[c["version"] for c in held.unpublished],
             killed_after_429s=len(killed),
             published_while_w1_retried=published_meanwhile,

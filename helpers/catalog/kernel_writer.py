@@ -27,16 +27,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from helpers import config, eras, processes
-from helpers.catalog.race import RUN_TIMEOUT_S, Race, RaceError, check_table
+from helpers.catalog.race import Race, check_table, run_drivers
 from helpers.catalog.tables import CATALOG, SCHEMA
 from helpers.catalog.writer import ROWS_PER_BATCH
 from helpers.processes import run_at_barrier
-from helpers.progress import RunProgress
-from helpers.writers.protocol import T_PROCESS_START, one_line, open_barrier, spec_process_main
+from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
 
 KERNEL_VERSION = config.DELTA_JARS_VERSION
 """Delta Kernel's release: Delta's own, the one Delta Spark's jars bring along."""
@@ -241,76 +239,26 @@ def run_race(
     and Spark's first append takes several, so without it Kernel's commits would all land before
     Spark's first and only Spark would ever lose a version; with it, Kernel asks for a version
     already given on every run."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    procs, batches = [], {}
     writers = [("w", "helpers.catalog.writer", n) for n in range(1, spark_writers + 1)] + [
         ("k", "helpers.catalog.kernel_writer", n) for n in range(1, kernel_writers + 1)
     ]
+    batches, specs = {}, {}
     for number, (prefix, module, n) in enumerate(writers, start=1):
         writer = f"{prefix}{n}"
         batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
-        proc = processes.EraProcess(
-            name=writer,
-            era=eras.CURRENT,
-            module=module,
-            spec_path=run_dir / f"{writer}.json",
-            stdout_path=run_dir / f"{writer}.out",
-            stderr_path=run_dir / f"{writer}.err",
-        )
-        proc.spec_path.write_text(
-            json.dumps(
-                {
-                    "process": writer,
-                    "barrier_dir": str(run_dir),
-                    "runner_pid": os.getpid(),
-                    "result_path": str(run_dir / f"{writer}.result.json"),
-                    "uri": catalog.uri,
-                    "table": name,
-                    "table_id": table_id,
-                    "location": location,
-                    "batches": batches[writer],
-                    "try_path_write": False,
-                    "wait_for_a_rival": wait_for_a_rival and prefix == "k",
-                },
-                indent=1,
-            )
-        )
-        procs.append(proc)
+        specs[writer] = {
+            "module": module,
+            "table": name,
+            "table_id": table_id,
+            "location": location,
+            "batches": batches[writer],
+            "try_path_write": False,
+            "wait_for_a_rival": wait_for_a_rival and prefix == "k",
+        }
     kernel_jar()  # compiled once here, not by each writer at once
-    processes.launch(procs, new_session=True)
-    shown = RunProgress(f"{spark_writers} Spark + {kernel_writers} Kernel", len(procs))
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    try:
-        if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
-            raise RaceError(
-                f"The writers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}."
-            )
-        missing = processes.absent(procs, run_dir)
-        if missing:
-            gone = run_dir / f"{missing[0].name}.result.json"
-            why = (
-                json.loads(gone.read_text()).get("error")
-                if gone.exists()
-                else processes.stderr_tail(missing[0].stderr_path)
-            )
-            raise RaceError(f"{missing[0].name} failed before the barrier: {why}")
-        opened = open_barrier(run_dir)
-        processes.wait_for_exits(procs, deadline, shown)
-    finally:
-        if processes.kill_stragglers(procs):
-            raise RaceError(
-                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its writers were stopped."
-            )
-    seconds = max(p.t_exited for p in procs) - opened
-    shown.finish(f"{len(procs)} writers done in {seconds:.0f} s")
-    results = {
-        p.name: (
-            json.loads((run_dir / f"{p.name}.result.json").read_text())
-            if (run_dir / f"{p.name}.result.json").exists()
-            else {}
-        )
-        for p in procs
-    }
+    results, seconds = run_drivers(
+        catalog, specs, run_dir, f"{spark_writers} Spark + {kernel_writers} Kernel"
+    )
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
     return Race(batches, results, check_table(catalog, name, expected), seconds)
 

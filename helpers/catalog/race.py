@@ -204,14 +204,16 @@ def run_drivers(
 ) -> tuple[dict[str, dict], float]:
     """Start one driver process per spec (name -> its job's fields, :mod:`helpers.catalog.writer`),
     each without Spark's testing flag; release them together at a barrier once all are ready;
-    return each one's result and the seconds from the barrier to the last exit."""
+    return each one's result and the seconds from the barrier to the last exit. A spec's
+    ``module`` names another writer's module (e.g. :mod:`helpers.catalog.kernel_writer`)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     procs = []
-    for name, fields in specs.items():
+    for name, spec in specs.items():
+        fields = {k: v for k, v in spec.items() if k != "module"}
         proc = processes.EraProcess(
             name=name,
             era=eras.CURRENT,
-            module="helpers.catalog.writer",
+            module=spec.get("module", "helpers.catalog.writer"),
             spec_path=run_dir / f"{name}.json",
             stdout_path=run_dir / f"{name}.out",
             stderr_path=run_dir / f"{name}.err",
@@ -240,9 +242,13 @@ def run_drivers(
             )
         missing = processes.absent(procs, run_dir)
         if missing:
-            raise RaceError(
-                f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}"
+            gone = run_dir / f"{missing[0].name}.result.json"
+            why = (
+                json.loads(gone.read_text()).get("error")
+                if gone.exists()
+                else processes.stderr_tail(missing[0].stderr_path)
             )
+            raise RaceError(f"{missing[0].name} failed before the barrier: {why}")
         opened = open_barrier(run_dir)
         processes.wait_for_exits(procs, deadline, shown)
     finally:
