@@ -1,0 +1,398 @@
+"""Catalog-managed tables on object storage: Azure Blob (Azurite) and S3 (the S3 emulator), through
+the Unity Catalog server's credential vending, raced by Delta Spark drivers as on local disk.
+
+The server (:mod:`helpers.catalog.server`) is started with its managed storage root on the store,
+and the store is registered with it as a storage credential and an external location, as an
+operator registers theirs:
+
+* **Azure** (``abfs://<container>@devstoreaccount1.dfs.core.windows.net/...``): an
+  ``azure_storage_key`` credential for Azurite's well-known account, for which the server mints
+  SAS tokens by itself (its Azure vending recognises the emulator's account);
+* **S3** (``s3a://<bucket>/...``): an ``aws_iam_role`` credential, for which the server calls
+  ``STS:AssumeRole``. Released olai-uc-server calls AWS's STS only (the finding
+  ``olai-uc-server-s3-vending-only-through-aws-sts``); the workbook's patched build calls the STS
+  named by :data:`~helpers.catalog.server.STS_ENDPOINT_VARIABLE`, here the emulator's.
+
+Delta Spark reaches the store with the workbook's own settings (:mod:`helpers.sessions`, stores
+``azure`` and ``s3``), not with the vended credential: the coordinator Delta registers for the
+session catalog asks the catalog to ratify commits, and Unity Catalog's Spark connector, which
+would hand the vended credential to Hadoop, is not obtainable here.
+
+Command line: ``<python> -m helpers.catalog.object_storage SPEC_JSON_FILE`` is one racing driver
+(:func:`run_writer`), started by :func:`run_race`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlparse
+
+from helpers import config, eras, processes
+from helpers.catalog import server, tables
+from helpers.catalog.race import RUN_TIMEOUT_S, CatalogCheck, Race, RaceError, check_table
+from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
+from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
+from helpers.progress import RunProgress
+from helpers.writers.protocol import open_barrier, spec_process_main
+
+STORES = ("azure", "s3")
+CREDENTIAL = "workbook-store"
+ROLE_ARN = "arn:aws:iam::123456789012:role/workbook-catalog"
+"""The role the server assumes for S3: the emulator's STS grants any role of its fake account."""
+
+
+# -- where a table lives, and reading it -------------------------------------------------------------
+
+
+def managed_root(store: str, run: str) -> str:
+    """The server's managed storage root for one run: a folder of its own in the workbook's
+    container (``abfs://``, as Spark's ABFS driver names Azurite's account) or bucket (``s3a://``)."""
+    names = config.names()
+    if store == "azure":
+        return f"abfs://{names.azure_container}@{config.azure_account_name()}.dfs.core.windows.net/catalog-{run}"
+    if store == "s3":
+        return f"s3a://{names.s3_bucket}/catalog-{run}"
+    raise ValueError(f"store must be one of {STORES}, not {store!r}")
+
+
+def split(location: str) -> tuple[str, str, str]:
+    """(store, container or bucket, key prefix without slashes at its ends) of a table's location."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("abfs", "abfss"):
+        return "azure", parsed.username or "", parsed.path.strip("/")
+    if parsed.scheme in ("s3", "s3a"):
+        return "s3", parsed.netloc, parsed.path.strip("/")
+    raise ValueError(f"{location!r} is not on Azure Blob (abfs://) or S3 (s3a://)")
+
+
+def list_keys(location: str) -> list[str]:
+    """Every object under the table's location, as paths relative to it (without the empty objects
+    by which Hadoop's ABFS and S3A drivers mark a folder on a store without folders)."""
+    from helpers import storage
+
+    store, bucket, prefix = split(location)
+    if store == "azure":
+        container = storage.blob_service().get_container_client(bucket)
+        names = [
+            blob.name
+            for blob in container.list_blobs(name_starts_with=prefix + "/", include=["metadata"])
+            if (blob.metadata or {}).get("hdi_isfolder") != "true"  # ABFS's marker of a folder
+        ]
+    else:
+        pages = (
+            storage.s3_client()
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=bucket, Prefix=prefix + "/")
+        )
+        names = [
+            item["Key"]
+            for page in pages
+            for item in page.get("Contents", [])
+            if not item["Key"].endswith("/")  # S3A's marker of a folder
+        ]
+    return sorted(name[len(prefix) + 1 :] for name in names)
+
+
+def read_object(location: str, relative: str) -> bytes:
+    """One object of the table (``relative`` to its location)."""
+    from helpers import storage
+
+    store, bucket, prefix = split(location)
+    if store == "azure":
+        blob = storage.blob_service().get_blob_client(bucket, f"{prefix}/{relative}")
+        return blob.download_blob().readall()
+    return storage.s3_client().get_object(Bucket=bucket, Key=f"{prefix}/{relative}")["Body"].read()
+
+
+def mirror(location: str, folder: Path) -> Path:
+    """Copy every object of the table into ``folder`` byte for byte (its log, staged commits and
+    data files), so that the race's checks (:func:`helpers.catalog.race.check_table`) read what the
+    store holds."""
+    for relative in list_keys(location):
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(read_object(location, relative))
+    return folder
+
+
+@dataclass
+class _MirroredCatalog:
+    """The catalog, with the table's location replaced by its copy on local disk."""
+
+    catalog: UnityCatalog
+    folder: Path
+
+    @property
+    def uri(self) -> str:
+        return self.catalog.uri
+
+    def table(self, catalog: str, schema: str, name: str):
+        return replace(self.catalog.table(catalog, schema, name), location=self.folder.as_uri())
+
+
+def check(
+    catalog: UnityCatalog, name: str, folder: Path, expected: dict | None = None
+) -> CatalogCheck:
+    """The race's checks of the table ``name``, read from the store (copied to ``folder`` first) and
+    from the catalog: :func:`helpers.catalog.race.check_table`."""
+    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
+    mirror(view.location, folder)
+    found = check_table(_MirroredCatalog(catalog, folder), name, expected)
+    found.catalog = replace(found.catalog, location=view.location)
+    return found
+
+
+# -- the server, the store's registration, the table ---------------------------------------------------
+
+
+def start_server(root: Path, store: str) -> tuple[server.UCServer, str]:
+    """A server whose managed tables live on ``store``, its state under ``root``; returns it and
+    its managed storage root. For S3 the patched build's setting names the emulator's STS."""
+    base = managed_root(store, uuid.uuid4().hex[:8])
+    environment = {}
+    if store == "s3" and config.profile() == "local":
+        environment = {
+            server.STS_ENDPOINT_VARIABLE: config.moto_endpoint(),
+            server.S3_ENDPOINT_VARIABLE: config.aws_endpoint("s3"),
+        }
+    return server.start(root, managed_storage_root=base, environment=environment), base
+
+
+def credential_body(store: str) -> dict:
+    """The storage credential an operator registers for ``store`` (the emulators' well-known keys)."""
+    if store == "azure":
+        return {
+            "name": CREDENTIAL,
+            "purpose": "STORAGE",
+            "azure_storage_key": {
+                "account_name": config.azure_account_name(),
+                "account_key": config.AZURITE_ACCOUNT_KEY,
+            },
+        }
+    return {
+        "name": CREDENTIAL,
+        "purpose": "STORAGE",
+        "aws_iam_role": {
+            "role_arn": ROLE_ARN,
+            "region": config.names().aws_region,
+            "access_key_id": config.EMULATOR_AWS_ACCESS_KEY_ID,
+            "secret_access_key": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
+        },
+    }
+
+
+def register_store(catalog: UnityCatalog, store: str, base: str) -> None:
+    """The store's credential, and an external location at the managed root that it governs: what
+    the server mints each table's credential from."""
+    catalog.create_schema(tables.CATALOG, tables.SCHEMA)
+    catalog.call("POST", f"{API}/credentials", credential_body(store))
+    catalog.call(
+        "POST",
+        f"{API}/external-locations",
+        {"name": CREDENTIAL, "url": base, "credential_name": CREDENTIAL},
+    )
+
+
+def stage(catalog: UnityCatalog, name: str) -> tuple[StagedTable, list[dict]]:
+    """Step 1 of a table's creation, and the storage credentials the catalog vended with it (the
+    answer's ``storage-credentials``: prefix, operation, config, secrets included: show them with
+    :func:`masked`)."""
+    answer = catalog.call(
+        "POST",
+        f"{DELTA}/catalogs/{tables.CATALOG}/schemas/{tables.SCHEMA}/staging-tables",
+        {"name": name},
+    )
+    staged = StagedTable(
+        name, answer["table-id"], answer["location"], answer.get("required-properties") or {}
+    )
+    return staged, answer.get("storage-credentials") or []
+
+
+def masked(vended: list[dict]) -> list[dict]:
+    """Vended credentials as a page may show them: every value of their config masked but the
+    access key's first four letters (``ASIA`` marks a key STS minted)."""
+    return [
+        {
+            **credential,
+            "config": {
+                key: value[:4] + "..." if key == "s3.access-key-id" else config.MASKED
+                for key, value in (credential.get("config") or {}).items()
+            },
+        }
+        for credential in vended
+    ]
+
+
+def session(
+    uri: str,
+    *stores: str,
+    creates_tables: bool = False,
+    app_name: str = "catalog-store",
+    extra_conf=None,
+):
+    """A Delta Spark session for ``stores`` whose catalog-managed tables commit through the server at
+    ``uri`` (a session already running takes the new server, as in :func:`helpers.catalog.tables.spark_session`)."""
+    from helpers import sessions
+
+    conf = {**tables.session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
+    spark = sessions.spark_session(*stores, app_name=app_name, extra_conf=conf)
+    spark.conf.set(tables.URI_KEY, uri)
+    return spark
+
+
+def create(spark, catalog: UnityCatalog, staged: StagedTable, columns: str = COLUMNS) -> None:
+    """Steps 2 and 3 of a table's creation on the store: Delta writes version 0 at the staged
+    location, then the catalog registers it (:func:`helpers.catalog.tables.create` on local disk)."""
+    properties = {**tables.TABLE_PROPERTIES, tables.TABLE_ID_PROPERTY: staged.table_id}
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    spark.sql(
+        f"CREATE TABLE {tables.SCHEMA}.{staged.name} ({columns}) USING delta "
+        f"LOCATION '{staged.location}' TBLPROPERTIES ({listed})"
+    )
+    body = read_object(staged.location, f"_delta_log/{0:020d}.json").decode()
+    catalog.register(
+        tables.CATALOG,
+        tables.SCHEMA,
+        staged,
+        [json.loads(line) for line in body.splitlines() if line.strip()],
+    )
+
+
+PUBLISH_WAIT_S = tables.PUBLISH_WAIT_S
+
+
+def wait_published(catalog: UnityCatalog, name: str) -> int:
+    """:func:`helpers.catalog.tables.wait_published` on the store: wait until the latest version the
+    catalog ratified is published as ``_delta_log/<v>.json``, and return it."""
+    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
+    last = f"_delta_log/{view.latest_version:020d}.json"
+    deadline = time.monotonic() + PUBLISH_WAIT_S
+    while last not in list_keys(view.location):
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"version {view.latest_version} of {name} was ratified by the catalog but not "
+                f"published to {last} within {PUBLISH_WAIT_S:.0f} s"
+            )
+        time.sleep(0.2)
+    return view.latest_version
+
+
+# -- the race --------------------------------------------------------------------------------------
+
+
+def run_writer(spec: dict) -> dict:
+    """One racing driver on the store (:mod:`helpers.catalog.writer`'s, with the store's session)."""
+    from helpers.processes import run_at_barrier
+    from helpers.writers.protocol import T_PROCESS_START
+
+    result = {
+        "process": spec["process"],
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "appends": [],
+        "error": None,
+    }
+
+    def prepare():
+        spark = session(
+            spec["uri"],
+            spec["store"],
+            app_name=f"catalog-{spec['store']}-{spec['process']}",
+            extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
+        )
+        tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
+        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(1).collect()
+        return spark
+
+    def work(spark) -> None:
+        for batch in spec["batches"]:
+            started = time.time()
+            frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
+            frame.writeTo(f"{tables.SCHEMA}.{spec['table']}").append()
+            result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+        wait_published(UnityCatalog(spec["uri"]), spec["table"])
+
+    return run_at_barrier(spec, result, prepare, work)
+
+
+def run_race(
+    catalog: UnityCatalog,
+    store: str,
+    name: str,
+    location: str,
+    *,
+    writers: int,
+    batches_per_writer: int,
+    run_dir: Path,
+) -> Race:
+    """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers released together at a
+    barrier, each appending ``batches_per_writer`` batches; the checks read from the store and the catalog."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    procs, batches = [], {}
+    for number in range(1, writers + 1):
+        writer = f"w{number}"
+        batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
+        proc = processes.EraProcess(
+            name=writer,
+            era=eras.CURRENT,
+            module="helpers.catalog.object_storage",
+            spec_path=run_dir / f"{writer}.json",
+            stdout_path=run_dir / f"{writer}.out",
+            stderr_path=run_dir / f"{writer}.err",
+        )
+        proc.spec_path.write_text(
+            json.dumps(
+                {
+                    "process": writer,
+                    "barrier_dir": str(run_dir),
+                    "runner_pid": os.getpid(),
+                    "result_path": str(run_dir / f"{writer}.result.json"),
+                    "uri": catalog.uri,
+                    "store": store,
+                    "table": name,
+                    "location": location,
+                    "batches": batches[writer],
+                },
+                indent=1,
+            )
+        )
+        procs.append(proc)
+    processes.launch(procs, new_session=True)
+    shown = RunProgress(f"{writers} drivers on {store}", len(procs))
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    try:
+        if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
+            raise RaceError(
+                f"The drivers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}."
+            )
+        missing = processes.absent(procs, run_dir)
+        if missing:
+            raise RaceError(
+                f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}"
+            )
+        opened = open_barrier(run_dir)
+        processes.wait_for_exits(procs, deadline, shown)
+    finally:
+        if processes.kill_stragglers(procs):
+            raise RaceError(
+                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its drivers were stopped."
+            )
+    seconds = max(p.t_exited for p in procs) - opened
+    shown.finish(f"{writers} drivers on {store} done in {seconds:.0f} s")
+    results = {
+        p.name: json.loads((run_dir / f"{p.name}.result.json").read_text())
+        if (run_dir / f"{p.name}.result.json").exists()
+        else {}
+        for p in procs
+    }
+    expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
+    return Race(batches, results, check(catalog, name, run_dir / "store-copy", expected), seconds)
+
+
+if __name__ == "__main__":
+    spec_process_main("helpers.catalog.object_storage", run_writer)
