@@ -10,6 +10,8 @@ one left behind.
 
 Usage:  cargo install olai-uc-server --version 0.0.11 --features bin --locked
         python repro.py [path/to/uc-server]           (standard library only)
+        python repro.py path/to/uc-server --also-set NAME
+                                                      (also set NAME to the stub: a patched build's setting)
 
 Nothing leaves the machine: the server runs with HTTPS_PROXY set to a listener of this script that
 records where the server asks to connect and refuses it. Exit 1: the server went to AWS STS
@@ -84,7 +86,13 @@ def call(base: str, method: str, path: str, body: dict | None = None) -> tuple[i
 
 
 def main() -> int:
-    binary = sys.argv[1] if len(sys.argv) > 1 else shutil.which("uc-server")
+    args = sys.argv[1:]
+    variables = STS_VARIABLES
+    if "--also-set" in args:
+        at = args.index("--also-set")
+        variables = STS_VARIABLES + (args[at + 1],)
+        del args[at:at + 2]
+    binary = args[0] if args else shutil.which("uc-server")
     if not binary or not os.path.exists(binary):
         print("uc-server not found: cargo install olai-uc-server --version 0.0.11 --features bin --locked")
         return 2
@@ -99,7 +107,7 @@ def main() -> int:
             json.dump({"host": "127.0.0.1", "backend": {"engine": "sqlite", "path": ":memory:"},
                        "managed_storage_root": "s3://bucket/uc", "ui": {"serve": False}}, out)
         env = {**os.environ, "HTTPS_PROXY": f"http://127.0.0.1:{proxy_port}", "HTTP_PROXY": f"http://127.0.0.1:{proxy_port}",
-               "NO_PROXY": "127.0.0.1,localhost", **{variable: f"http://127.0.0.1:{stub.server_port}" for variable in STS_VARIABLES}}
+               "NO_PROXY": "127.0.0.1,localhost", **{variable: f"http://127.0.0.1:{stub.server_port}" for variable in variables}}
         server = subprocess.Popen([binary, "serve", "-c", config, "--host", "127.0.0.1", "--port", str(port), "--no-ui"],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -131,8 +139,9 @@ def main() -> int:
             server.wait()
     message = (answer.get("error") or {}).get("message", "")
     message_again = (answer_again.get("error") or {}).get("message", "") or answer_again.get("message", "")
-    print(", ".join(f"{variable}={env[variable]}" for variable in STS_VARIABLES) + " (a stub answering AssumeRole)")
-    print(f"staging-tables: HTTP {status} {message[:300]}")
+    print(", ".join(f"{variable}={env[variable]}" for variable in variables) + " (a stub answering AssumeRole)")
+    vended = [c.get("config", {}).get("s3.access-key-id") for c in answer.get("storage-credentials") or []]
+    print(f"staging-tables: HTTP {status} {message[:300]}" + (f"credentials vended with access key {vended}" if vended else ""))
     print(f"staging-tables again, same name: HTTP {again} {message_again[:300]}")
     print(f"AssumeRole calls the stub received: {len(StubSTS.calls)}")
     print(f"connections the server asked the proxy for: {sorted(set(seen))}")
