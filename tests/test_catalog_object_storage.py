@@ -94,6 +94,10 @@ def test_a_catalog_managed_table_on_object_storage_loses_nothing_in_a_race(
     ) == WRITERS * BATCHES + len(found.losers)
     # nothing was written to local disk: the server's folder holds no table
     assert not any((uc.root / "tables").iterdir())
+    # crafted break: the store loses published version 1, and the checks see the gap
+    object_storage.delete_object(staged.location, f"_delta_log/{1:020d}.json")
+    broken = object_storage.check(catalog, name, tmp_path / "broken-copy")
+    assert any("without a gap" in p for p in broken.problems), broken.summary()
 
 
 def test_without_its_setting_the_patched_server_still_calls_aws_sts(tmp_path):

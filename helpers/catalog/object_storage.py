@@ -32,13 +32,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from helpers import config, eras, processes
+from helpers import config
 from helpers.catalog import server, tables
-from helpers.catalog.race import RUN_TIMEOUT_S, CatalogCheck, Race, RaceError, check_table
+from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
 from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
 from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
-from helpers.progress import RunProgress
-from helpers.writers.protocol import open_barrier, spec_process_main
+from helpers.writers.protocol import spec_process_main
 
 STORES = ("azure", "s3")
 CREDENTIAL = "workbook-store"
@@ -107,6 +106,17 @@ def read_object(location: str, relative: str) -> bytes:
         blob = storage.blob_service().get_blob_client(bucket, f"{prefix}/{relative}")
         return blob.download_blob().readall()
     return storage.s3_client().get_object(Bucket=bucket, Key=f"{prefix}/{relative}")["Body"].read()
+
+
+def delete_object(location: str, relative: str) -> None:
+    """Remove one object of the table (a crafted break for the checks)."""
+    from helpers import storage
+
+    store, bucket, prefix = split(location)
+    if store == "azure":
+        storage.blob_service().get_blob_client(bucket, f"{prefix}/{relative}").delete_blob()
+    else:
+        storage.s3_client().delete_object(Bucket=bucket, Key=f"{prefix}/{relative}")
 
 
 def mirror(location: str, folder: Path) -> Path:
@@ -330,66 +340,24 @@ def run_race(
     batches_per_writer: int,
     run_dir: Path,
 ) -> Race:
-    """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers released together at a
-    barrier, each appending ``batches_per_writer`` batches; the checks read from the store and the catalog."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    procs, batches = [], {}
-    for number in range(1, writers + 1):
-        writer = f"w{number}"
-        batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
-        proc = processes.EraProcess(
-            name=writer,
-            era=eras.CURRENT,
-            module="helpers.catalog.object_storage",
-            spec_path=run_dir / f"{writer}.json",
-            stdout_path=run_dir / f"{writer}.out",
-            stderr_path=run_dir / f"{writer}.err",
-        )
-        proc.spec_path.write_text(
-            json.dumps(
-                {
-                    "process": writer,
-                    "barrier_dir": str(run_dir),
-                    "runner_pid": os.getpid(),
-                    "result_path": str(run_dir / f"{writer}.result.json"),
-                    "uri": catalog.uri,
-                    "store": store,
-                    "table": name,
-                    "location": location,
-                    "batches": batches[writer],
-                },
-                indent=1,
-            )
-        )
-        procs.append(proc)
-    processes.launch(procs, new_session=True)
-    shown = RunProgress(f"{writers} drivers on {store}", len(procs))
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    try:
-        if not processes.wait_for_barrier(procs, run_dir, deadline, shown):
-            raise RaceError(
-                f"The drivers did not start within {RUN_TIMEOUT_S:.0f} s; see {config.shown(run_dir)}."
-            )
-        missing = processes.absent(procs, run_dir)
-        if missing:
-            raise RaceError(
-                f"{missing[0].name} failed before the barrier: {processes.stderr_tail(missing[0].stderr_path)}"
-            )
-        opened = open_barrier(run_dir)
-        processes.wait_for_exits(procs, deadline, shown)
-    finally:
-        if processes.kill_stragglers(procs):
-            raise RaceError(
-                f"The race did not end within {RUN_TIMEOUT_S:.0f} s; its drivers were stopped."
-            )
-    seconds = max(p.t_exited for p in procs) - opened
-    shown.finish(f"{writers} drivers on {store} done in {seconds:.0f} s")
-    results = {
-        p.name: json.loads((run_dir / f"{p.name}.result.json").read_text())
-        if (run_dir / f"{p.name}.result.json").exists()
-        else {}
-        for p in procs
+    """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers (:func:`run_writer`)
+    released together at a barrier, each appending ``batches_per_writer`` batches; the checks read
+    from the store and the catalog (:func:`check`)."""
+    batches = {
+        f"w{n}": [n * 10 + k for k in range(1, batches_per_writer + 1)]
+        for n in range(1, writers + 1)
     }
+    specs = {
+        writer: {
+            "module": "helpers.catalog.object_storage",
+            "store": store,
+            "table": name,
+            "location": location,
+            "batches": batches[writer],
+        }
+        for writer in batches
+    }
+    results, seconds = run_drivers(catalog, specs, run_dir, f"{writers} drivers on {store}")
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
     return Race(batches, results, check(catalog, name, run_dir / "store-copy", expected), seconds)
 
