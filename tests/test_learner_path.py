@@ -81,6 +81,7 @@ GLOSSARY_ONLY = {
     "time travel": r"time travel",
     "torture run": r"torture runs?",
     "unsafe rename": r"unsafe renames?",
+    "Delta Kernel": r"(?-i:Delta Kernel)",
     "DeltaError": r"DeltaError",
     "DeltaProtocolError": r"DeltaProtocolError",
     "FileAlreadyExistsException": r"FileAlreadyExistsException",
