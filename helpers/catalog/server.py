@@ -67,10 +67,11 @@ PROFILE: dict[str, str] = {
 }
 """Cargo's release profile, changed by these settings (environment variables cargo reads): no
 optimisation, and each crate cut into as many pieces as the compiler likes. The server serves one
-machine's tests and lessons, a few hundred requests a run; on 2026-11-28 the patched build took
-459 s with these settings against 2386 s with the release profile, on the same shared 2-core
-machine (1-minute load averages 5.7 and 9.3 during each), and notebook 15 and the object-storage
-tests passed with it (docs/versions.md)."""
+machine's tests and lessons, a few hundred requests a run. On 2026-11-28, on one shared 2-core
+machine, the patched build took 2386 s with the release profile (1-minute load 9.3 on average),
+and with these settings 459 s (load 5.7) and, through :func:`build`, 926 s (load 12.3 at its start,
+4.9 at its end; 344 s of user CPU); notebook 15 and the object-storage tests pass with it
+(docs/versions.md)."""
 
 
 class UCServerError(RuntimeError):
