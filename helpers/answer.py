@@ -152,6 +152,7 @@ S12_C = Section(
 )
 S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once")
 S15_8 = Section("15_catalog_managed_tables.ipynb", "8", "Maintenance: the catalog's job")
+S15_9 = Section("15_catalog_managed_tables.ipynb", "9", "A second engine through the same catalog")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")
 S13_5 = Section(N13, "5", "The full matrix: every engine, every pair")
@@ -288,7 +289,9 @@ class Row:
     for "what to do"; ``engines``: the matrix engines of every column ``cells`` (column key -> Check or
     Unmeasured) does not give; ``loses``: the commit protocol loses appends, so every cell loses data on
     that one evidence; ``remedy``: matrix pairs of the retried append made safe by ``remedy_how``;
-    ``other_from_matrix``: each pair is one engine against the other, so sharing is the worst of all."""
+    ``other_from_matrix``: each pair is one engine against the other, so sharing is the worst of all;
+    ``other_engine``: the engine its "other" cell measured beside it, where that is not the other of
+    Delta Spark and deltalake."""
 
     key: str
     engine: str
@@ -302,6 +305,7 @@ class Row:
     remedy: tuple[tuple[str, str], ...] = ()
     remedy_how: str = ""
     other_from_matrix: bool = False
+    other_engine: str = ""
 
 
 def _rs(*versions: str, s3: bool = True) -> tuple[str, ...]:
@@ -607,10 +611,21 @@ ROWS = (
                 )
                 for key in ("vacuum", "vacuum_rewrite")
             },
-            "other": Unmeasured(
-                f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)"
+            "other": Check(
+                S15_9,
+                "kernel race: problems found reading storage and the catalog",
+                SAFE,
+                f"{SPARK} + Delta Kernel {SPARK}",
+                claim="Every batch of both engines is in the table once",
+                note=f"Kernel commits through the catalog with its own Unity Catalog committer "
+                f"(`io.delta:delta-kernel-unitycatalog:{SPARK}`) beside Delta Spark {SPARK} drivers, "
+                "all at one barrier as in 15 §5, checked the same way from storage and the catalog; "
+                "one race per run of notebook 15 (1 Kernel writer and 2 Delta Spark drivers, 2 "
+                "appends each: 6 commits through the catalog), and the verdict rests on that run. "
+                f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)",
             ),
         },
+        other_engine=f"Java Delta Kernel {SPARK}",
     ),
     Row(
         "mixed-lock",

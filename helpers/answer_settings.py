@@ -190,7 +190,8 @@ SETTINGS = (
         + b.CATALOG_MANAGED.version
         + " and later); every writer through that "
         "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
-        "session catalog, as notebook 15 does); no log store setting and no lock table. A writer that goes around "
+        "session catalog, as notebook 15 does; Java Delta Kernel with its Unity Catalog committer, "
+        "`delta-kernel-unitycatalog`); no log store setting and no lock table. A writer that goes around "
         "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
         + CURRENT
         + " neither reads nor writes such a table",
@@ -245,7 +246,9 @@ def configure(setting: Setting) -> str:
 
 def race_words(column_key: str, row=None, cell: Cell | None = None) -> str:
     """A column's race as a sentence says it; "the other engine" named for the row's engine (and, from
-    its cell, the releases measured)."""
+    its cell, the releases measured), or as the row names the engine its cell measured beside it."""
+    if column_key == "other" and row is not None and row.other_engine:
+        return f"{row.other_engine} writing the same table"
     if column_key == "other" and row is not None and row.engine in ("deltalake", "Delta Spark"):
         other = "Delta Spark" if row.engine == "deltalake" else "deltalake"
         versions = (

@@ -778,3 +778,21 @@ def test_the_catalog_managed_tables_maintenance_is_not_allowed_and_never_rerun()
         "- Do not run OPTIMIZE, Z-order, REORG or VACUUM with Delta Spark 4.4.0 on a catalog-managed "
         "table: that setting refuses them by design" in page
     )
+
+
+def test_the_catalog_rows_other_engine_is_the_one_raced_beside_it():
+    """The catalog-managed row's "other" cell is Java Delta Kernel's race through the same catalog (15 §9),
+    and its paragraph names Kernel, not deltalake, as the engine that may write beside Delta Spark; its note
+    keeps that deltalake neither reads nor writes such a table. Without the row's ``other_engine`` the race
+    would be named as deltalake's, and this test says so."""
+    grid = answer.grid_of(answer.Results.load())
+    cell = grid["spark-catalog", "other"]
+    assert (cell.verdict, cell.section) == (answer.SAFE, answer.S15_9)
+    assert cell.evidence.check == "kernel race: problems found reading storage and the catalog"
+    assert "deltalake 1.6.6 neither reads nor writes a catalog-managed table (15 §6)" in cell.note
+    text = _paragraphs(_page())["spark-catalog"]
+    may = BRACKETS.sub("", dict(HEADINGS.findall(text))["May run at once"])
+    assert "Java Delta Kernel 4.4.0 writing the same table" in may and "deltalake" not in may
+    row = next(r for r in answer.ROWS if r.key == "spark-catalog")
+    unnamed = answer_settings.race_words("other", dataclasses.replace(row, other_engine=""), cell)
+    assert "Java Delta Kernel" not in unnamed and unnamed.startswith("deltalake")
