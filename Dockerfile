@@ -1,13 +1,23 @@
 # JupyterLab for the workbook: Python 3.11, Java 17, the pinned kernel and writer environments,
 # and the Spark jars resolved at build time. The emulators run in their own containers
 # (docker-compose.yml); this image installs exactly what `make install-python` installs natively.
-# Notebook 15's Unity Catalog server, built from its crate as `make uc-server` builds it natively
-# (helpers/catalog/server.py: the same crate, version, feature and lock file); only the binary is kept
+# Notebook 15's Unity Catalog server, built as `make uc-server` builds it natively
+# (helpers/catalog/server.py): the crate's sources at the same version, the workbook's patch
+# applied (helpers/catalog/patches/: it changes nothing unless its variable is set), the crate's own
+# lock file and the same profile; only the binary is kept
 FROM rust:1.95-slim-bookworm AS uc-server
 RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && apt-get install -y --no-install-recommends gcc libc6-dev patch \
  && rm -rf /var/lib/apt/lists/*
-RUN cargo install olai-uc-server --version 0.0.11 --features bin --locked --root /opt/uc-server
+COPY helpers/catalog/patches/sts-endpoint.patch /tmp/
+RUN cargo new --quiet --vcs none /tmp/fetch \
+ && echo 'olai-uc-server = "=0.0.11"' >> /tmp/fetch/Cargo.toml \
+ && cargo fetch --quiet --manifest-path /tmp/fetch/Cargo.toml \
+ && tar xzf "$CARGO_HOME"/registry/cache/*/olai-uc-server-0.0.11.crate -C /tmp \
+ && cd /tmp/olai-uc-server-0.0.11 \
+ && patch -p1 < /tmp/sts-endpoint.patch \
+ && CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 \
+    cargo install --path . --features bin --locked --root /opt/uc-server
 
 FROM python:3.11.7-slim-bookworm
 
@@ -26,7 +36,7 @@ COPY helpers/ helpers/
 RUN make install-python PYTHON=python3.11
 COPY . .
 COPY --from=uc-server /opt/uc-server/bin/uc-server .cache/uc/install/bin/uc-server
-RUN echo 0.0.11 > .cache/uc/install/uc-server.version
+RUN .venv/bin/python -c "from helpers.catalog import server; server.STAMP.write_text(server.stamp_text() + '\\n')"
 
 EXPOSE 8888
 # as `make lab` starts it (kernels' sockets in a private temporary folder), listening on every

@@ -131,6 +131,23 @@ DELTA_LOG_STORE_REPORT = (
     f"({b.DELTA_SPARK.version}): a writer whose claim won but whose copy to `N.json` S3 refused is told its append "
     "failed although it is in the log; look in the table before rerunning a failed append"
 )
+CATALOG_LOST_ANSWER = (
+    f"[a lost `add-commit` answer]({FINDINGS}/delta-uc-lost-commit-answer-commits-twice/REPORT.md) "
+    f"({b.DELTA_SPARK.version}, 15 appendix B): when the catalog ratified a commit and its answer is lost, Delta "
+    "takes its own commit for another writer's and commits the same append again as the next version (the rows "
+    "are read once, and the log holds the append twice, with new row ids)"
+)
+CATALOG_COMMIT_LIMIT = (
+    f"[the catalog's commit limit]({FINDINGS}/delta-uc-commit-limit-never-backfills/REPORT.md) "
+    f"({b.DELTA_SPARK.version}, 15 appendix B): after ten commits the catalog ratified and nobody published, "
+    "Delta retries the catalog's refusal (HTTP 429) without publishing them, and no writer commits until they are "
+    "published"
+)
+KERNEL_REBASE = (
+    f"[Kernel's second rebase]({FINDINGS}/delta-kernel-uc-rebase-behind-an-unpublished-commit/REPORT.md) "
+    f"(Java Delta Kernel {b.DELTA_SPARK.version}): behind one published and one unpublished commit of another "
+    "writer, Kernel's commit stops on its own check; read the table again and retry (delta-io/delta#5018)"
+)
 SETTINGS = (
     Setting(
         f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
@@ -195,6 +212,7 @@ SETTINGS = (
         "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
         + CURRENT
         + " neither reads nor writes such a table",
+        findings=(CATALOG_LOST_ANSWER, CATALOG_COMMIT_LIMIT, KERNEL_REBASE),
     ),
     Setting(
         f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"

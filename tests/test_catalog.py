@@ -63,7 +63,7 @@ def test_a_server_that_dies_at_start_is_reported_with_its_log(monkeypatch, tmp_p
     fake.write_text("#!/bin/sh\necho 'cannot start: reason' >&2\nexit 3\n")
     fake.chmod(0o755)
     stamp = tmp_path / "bin" / "uc-server.version"
-    stamp.write_text(server.VERSION)
+    stamp.write_text(server.stamp_text())
     monkeypatch.setattr(server, "BINARY", fake)
     monkeypatch.setattr(server, "STAMP", stamp)
     with pytest.raises(server.UCServerError, match=r"exit code 3.*uc-server\.log"):

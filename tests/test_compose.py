@@ -105,12 +105,13 @@ def test_dockerfile_builds_the_unity_catalog_server_as_make_does():
     dockerfile = (config.ROOT / "Dockerfile").read_text()
     rust = ".".join(map(str, server.RUST_MIN))
     assert f"FROM rust:{rust}-" in dockerfile
-    assert (
-        f"cargo install {server.CRATE} --version {server.VERSION} --features bin --locked"
-        in dockerfile
-    )
+    assert f'{server.CRATE} = "={server.VERSION}"' in dockerfile
+    assert f"COPY {server.PATCH.relative_to(config.ROOT)} /tmp/" in dockerfile
+    assert f"patch -p1 < /tmp/{server.PATCH.name}" in dockerfile
+    profile = " ".join(f"{key}={value}" for key, value in server.PROFILE.items())
+    assert f"{profile} \\\n    cargo install --path . --features bin --locked" in dockerfile
     assert f"/bin/uc-server {server.BINARY.relative_to(config.ROOT)}" in dockerfile
-    assert f"echo {server.VERSION} > {server.STAMP.relative_to(config.ROOT)}" in dockerfile
+    assert "server.STAMP.write_text(server.stamp_text()" in dockerfile
 
 
 def test_conda_environment_uses_the_same_lock():
