@@ -334,30 +334,40 @@ def log_store_jar() -> Path:
     log stores, ``workbook.matrix``, and notebook 15's catalog extension, ``workbook.catalog``), compiled from ``helpers/java/``
     with the JDK's javac the first time it is needed (and again when the source changes). It
     compiles against the Delta and AWS SDK jars in the Ivy cache, fetching them first if needed."""
+    return compile_jar(
+        config.BUILD_DIR / "jars" / "workbook-log-store.jar",
+        JAVA_SOURCES,
+        _log_store_classpath,
+        JAVA_DIR,
+        SessionError,
+    )
+
+
+def compile_jar(jar: Path, sources, classpath, source_dir: Path, error: type[Exception]) -> Path:
+    """``jar`` compiled from the Java ``sources`` (under ``source_dir``) against ``classpath()`` with
+    the JDK's javac, unless it is newer than every source; one process compiles while the others
+    wait (writers start in parallel). A missing JDK tool or a compile error raises ``error``."""
     import fcntl
     import shutil
     import subprocess
     import tempfile
 
-    jar = config.BUILD_DIR / "jars" / "workbook-log-store.jar"
-
     def up_to_date() -> bool:
-        return jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES)
+        return jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in sources)
 
     if up_to_date():
         return jar
     if shutil.which("javac") is None or shutil.which("jar") is None:
         from helpers import preflight
 
-        raise SessionError(
+        raise error(
             preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17."
         )
     jar.parent.mkdir(parents=True, exist_ok=True)
-    with open(jar.parent / ".build.lock", "w") as lock:  # writers start in parallel: one compiles
+    with open(jar.parent / f".{jar.stem}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if up_to_date():  # another process compiled it while this one waited
             return jar
-        classpath = _log_store_classpath()
         with tempfile.TemporaryDirectory(dir=jar.parent) as work:
             classes = Path(work) / "classes"
             compiled = subprocess.run(
@@ -367,17 +377,17 @@ def log_store_jar() -> Path:
                     "17",
                     "-nowarn",
                     "-cp",
-                    os.pathsep.join(map(str, classpath)),
+                    os.pathsep.join(map(str, classpath())),
                     "-d",
                     str(classes),
-                    *map(str, JAVA_SOURCES),
+                    *map(str, sources),
                 ],
                 capture_output=True,
                 text=True,
             )
             if compiled.returncode != 0:
-                raise SessionError(
-                    f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}"
+                raise error(
+                    f"javac could not compile {config.shown(source_dir)}:\n{compiled.stderr[-2000:]}"
                 )
             packed = Path(work) / jar.name
             subprocess.run(

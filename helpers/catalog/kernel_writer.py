@@ -83,56 +83,15 @@ def classpath() -> list[Path | str]:
 def kernel_jar() -> Path:
     """The jar of ``workbook.kernel.KernelAppender``, compiled from ``helpers/catalog/java/`` with
     the JDK's javac the first time it is needed (and again when the source changes)."""
-    import fcntl
-    import shutil
-    import tempfile
+    from helpers import sessions
 
-    jar = config.BUILD_DIR / "jars" / "workbook-kernel-appender.jar"
-
-    def up_to_date() -> bool:
-        return jar.is_file() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in JAVA_SOURCES)
-
-    if up_to_date():
-        return jar
-    if shutil.which("javac") is None or shutil.which("jar") is None:
-        from helpers import preflight
-
-        raise KernelWriterError(
-            preflight.check_javac() or "The JDK's `jar` tool is not on PATH; install the JDK 17."
-        )
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with open(jar.parent / ".kernel-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if up_to_date():
-            return jar
-        with tempfile.TemporaryDirectory(dir=jar.parent) as work:
-            classes = Path(work) / "classes"
-            compiled = subprocess.run(
-                [
-                    "javac",
-                    "--release",
-                    "17",
-                    "-nowarn",
-                    "-cp",
-                    os.pathsep.join(map(str, classpath())),
-                    "-d",
-                    str(classes),
-                    *map(str, JAVA_SOURCES),
-                ],
-                check=False,
-                capture_output=True,
-                text=True,
-            )
-            if compiled.returncode != 0:
-                raise KernelWriterError(
-                    f"javac could not compile {config.shown(JAVA_DIR)}:\n{compiled.stderr[-2000:]}"
-                )
-            packed = Path(work) / jar.name
-            subprocess.run(
-                ["jar", "cf", str(packed), "-C", str(classes), "."], check=True, capture_output=True
-            )
-            os.replace(packed, jar)
-    return jar
+    return sessions.compile_jar(
+        config.BUILD_DIR / "jars" / "workbook-kernel-appender.jar",
+        JAVA_SOURCES,
+        classpath,
+        JAVA_DIR,
+        KernelWriterError,
+    )
 
 
 def command(spec: dict) -> list[str]:
