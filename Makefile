@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -107,7 +107,10 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@# the server's build is compiling while the environments, jars and Azurite download: on a cold
 	@# machine that overlaps most of the install's time with it
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
-	$(PY) -m helpers.services run -- $(PY) -m pytest --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(PY) -m helpers.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
+test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3; about 5 min on 2 cores; CI runs it after make test)
+	$(PY) -m helpers.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
 	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)

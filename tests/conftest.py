@@ -58,8 +58,6 @@ RUN_FIRST = (
     "notebooks/13_conflict_matrix.ipynb",  # ~150 s: pairs raced in deltalake 1.6.6 and Delta Spark, and the full matrix's anomalies again
     "notebooks/10_small_files.ipynb",  # ~130 s: Spark maintenance on a twin table
     "notebooks/15_catalog_managed_tables.ipynb",  # ~120 s: Spark drivers through the Unity Catalog server
-    "tests/test_findings.py",  # ~95 s: each finding's reproducer
-    "tests/test_spark_dynamodb_log_store.py",  # ~95 s: two Spark drivers against the unfinished-commit states
     "notebooks/14_many_producers.ipynb",  # ~90 s: producers, the committer, kills, and Spark's foreachBatch
     "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
     "tests/test_copy_safe.py",  # the copy cells run against the emulators, Spark's among them
@@ -77,10 +75,24 @@ RUN_FIRST = (
 )
 
 
+# Tests that hold the evidence of a finding or a store rather than a lesson, and take minutes of
+# Spark: marked `heavy`, so that `make test` (`-m "not heavy"`) keeps within its 10 minutes and
+# `make test-heavy` (`-m heavy`, which CI runs after make test) runs them. Run alone by path, they run.
+HEAVY = (
+    "tests/test_findings.py",  # ~105 s: each finding's reproducer, with the era it names
+    "tests/test_spark_dynamodb_log_store.py",  # ~110 s: two Spark drivers against the unfinished-commit states
+    "tests/test_catalog_object_storage.py",  # ~75 s: catalog-managed tables raced on Azurite and on S3
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files in RUN_FIRST order, then the rest as collected; each file's own order is kept."""
+    """Files in RUN_FIRST order, then the rest as collected; each file's own order is kept. The
+    tests of HEAVY files are marked ``heavy``."""
     rank = {path: number for number, path in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(RUN_FIRST)))
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in HEAVY:
+            item.add_marker(pytest.mark.heavy)
 
 
 # tests/cluster/ runs notebook 09 on a standalone Spark cluster (`make cluster-check`): minutes of
