@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -45,6 +46,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
 
 from helpers import config, delta_log
+
+
+class _Server(ThreadingHTTPServer):
+    """The gate's HTTP server: a client that hung up before its answer is no error to print (a
+    profile's meter sees hundreds of them)."""
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
 
 ORDERS = ("arrival", "conditional-first", "unconditional-first")
 HOP_BY_HOP = {
@@ -271,7 +283,7 @@ class CommitGate:
         self._version: int | None = None
         self._local = threading.local()
         try:
-            self._server = ThreadingHTTPServer((config.LOCALHOST, port), self._handler_class())
+            self._server = _Server((config.LOCALHOST, port), self._handler_class())
         except OSError as error:
             raise GateError(
                 f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one)."
