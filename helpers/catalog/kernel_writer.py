@@ -32,9 +32,9 @@ from pathlib import Path
 from helpers import config, eras, processes
 from helpers.catalog.race import Race, check_table, run_drivers
 from helpers.catalog.tables import CATALOG, SCHEMA
-from helpers.catalog.writer import ROWS_PER_BATCH
+from helpers.catalog.writer import ROWS_PER_BATCH, batches_of, new_result
 from helpers.processes import run_at_barrier
-from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
+from helpers.writers.protocol import one_line, spec_process_main
 
 KERNEL_VERSION = config.DELTA_JARS_VERSION
 """Delta Kernel's release: Delta's own, the one Delta Spark's jars bring along."""
@@ -136,14 +136,7 @@ def _next_event(java: subprocess.Popen, stderr_path: Path) -> dict:
 
 
 def run(spec: dict) -> dict:
-    result = {
-        "process": spec["process"],
-        "engine": f"Delta Kernel {KERNEL_VERSION}",
-        "pid": os.getpid(),
-        "t_process_start": T_PROCESS_START,
-        "appends": [],
-        "error": None,
-    }
+    result = new_result(spec, engine=f"Delta Kernel {KERNEL_VERSION}")
     stderr_path = Path(spec["result_path"]).with_suffix(".java.err")
 
     def prepare() -> subprocess.Popen:
@@ -204,7 +197,7 @@ def run_race(
     batches, specs = {}, {}
     for number, (prefix, module, n) in enumerate(writers, start=1):
         writer = f"{prefix}{n}"
-        batches[writer] = [number * 10 + k for k in range(1, batches_per_writer + 1)]
+        batches[writer] = batches_of(number, batches_per_writer)
         specs[writer] = {
             "module": module,
             "table": name,

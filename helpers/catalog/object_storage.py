@@ -25,7 +25,6 @@ Command line: ``<python> -m helpers.catalog.object_storage SPEC_JSON_FILE`` is o
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -36,7 +35,7 @@ from helpers import config
 from helpers.catalog import server, tables
 from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
 from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
-from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
+from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batches_of
 from helpers.writers.protocol import spec_process_main
 
 STORES = ("azure", "s3")
@@ -297,16 +296,10 @@ def wait_published(catalog: UnityCatalog, name: str) -> int:
 
 def run_writer(spec: dict) -> dict:
     """One racing driver on the store (:mod:`helpers.catalog.writer`'s, with the store's session)."""
+    from helpers.catalog.writer import append_batches, new_result
     from helpers.processes import run_at_barrier
-    from helpers.writers.protocol import T_PROCESS_START
 
-    result = {
-        "process": spec["process"],
-        "pid": os.getpid(),
-        "t_process_start": T_PROCESS_START,
-        "appends": [],
-        "error": None,
-    }
+    result = new_result(spec)
 
     def prepare():
         spark = session(
@@ -320,11 +313,7 @@ def run_writer(spec: dict) -> dict:
         return spark
 
     def work(spark) -> None:
-        for batch in spec["batches"]:
-            started = time.time()
-            frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
-            frame.writeTo(f"{tables.SCHEMA}.{spec['table']}").append()
-            result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+        append_batches(spark, spec, result)
         wait_published(UnityCatalog(spec["uri"]), spec["table"])
 
     return run_at_barrier(spec, result, prepare, work)
@@ -343,10 +332,7 @@ def run_race(
     """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers (:func:`run_writer`)
     released together at a barrier, each appending ``batches_per_writer`` batches; the checks read
     from the store and the catalog (:func:`check`)."""
-    batches = {
-        f"w{n}": [n * 10 + k for k in range(1, batches_per_writer + 1)]
-        for n in range(1, writers + 1)
-    }
+    batches = {f"w{n}": batches_of(n, batches_per_writer) for n in range(1, writers + 1)}
     specs = {
         writer: {
             "module": "helpers.catalog.object_storage",

@@ -34,7 +34,7 @@ from helpers import config, delta_log, eras, processes
 from helpers.catalog.cost import CommitCost
 from helpers.catalog.rest import CatalogView, UnityCatalog
 from helpers.catalog.tables import CATALOG, SCHEMA, local_path
-from helpers.catalog.writer import ROWS_PER_BATCH
+from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
 from helpers.progress import RunProgress
 from helpers.writers.protocol import open_barrier
 
@@ -280,10 +280,7 @@ def run_race(
 ) -> Race:
     """Race ``writers`` drivers, each appending ``batches_per_writer`` batches to the catalog's table
     ``name`` (at ``location``); return the race with its checks."""
-    batches = {
-        f"w{n}": [n * 10 + k for k in range(1, batches_per_writer + 1)]
-        for n in range(1, writers + 1)
-    }
+    batches = {f"w{n}": batches_of(n, batches_per_writer) for n in range(1, writers + 1)}
     specs = {
         writer: {
             "job": "append",

@@ -29,6 +29,36 @@ ROWS_PER_BATCH = 10
 COLUMNS = "id BIGINT, writer STRING, batch INT"
 
 
+def batches_of(number: int, batches_per_writer: int) -> list[int]:
+    """The batch numbers of the ``number``-th racing writer: ``number * 10 + 1`` onwards, so that
+    every writer's batches differ."""
+    return [number * 10 + k for k in range(1, batches_per_writer + 1)]
+
+
+def new_result(spec: dict, **more) -> dict:
+    """The record a racing writer fills in and reports: its process, pid, start, appends and error."""
+    return {
+        "process": spec["process"],
+        **more,
+        "pid": os.getpid(),
+        "t_process_start": T_PROCESS_START,
+        "appends": [],
+        "error": None,
+    }
+
+
+def append_batches(spark, spec: dict, result: dict) -> None:
+    """Append the spec's batches to ``default.<table>`` by name, one commit each, recording when
+    each began and ended in ``result["appends"]``."""
+    from helpers.catalog.tables import SCHEMA
+
+    for batch in spec["batches"]:
+        started = time.time()
+        frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
+        frame.writeTo(f"{SCHEMA}.{spec['table']}").append()
+        result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+
+
 def batch_rows(writer: str, batch: int) -> list[tuple[int, str, int]]:
     """The rows of one batch: ids batch*100+1 .. +ROWS_PER_BATCH, tagged with the writer."""
     return [(batch * 100 + i, writer, batch) for i in range(1, ROWS_PER_BATCH + 1)]
@@ -120,13 +150,7 @@ def flagless(spec: dict, result: dict) -> dict:
 
 
 def run(spec: dict) -> dict:
-    result = {
-        "process": spec["process"],
-        "pid": os.getpid(),
-        "t_process_start": T_PROCESS_START,
-        "appends": [],
-        "error": None,
-    }
+    result = new_result(spec)
     if spec.get("job") == "flagless":
         return flagless(spec, result)
 
@@ -151,11 +175,7 @@ def run(spec: dict) -> dict:
         from helpers.catalog import tables
         from helpers.catalog.rest import UnityCatalog
 
-        for batch in spec["batches"]:
-            started = time.time()
-            frame = spark.createDataFrame(batch_rows(spec["process"], batch), COLUMNS)
-            frame.writeTo(f"{tables.SCHEMA}.{spec['table']}").append()
-            result["appends"].append({"batch": batch, "t_start": started, "t_end": time.time()})
+        append_batches(spark, spec, result)
         # Delta publishes on a thread of its own, which dies with this JVM: stay until it has
         tables.wait_published(UnityCatalog(spec["uri"]), spec["table"])
 
