@@ -210,20 +210,30 @@ def ensure_lock_table(name: str | None = None) -> str:
             raise StorageError(
                 f"Cannot use DynamoDB table {name!r} at {client.meta.endpoint_url}: {error}"
             ) from error
-        client.create_table(
-            TableName=name,
-            AttributeDefinitions=[
-                {"AttributeName": key, "AttributeType": "S"} for key, _ in LOCK_TABLE_KEYS
-            ],
-            KeySchema=[{"AttributeName": key, "KeyType": kind} for key, kind in LOCK_TABLE_KEYS],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        try:
+            client.create_table(
+                TableName=name,
+                AttributeDefinitions=[
+                    {"AttributeName": key, "AttributeType": "S"} for key, _ in LOCK_TABLE_KEYS
+                ],
+                KeySchema=[
+                    {"AttributeName": key, "KeyType": kind} for key, kind in LOCK_TABLE_KEYS
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            created = True
+        except ClientError as raced:  # another process created it since describe_table
+            if raced.response.get("Error", {}).get("Code") != "ResourceInUseException":
+                raise
+            created = False
         client.get_waiter("table_exists").wait(
             TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
         )
-        client.update_time_to_live(
-            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expireTime"}
-        )
+        if created:  # the process that created it turns TTL on
+            client.update_time_to_live(
+                TableName=name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": "expireTime"},
+            )
     return name
 
 

@@ -90,3 +90,30 @@ def test_one_lister_reads_a_table_in_every_store(tmp_path):
     for uri in targets:
         assert storage.remove_table(uri) >= 2
         assert storage.list_table(uri) == []
+
+
+def test_a_lock_table_another_process_created_meanwhile_is_used(monkeypatch):
+    """Two processes that ensure one new lock table at once: the second sees "not found", then
+    meets the first's table on create (make test-heavy's workers did). Here the other process's
+    table is made first, and the first describe answers as it did before that."""
+    name = f"test-raced-{uuid.uuid4().hex[:8]}"
+    storage.ensure_lock_table(name)  # the other process
+    client = storage.dynamodb_client()
+    real, calls = client.describe_table, []
+
+    def not_yet_then_real(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise client.exceptions.ResourceNotFoundException(
+                {"Error": {"Code": "ResourceNotFoundException", "Message": "not yet"}},
+                "DescribeTable",
+            )
+        return real(**kwargs)
+
+    monkeypatch.setattr(client, "describe_table", not_yet_then_real)
+    monkeypatch.setattr(storage, "dynamodb_client", lambda: client)
+    try:
+        assert storage.ensure_lock_table(name) == name
+        assert len(calls) >= 2  # the not-found answer, then the wait for the table
+    finally:
+        client.delete_table(TableName=name)
