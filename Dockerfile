@@ -26,7 +26,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 # Telemetry off in every container of this image (JupyterLab, the Spark master and workers), as
-# natively (helpers/config.py NO_TELEMETRY)
+# natively (helpers/ground/config.py NO_TELEMETRY)
 ENV DO_NOT_TRACK=1 DAFT_ANALYTICS_ENABLED=0 SCARF_NO_ANALYTICS=true
 
 WORKDIR /workbook
@@ -41,4 +41,4 @@ RUN .venv/bin/python -c "from helpers.catalog import server; server.STAMP.write_
 EXPOSE 8888
 # as `make lab` starts it (kernels' sockets in a private temporary folder), listening on every
 # interface of the container so that the published port reaches it
-CMD [".venv/bin/python", "-m", "helpers.kernels", "lab", "notebooks", "--ip=0.0.0.0", "--port=8888", "--no-browser"]
+CMD [".venv/bin/python", "-m", "helpers.jupyter.kernels", "lab", "notebooks", "--ip=0.0.0.0", "--port=8888", "--no-browser"]

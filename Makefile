@@ -21,7 +21,7 @@ export npm_config_update_notifier := false
 export npm_config_fund := false
 export npm_config_audit := false
 # Nothing leaves the machine but downloads: Daft's usage telemetry off for everything a target
-# starts (the same variables as helpers/config.py NO_TELEMETRY; tests/test_privacy.py checks both)
+# starts (the same variables as helpers/ground/config.py NO_TELEMETRY; tests/test_privacy.py checks both)
 export DO_NOT_TRACK := 1
 export DAFT_ANALYTICS_ENABLED := 0
 export SCARF_NO_ANALYTICS := true
@@ -35,7 +35,7 @@ UV := $(CACHE)/bootstrap/bin/uv
 # (944 MB for pyspark 4.2.0) and the built wheel (430 MB) beside the unpacked wheel it installs
 # from. Reinstalling, offline too, needs only the unpacked wheel: the other two are deleted.
 # Environments are compiled to bytecode at install (about 300 MB): the writers run with
-# PYTHONDONTWRITEBYTECODE=1 (helpers/processes.py), as do machines that set it, and without
+# PYTHONDONTWRITEBYTECODE=1 (helpers/writers/processes.py), as do machines that set it, and without
 # compiled files every writer process would compile deltalake's and pyarrow's modules again.
 PRUNE_SDIST_BUILDS = rm -rf $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/src $(UV_CACHE_DIR)/sdists-v*/*/*/*/*/*.whl
 PY := $(CURDIR)/.venv/bin/python
@@ -49,11 +49,11 @@ help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 preflight: ## check Python 3.11, Java 17+ and Node.js 20+ before installing anything (and note what is optional and missing)
-	@$(PYTHON) -m helpers.preflight
+	@$(PYTHON) -m helpers.machine.preflight
 
 # What every command checks first: the problems only; the notes are `make preflight`'s, said once
 .preflight-problems:
-	@$(PYTHON) -m helpers.preflight --problems-only
+	@$(PYTHON) -m helpers.machine.preflight --problems-only
 
 install: .preflight-problems install-python node_modules/.installed ## install everything the workbook needs (idempotent)
 
@@ -73,8 +73,8 @@ $(UV):
 	.venv/bin/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS:%=nbgrader.server_extensions.%) >/dev/null 2>&1
 	touch $@
 
-$(KERNEL_SPEC): .venv/.installed helpers/workbook.py helpers/config.py
-	$(PY) -m helpers.workbook kernel
+$(KERNEL_SPEC): .venv/.installed helpers/jupyter/workbook.py helpers/ground/config.py
+	$(PY) -m helpers.jupyter.workbook kernel
 
 .envs/%/.installed: requirements/writer-%.txt | $(UV)
 	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/$*
@@ -85,8 +85,8 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --prefer-offline --no-progress --loglevel=error
 	touch $@
 
-.cache/ivy/.resolved: helpers/sessions.py helpers/spark_start.py helpers/config.py $(wildcard helpers/java/*/*/*.java) .venv/.installed
-	$(PY) -m helpers.sessions fetch-jars
+.cache/ivy/.resolved: helpers/spark/sessions.py helpers/spark/spark_start.py helpers/spark/install.py helpers/spark/java_build.py helpers/ground/config.py $(wildcard helpers/spark/java/*/*/*.java) .venv/.installed
+	$(PY) -m helpers.spark.install fetch-jars
 	touch $@
 
 lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit them)
@@ -98,7 +98,7 @@ format: install-python ## format helpers/, tests/ and the notebooks' code with r
 	.venv/bin/ruff format helpers tests notebooks
 
 workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
-	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook run $(NB)
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook run $(NB)
 
 TEST_WORKERS ?= 3
 
@@ -107,93 +107,93 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@# the server's build is compiling while the environments, jars and Azurite download: on a cold
 	@# machine that overlaps most of the install's time with it
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
-	$(PY) -m helpers.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3; about 5 min on 2 cores; CI runs it after make test)
-	$(PY) -m helpers.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
-	$(PY) -m helpers.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
-	$(PY) -m helpers.full_runs publish bench build/bench/full
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
+	$(PY) -m helpers.runs.full_runs publish bench build/bench/full
 
 producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with a commit profiled step by step, its cost against the queue's length and the committer alone on staged files (11 min on a shared 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
-	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw --publish $(PRODUCERS_ARGS)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw --publish $(PRODUCERS_ARGS)
 
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
 	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 50
 
 torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/, its tables published to data/full_runs/torture/ when its checks pass)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
-	$(PY) -m helpers.full_runs publish torture build/torture/full
+	$(PY) -m helpers.runs.full_runs publish torture build/torture/full
 
 matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
-	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
 	cp build/matrix/full/meta.json data/conflict_matrix_meta.json
-	$(PY) -m helpers.answer_page
-	$(PY) -m helpers.answer_html
+	$(PY) -m helpers.page.answer_page
+	$(PY) -m helpers.page.answer_html
 
 answer: ## open docs/answer.html, the answer as a page you query, in a browser (or print its path)
 	@$(PYTHON) -c 'import os, pathlib, sys, webbrowser; page = pathlib.Path("docs/answer.html").resolve(); shown = (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")) and webbrowser.open(page.as_uri()); print(("Opened " if shown else "Open this file in a browser: ") + page.as_uri())'
 
 audit: install ## check a Delta table from storage, every problem named (TABLE=s3://... or az://... or a path)
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }
-	$(PY) -m helpers.audit $(TABLE)
+	$(PY) -m helpers.runs.audit $(TABLE)
 
 student: install ## the student edition: notebooks/ with their exercises' answers taken out by nbgrader, into student/
-	$(PY) -m helpers.student build
+	$(PY) -m helpers.jupyter.student build
 
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
-	$(PY) -m helpers.services run -- $(PY) -m helpers.workbook refresh $(NB)
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook refresh $(NB)
 
 LAB_DIR ?= notebooks
 
 lab: install ## emulators up, JupyterLab on 127.0.0.1 (LAB_DIR=student: the student edition); kernels' sockets in a private temporary folder
 	@test -d "$(LAB_DIR)" || { echo 'LAB_DIR=$(LAB_DIR) is not a folder here: use notebooks (the default) or student'; exit 2; }
-	$(PY) -m helpers.services up
-	$(PY) -m helpers.kernels lab $(LAB_DIR)
+	$(PY) -m helpers.stores.services up
+	$(PY) -m helpers.jupyter.kernels lab $(LAB_DIR)
 
 lab-check: install ## notebook 01 run in JupyterLab by headless Chromium (Debian: apt-get install chromium chromium-driver); screenshot in build/lab-check/
-	$(PY) -m helpers.lab_check
+	$(PY) -m helpers.jupyter.lab_check
 
 cluster: install ## a standalone Spark master and 2 workers on 127.0.0.1 (then: export WORKBOOK_SPARK_MASTER=spark://127.0.0.1:7077)
-	$(PY) -m helpers.cluster up
+	$(PY) -m helpers.spark.cluster up
 
 cluster-stop: ## stop the Spark cluster `make cluster` started
-	@if [ -x $(PY) ]; then $(PY) -m helpers.cluster down; fi
+	@if [ -x $(PY) ]; then $(PY) -m helpers.spark.cluster down; fi
 
 cluster-check: install $(if $(filter versitygw,$(WORKBOOK_S3_SERVER)),versitygw) ## notebook 09 run on a standalone Spark cluster, every driver an application of it (about 4 min, up to 10 on a busy machine; WORKBOOK_S3_SERVER=versitygw: with versitygw playing S3, as CI runs it)
-	$(PY) -m helpers.services run -- $(PY) -m pytest --cluster tests/cluster
+	$(PY) -m helpers.stores.services run -- $(PY) -m pytest --cluster tests/cluster
 
 services: install ## start the emulators (moto: S3 + DynamoDB, Azurite: Azure Blob)
-	$(PY) -m helpers.services up
+	$(PY) -m helpers.stores.services up
 
 stop: ## stop the emulators (and the Spark cluster) the workbook started
-	@if [ -x $(PY) ]; then $(PY) -m helpers.services down; $(PY) -m helpers.cluster down --quiet; fi
+	@if [ -x $(PY) ]; then $(PY) -m helpers.stores.services down; $(PY) -m helpers.spark.cluster down --quiet; fi
 
 status: ## show which emulators answer
-	$(PY) -m helpers.services status
+	$(PY) -m helpers.stores.services status
 
 reset: ## wipe emulator state (buckets, tables, containers) and local tables
-	$(PY) -m helpers.services reset
+	$(PY) -m helpers.stores.services reset
 	rm -rf .state/tables
 
 prefetch: install ## download every wheel, jar and npm package, versitygw's Go modules if Go is here and the Unity Catalog server's crates if Rust is, for offline use (then: make OFFLINE=1 ...)
-	$(PY) -m helpers.sessions fetch-jars
+	$(PY) -m helpers.spark.install fetch-jars
 	npm cache verify --loglevel=error >/dev/null
-	$(PY) -m helpers.versitygw build --if-go
+	$(PY) -m helpers.stores.versitygw build --if-go
 	$(PY) -m helpers.catalog.server build --if-cargo
 	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
 
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
-	$(PY) -m helpers.versitygw build $(if $(OFFLINE),--offline)
+	$(PY) -m helpers.stores.versitygw build $(if $(OFFLINE),--offline)
 
 uc-server: .preflight-problems .venv/.installed ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (459 s on a loaded 2-core machine); OFFLINE=1 builds from the crates in .cache/uc/
 	$(PY) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
 
 PROBE_ARGS ?=
 probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options
-	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
+	$(if $(AWS_ENDPOINT_URL),$(PY) -m helpers.probe $(PROBE_ARGS),$(PY) -m helpers.stores.services run moto -- $(PY) -m helpers.probe $(PROBE_ARGS))
 
 # S3_NOTEBOOKS="04 05" on the command line runs some of them (.ci/run leaves out 09, which it runs on the cluster with versitygw)
 S3_NOTEBOOKS := 04 05 08 09 10 13 14
@@ -204,16 +204,16 @@ VERSITYGW_TORTURE := --protocols s3-conditional-put s3-unsafe-rename --per-write
 # and, since versitygw copies a deleted object, the writer's retry commits the append twice
 # (findings/deltalake-dynamodb-reclaim-after-a-refused-copy, findings/versitygw-copies-a-deleted-object).
 s3-on-versitygw: versitygw ## the S3 notebooks ($(S3_NOTEBOOKS)), the benchmark's small run (notebook 11) and a torture subset with the real S3 server versitygw playing S3 and moto DynamoDB (WORKBOOK_S3_SERVER=versitygw; about 13 min; CI runs it); executed copies in build/on-versitygw/, torture results in build/torture/on-versitygw/
-	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.workbook run --into build/on-versitygw $(S3_NOTEBOOKS)
-	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.workbook run --into build/on-versitygw/bench $(VERSITYGW_BENCH)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook run --into build/on-versitygw $(S3_NOTEBOOKS)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook run --into build/on-versitygw/bench $(VERSITYGW_BENCH)
 	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.torture --name on-versitygw $(VERSITYGW_TORTURE)
 
 BENCH_SERVERS_ARGS ?= --protocols azure,s3-conditional-put,s3-dynamodb-lock --writers 1,4 --appends 8
 bench-servers: versitygw ## the benchmark's serial limit and N=4 with each S3 protocol on moto and on versitygw, in one run (Azure beside them as the reference; about 3 min; results in build/bench/servers/)
-	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.services run -- $(PY) -m helpers.bench --name servers --s3-servers moto,versitygw $(BENCH_SERVERS_ARGS)
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.bench --name servers --s3-servers moto,versitygw $(BENCH_SERVERS_ARGS)
 
 probe-versitygw: versitygw ## the store probe against a versitygw of its own (a real S3 server), started and stopped around it; then the findings that need versitygw (tests/findings_on_versitygw.py)
-	$(PY) -m helpers.versitygw run -- $(PY) -m helpers.probe $(PROBE_ARGS)
+	$(PY) -m helpers.stores.versitygw run -- $(PY) -m helpers.probe $(PROBE_ARGS)
 	$(PY) -m pytest tests/findings_on_versitygw.py
 
 clean: ## remove executed notebooks and test output
@@ -224,4 +224,4 @@ distclean: stop clean ## remove everything `make install` created, caches includ
 
 .PHONY: matrix-mixed
 matrix-mixed: install ## Delta Spark (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: every ordered pair of the conflict matrix's append, overwrite, delete, update, merge and optimize, and the answer page's other pairs (replaceWhere, DELETE of every row, Z-order, VACUUM against the writes), raced in both orders (23 min on a shared, loaded 2-core machine; the six operations' pairs alone, MATRIX_MIXED_ARGS=--ops append,overwrite,delete,update,merge,optimize, 6 min), judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/, copied to data/conflict_matrix_mixed_dynamodb.csv
-	$(PY) -m helpers.services run -- $(PY) -m helpers.matrix.mixed --publish $(MATRIX_MIXED_ARGS)
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix.mixed --publish $(MATRIX_MIXED_ARGS)

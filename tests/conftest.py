@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def stores():
     """S3 (versioned bucket), DynamoDB (lock table) and Azure Blob (container), ready to use."""
-    from helpers import services, storage
+    from helpers.stores import services, storage
 
     services.require("s3", "dynamodb", "azure")
     storage.ensure_bucket()
@@ -22,7 +22,7 @@ def stores():
 @pytest.fixture
 def free_port():
     """A function that returns a port nothing listens on (on 127.0.0.1)."""
-    from helpers import local_processes
+    from helpers.ground import local_processes
 
     return local_processes.free_port
 
@@ -30,7 +30,8 @@ def free_port():
 @pytest.fixture
 def private_services(monkeypatch, tmp_path):
     """Point both services at spare ports and a private state folder; stop whatever the test started."""
-    from helpers import config, local_processes, services
+    from helpers.ground import config, local_processes
+    from helpers.stores import services
 
     monkeypatch.setattr(config, "STATE_DIR", tmp_path / "state")
     monkeypatch.setenv("WORKBOOK_MOTO_PORT", str(local_processes.free_port()))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers import config, eras, versitygw
+from helpers.ground import config, eras
+from helpers.stores import versitygw
 from tests.test_findings import _assert_still_reproduces, _reproduce
 from tests.test_probe import _verdicts
 
@@ -73,7 +74,7 @@ def test_the_probe_warns_that_versitygw_copies_a_deleted_object():
         [
             sys.executable,
             "-m",
-            "helpers.versitygw",
+            "helpers.stores.versitygw",
             "run",
             "--",
             sys.executable,

@@ -4,12 +4,12 @@ Each property is a checker that raises AssertionError naming what is wrong; each
 the committed inputs (it must pass) and on a crafted input (it must fail), so no check here passes
 whatever the page says:
 
-* the page is what ``python -m helpers.answer_page`` writes now;
+* the page is what ``python -m helpers.page.answer_page`` writes now;
 * every cell decided by the conflict matrix has the verdict that data/conflict_matrix.csv gives by
-  the stated rule, recomputed here (not read back from helpers.answer), and the versions it ran;
+  the stated rule, recomputed here (not read back from helpers.page.answer), and the versions it ran;
 * every notebook check a cell cites is a check of that notebook's code, and every section the page
   links is a heading of its notebook;
-* every version the page names is in helpers/boundaries.py or helpers/eras.py.
+* every version the page names is in helpers/page/boundaries.py or helpers/ground/eras.py.
 """
 
 from __future__ import annotations
@@ -22,16 +22,9 @@ import re
 
 import pytest
 
-from helpers import (
-    answer,
-    answer_matrix,
-    answer_page,
-    answer_settings,
-    boundaries,
-    config,
-    eras,
-    workbook,
-)
+from helpers.ground import config, eras
+from helpers.jupyter import workbook
+from helpers.page import answer, answer_matrix, answer_page, answer_settings, boundaries
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -55,7 +48,7 @@ def _matrix_rows() -> list[dict]:
 
 def assert_page_current(page: str) -> None:
     assert page == answer_page.render(), (
-        "docs/answer.md differs from a fresh render: run `python -m helpers.answer_page`"
+        "docs/answer.md differs from a fresh render: run `python -m helpers.page.answer_page`"
     )
 
 
@@ -332,7 +325,7 @@ def assert_versions_known(page: str) -> None:
     prefixes = {".".join(v.split(".")[:n]) for v in known for n in range(2, len(v.split(".")) + 1)}
     unknown = sorted(set(VERSION.findall(page)) - prefixes)
     assert not unknown, (
-        f"versions named in the page but in neither helpers/boundaries.py nor helpers/eras.py: {unknown}"
+        f"versions named in the page but in neither helpers/page/boundaries.py nor helpers/ground/eras.py: {unknown}"
     )
 
 
@@ -353,7 +346,7 @@ def test_every_version_on_the_page_comes_from_boundaries_or_eras():
 
 def test_delta_4_4_1_is_known_from_its_boundary_alone(monkeypatch):
     """The catalog-managed row's notes name Delta 4.4.1 (its safeguards, not obtainable here): the page
-    may, because helpers/boundaries.py has it; without that boundary the same page is caught."""
+    may, because helpers/page/boundaries.py has it; without that boundary the same page is caught."""
     known = boundaries.CATALOG_MANAGED_MAINTENANCE
     assert (known.library, known.version, known.last_before) == ("Delta Spark", "4.4.1", "4.4.0")
     assert "not obtainable here" in known.change and "delta-io/delta#7603" in known.known_from
@@ -603,7 +596,7 @@ def test_the_retry_advice_quotes_notebook_11s_committed_run():
 def test_the_page_renders_from_the_committed_results_only(monkeypatch):
     """A full run of this machine's (``build/<kind>/full/``) never reaches the page: it is rendered
     from ``data/`` alone, so a user's own `make producers` leaves the committed page current."""
-    from helpers import full_runs
+    from helpers.runs import full_runs
 
     def refuse(*args, **kwargs):
         raise AssertionError("the page asked for this machine's full run")

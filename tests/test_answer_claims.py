@@ -1,10 +1,10 @@
 """docs/answer.md against the notebooks it cites: every cell's verdict is what its section says.
 
 Each cell with a section names the words of that section that state its verdict (``Cell.claim``: a
-check's ``claim``, or :data:`helpers.answer.MATRIX_CLAIMS` for a matrix cell). The test finds them
+check's ``claim``, or :data:`helpers.page.answer.MATRIX_CLAIMS` for a matrix cell). The test finds them
 in the section (its markdown and its committed outputs, from its heading to the next heading of the
 same level), takes the sentence they stand in, and classes that sentence with a vocabulary of its
-own, written here and not read from helpers.answer: "nothing lost", "0 lost" and "every batch is in
+own, written here and not read from helpers.page.answer: "nothing lost", "0 lost" and "every batch is in
 the table once" say no loss, "lost", "gone", "cannot be read" say a loss, "twice" duplicated rows,
 "come back" a wrong result, "refused" or "fails loudly" a refusal, "told it failed ... in the log" a
 misreport. A sentence that says "nothing lost" can then never back a "loses data" cell, nor one that
@@ -19,7 +19,8 @@ import re
 
 import pytest
 
-from helpers import answer, config
+from helpers.ground import config
+from helpers.page import answer
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
 ANCHOR = re.compile(r"\s*<a id=\"[\w-]+\"></a>$")

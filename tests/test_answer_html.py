@@ -3,7 +3,7 @@
 The page is driven in headless Chromium (Debian's ``chromium`` and ``chromium-driver``, as
 ``make lab-check`` drives JupyterLab): for every cell whose verdict is not "safe" and every fifth safe
 one, of every row and both layouts, the page is set to that setting and pair, and what it shows (the
-verdict, the copy cell, the evidence link) is compared with :func:`helpers.answer_html.cell` and the
+verdict, the copy cell, the evidence link) is compared with :func:`helpers.page.answer_html.cell` and the
 notebooks' copy cells. Every link the page shows must open a file of this repository. The keyboard
 alone reaches every control. A page whose data was changed by hand fails, and so does a stale one.
 """
@@ -14,9 +14,11 @@ import json
 import re
 
 import pytest
-
-from helpers import answer, answer_html, config, lab_check
 from test_references import anchors
+
+from helpers.ground import config
+from helpers.jupyter import lab_check
+from helpers.page import answer, answer_html
 
 PAGE = answer_html.PAGE
 HANG_BOUND_S = 300
@@ -25,7 +27,7 @@ HANG_BOUND_S = 300
 
 def test_the_committed_page_is_a_fresh_render(tmp_path):
     assert PAGE.read_text(encoding="utf-8") == answer_html.render(), (
-        "run `python -m helpers.answer_html`"
+        "run `python -m helpers.page.answer_html`"
     )
     stale = tmp_path / "answer.html"
     stale.write_text(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import audit, eras, runner, tables
 from helpers import writers as w
+from helpers.ground import eras
+from helpers.runs import audit, runner
+from helpers.stores import tables
 
 N = 4
 

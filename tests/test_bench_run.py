@@ -102,7 +102,7 @@ def test_a_protocol_known_to_break_on_the_chosen_server_is_refused_before_anythi
 
 
 def test_a_chosen_server_plays_s3_within_the_block_only(monkeypatch):
-    from helpers import config
+    from helpers.ground import config
 
     monkeypatch.delenv("WORKBOOK_S3_SERVER", raising=False)
     with config.s3_server_chosen("versitygw"):

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import delta_log
 from helpers.catalog import cost, maintenance, race, rest, server, tables
+from helpers.delta import delta_log
 
 COLUMNS = {
     "type": "struct",
@@ -467,7 +467,7 @@ def copy_cell_problems(source: str) -> list[str]:
     Delta package) and from their append (``writeTo("default.<table>").append()``)."""
     import ast
 
-    from helpers import sessions
+    from helpers.spark import sessions
 
     tree = ast.parse(source)
     problems = [
@@ -497,7 +497,7 @@ def copy_cell_problems(source: str) -> list[str]:
 
 
 def _copy_cell() -> str:
-    from helpers import config
+    from helpers.ground import config
 
     cells = json.loads((config.NOTEBOOKS_DIR / "15_catalog_managed_tables.ipynb").read_text())[
         "cells"

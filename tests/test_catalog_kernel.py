@@ -22,8 +22,8 @@ import uuid
 
 import pytest
 
-from helpers import config
 from helpers.catalog import kernel_writer, race, rest, server, tables
+from helpers.ground import config
 
 pytestmark = pytest.mark.spark
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import config
 from helpers.catalog import object_storage, server, tables
 from helpers.catalog.rest import UnityCatalog
+from helpers.ground import config
 
 pytestmark = pytest.mark.usefixtures("stores")
 
@@ -103,8 +103,8 @@ def test_a_catalog_managed_table_on_object_storage_loses_nothing_in_a_race(
 def test_without_its_setting_the_patched_server_still_calls_aws_sts(tmp_path):
     """The patch changes nothing unless its setting is set: the same staging call on S3, from a
     server started without it, goes to AWS's STS (the finding)."""
-    from helpers import local_processes
     from helpers.catalog.rest import CatalogError
+    from helpers.ground import local_processes
 
     base = object_storage.managed_root("s3", "unset")
     # nothing leaves the machine: HTTPS goes to a port of 127.0.0.1 where nothing listens

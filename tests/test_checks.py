@@ -1,8 +1,8 @@
-"""helpers.checks: failures name what was expected and what was found; prose is rendered."""
+"""helpers.ground.checks: failures name what was expected and what was found; prose is rendered."""
 
 import pytest
 
-from helpers import checks
+from helpers.ground import checks
 
 
 def test_equal_passes_and_fails_with_both_values():

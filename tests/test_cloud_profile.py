@@ -9,11 +9,13 @@ import uuid
 
 import pytest
 
-from helpers import config, eras, runner, services, storage, tables
+from helpers.ground import config, eras
+from helpers.runs import runner
+from helpers.stores import services, storage, tables
 
 LOCAL_ADVICE = (
     "make services",
-    "helpers.services up",
+    "helpers.stores.services up",
     "WORKBOOK_MOTO_PORT",
     "WORKBOOK_AZURITE_PORT",
 )

@@ -1,4 +1,4 @@
-"""helpers.cluster without starting Spark: what a session asks of a cluster on this machine, the
+"""helpers.spark.cluster without starting Spark: what a session asks of a cluster on this machine, the
 commands the master and workers run, and the errors a user meets first. The cluster itself is
 started and used by `make cluster-check` (tests/cluster/)."""
 
@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from helpers import cluster, config, sessions
+from helpers.ground import config
+from helpers.spark import cluster, sessions
 from helpers.writers import spark_engine
 
 
@@ -38,8 +39,8 @@ def test_only_a_standalone_master_on_loopback_is_this_machine(master, here):
 
 
 def test_writer_drivers_join_the_cluster_instead_of_a_local_jvm(monkeypatch):
-    from tests.test_writer_spark import _spec
     from helpers import writers as w
+    from tests.test_writer_spark import _spec
 
     spec = w.WriterSpec.from_dict(_spec())
     assert spark_engine.SparkEngine.session_conf(spec)["spark.master"] == "local[1]"

@@ -8,7 +8,10 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from helpers import commitgate, config, delta_log, runner, storage, tables
+from helpers.delta import delta_log
+from helpers.ground import config
+from helpers.runs import commitgate, runner
+from helpers.stores import storage, tables
 
 COMMIT = "_delta_log/00000000000000000001.json"
 
@@ -291,7 +294,7 @@ def test_claims_are_attributed_to_writers_through_their_staged_file():
 
 
 def test_the_claims_check_fails_when_the_lock_saw_fewer_attempts_than_the_log_implies():
-    from helpers import checks
+    from helpers.ground import checks
 
     implied = {"w1": 1, "w2": 2}  # commit version - snapshot version, as the auditor infers them
     missing_refusal = _claims(
@@ -310,7 +313,7 @@ def test_the_winning_claim_check_fails_when_the_log_credits_another_writer():
     """Notebook 07's check "each writer's winning claim is its commit in the log": the claim is
     attributed through what its staged file holds, the commit through the log's tag, so a version
     w1 won at the lock whose commit carries w2's tag (and the reverse) is caught."""
-    from helpers import checks
+    from helpers.ground import checks
 
     lock = _claims(
         [("PutItem", 2, "a.tmp", 200), ("PutItem", 2, "b.tmp", 400), ("PutItem", 3, "b.tmp", 200)]

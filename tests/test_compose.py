@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from helpers import config
+from helpers.ground import config
 
 COMPOSE = yaml.safe_load((config.ROOT / "docker-compose.yml").read_text())
 
@@ -33,11 +33,16 @@ def test_emulator_images_are_pinned_to_the_native_versions():
 
 
 def test_moto_runs_the_same_atomic_writes_server_as_natively():
-    from helpers import services
+    from helpers.stores import services
 
     moto = COMPOSE["services"]["moto"]
-    # the server and the one module it imports, as the package `helpers` under the working folder
-    files = ("__init__.py", "moto_server.py", "moto_speedups.py")
+    # the server and the one module it imports, as the package `helpers.stores` under the working folder
+    files = (
+        "__init__.py",
+        "stores/__init__.py",
+        "stores/moto_server.py",
+        "stores/moto_speedups.py",
+    )
     mounts = [mount.split(":") for mount in moto["volumes"]]
     assert [
         ((config.ROOT / source).resolve(), target, mode) for source, target, mode in mounts
@@ -45,17 +50,17 @@ def test_moto_runs_the_same_atomic_writes_server_as_natively():
         (config.ROOT / "helpers" / name, f"{moto['working_dir']}/helpers/{name}", "ro")
         for name in files
     ]
-    mounted = [name.removesuffix(".py") for name in files[1:]]
+    mounted = [Path(name).stem for name in files[2:]]
     imported = {
         alias.name
-        for name in mounted
-        for node in ast.walk(ast.parse((config.ROOT / "helpers" / f"{name}.py").read_text()))
-        if isinstance(node, ast.ImportFrom) and node.module == "helpers"
+        for name in files[2:]
+        for node in ast.walk(ast.parse((config.ROOT / "helpers" / name).read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers")
         for alias in node.names
     }
     assert imported <= set(mounted), "the image has only the mounted helpers"
     native = services.SERVICES["moto"].command(config.MOTO_DEFAULT_PORT)
-    assert native[1:3] == ["-m", "helpers.moto_server"]
+    assert native[1:3] == ["-m", "helpers.stores.moto_server"]
     assert moto["entrypoint"] == ["python", *native[1:3], "-H", "0.0.0.0", *native[-2:]]
 
 
@@ -73,7 +78,7 @@ def test_ports_are_the_native_defaults_on_loopback_only():
 
 
 def test_azurite_runs_with_the_same_flags_as_natively():
-    from helpers import services
+    from helpers.stores import services
 
     compose = {a.split("=")[0] for a in COMPOSE["services"]["azurite"]["command"][1:]}
     assert set(services.AZURITE_FLAGS) <= compose
@@ -124,13 +129,13 @@ def test_conda_environment_uses_the_same_lock():
 
 
 def test_the_spark_cluster_runs_the_native_commands_and_the_workbook_can_use_it():
-    from helpers import cluster
+    from helpers.spark import cluster
 
     services = COMPOSE["services"]
     assert services["spark-master"]["command"] == [
         ".venv/bin/python",
         "-m",
-        "helpers.cluster",
+        "helpers.spark.cluster",
         "master",
     ]
     master_url = cluster.master_url("spark-master", cluster.MASTER_DEFAULT_PORT)
@@ -140,7 +145,7 @@ def test_the_spark_cluster_runs_the_native_commands_and_the_workbook_can_use_it(
         assert services[name]["command"] == [
             ".venv/bin/python",
             "-m",
-            "helpers.cluster",
+            "helpers.spark.cluster",
             "worker",
             master_url,
         ]

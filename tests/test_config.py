@@ -1,8 +1,8 @@
-"""helpers.config: one home for ports, names and profiles; bad values give errors that say what to do."""
+"""helpers.ground.config: one home for ports, names and profiles; bad values give errors that say what to do."""
 
 import pytest
 
-from helpers import config
+from helpers.ground import config
 
 
 def test_ports_default_and_override(monkeypatch):

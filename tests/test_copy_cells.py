@@ -3,7 +3,7 @@ the call one writer makes (``def one_writer(...)``, defined and never called), a
 writer process makes.
 
 For each notebook the race's arguments are named here (:data:`RACES`), and the cell is compared with
-what the writer runs for them (:func:`helpers.runner.writer_code`, which ``tests/test_writers.py``
+what the writer runs for them (:func:`helpers.runs.runner.writer_code`, which ``tests/test_writers.py``
 holds to the spec a run uses): the same functions, the same keyword arguments with the same constant
 values, the same ``storage_options`` keys, or for Spark the conf keys that choose the jars, the
 catalog, the store and the log store, and the same ``df.write`` chain. The cell imports nothing from
@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from helpers import config, eras, runner, tables
 from helpers.bench import worker as bench_worker
+from helpers.ground import config, eras
+from helpers.runs import runner
+from helpers.stores import tables
 
 S3_URI, AZ_URI = "s3://bucket/t", "az://container/t"
 SPARK_CONF_KEYS = re.compile(
@@ -37,11 +39,11 @@ CALLS = ("DeltaTable", "write_deltalake", "CommitProperties", "update_incrementa
 
 @dataclass(frozen=True)
 class Race:
-    """The race a notebook's copy cell stands for: :func:`helpers.runner.writer_code`'s arguments, and
+    """The race a notebook's copy cell stands for: :func:`helpers.runs.runner.writer_code`'s arguments, and
     text the race's own cell must hold (so that a race changed in the notebook fails here too)."""
 
     notebook: str
-    options: str  # an expression of helpers.tables
+    options: str  # an expression of helpers.stores.tables
     race_text: str
     arguments: dict = field(default_factory=dict)
 
@@ -182,7 +184,7 @@ def calls_of(source: str) -> dict:
 
 
 def writer_runs(race: Race) -> str:
-    """What the race's writer ``w1`` runs, as :func:`helpers.runner.writer_code` renders it."""
+    """What the race's writer ``w1`` runs, as :func:`helpers.runs.runner.writer_code` renders it."""
     uri = (
         S3_URI.replace("s3://", "s3a://")
         if race.arguments.get("engine") == "spark"

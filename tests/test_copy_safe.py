@@ -25,7 +25,9 @@ import uuid
 
 import pytest
 
-from helpers import answer, config, eras, tables
+from helpers.ground import config, eras
+from helpers.page import answer
+from helpers.stores import tables
 
 COPY_OFFER = re.compile(
     r"copy(?:[\s#]+(?:it|this))?[\s#]+into[\s#]+(?:a|your)[\s#]+(?:job|own)", re.I
@@ -268,7 +270,7 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     """``create_lock_table`` runs in the kernel's environment (boto3); ``append_with_lock`` in
     deltalake 1.5.1's, the era whose log store takes the lock (its environment has no boto3, so the
     function alone runs there, taken from the cell as written)."""
-    from helpers import storage
+    from helpers.stores import storage
 
     source = _cell_of("06")
     lock = f"copy_cells_{uuid.uuid4().hex[:8]}"
@@ -353,7 +355,7 @@ print(first, rerun)""",
 
 SPARK_RUN = """
 import ast, json, os, sys
-from helpers import sessions
+from helpers.spark import sessions
 
 cells = json.loads(sys.argv[1])
 several, once = {}, {}
@@ -388,7 +390,7 @@ print(json.dumps({"rows": spark.read.format("delta").load(uri).count(),
 def test_the_spark_copy_cells_commit_through_the_lock_table_and_once(stores):
     """Notebook 09's cell (several clusters) and the Spark half of notebook 13's (a rerun append), in
     one driver against the emulators; the commits are read back from storage and the lock table."""
-    from helpers import storage
+    from helpers.stores import storage
 
     lock = f"copy_cells_spark_{uuid.uuid4().hex[:8]}"
     uri = tables.s3_uri(f"copy-cells/spark-{uuid.uuid4().hex[:8]}", "s3a")

@@ -1,8 +1,8 @@
-"""helpers.delta_log: the one home of the commit-file name pattern."""
+"""helpers.delta.delta_log: the one home of the commit-file name pattern."""
 
 import pytest
 
-from helpers import delta_log
+from helpers.delta import delta_log
 
 
 def test_commit_files_are_named_by_version_in_twenty_digits():

@@ -2,7 +2,8 @@
 
 import re
 
-from helpers import config, workbook
+from helpers.ground import config
+from helpers.jupyter import workbook
 
 GUIDE = config.ROOT / "docs" / "facilitator.md"
 

@@ -1,4 +1,4 @@
-"""helpers.driver_jobs: the gate's data-first hold and commitInfo read from the store, with real
+"""helpers.runs.driver_jobs: the gate's data-first hold and commitInfo read from the store, with real
 emulators; nothing is mocked. The jobs of one Spark driver racing through the hold are notebook
 09's section 2, which asserts what they leave in the log (one snapshot, consecutive versions, one
 object version per commit file) in every `make test`."""
@@ -11,8 +11,11 @@ import time
 
 import pytest
 
-from helpers import config, delta_log, driver_jobs, runner, storage, tables
-from helpers.commitgate import GateError
+from helpers.delta import delta_log
+from helpers.ground import config
+from helpers.runs import driver_jobs, runner
+from helpers.runs.commitgate import GateError
+from helpers.stores import storage, tables
 from helpers.writers import commit_tags
 
 

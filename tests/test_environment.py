@@ -4,7 +4,8 @@ import json
 import re
 import tomllib
 
-from helpers import config, environment
+from helpers.ground import config
+from helpers.machine import environment
 
 PYPROJECT = tomllib.loads((config.ROOT / "pyproject.toml").read_text())
 

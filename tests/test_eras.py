@@ -1,10 +1,11 @@
-"""helpers.eras: one isolated environment per delta-rs era, started by name."""
+"""helpers.ground.eras: one isolated environment per delta-rs era, started by name."""
 
 import re
 
 import pytest
 
-from helpers import config, environment, eras
+from helpers.ground import config, eras
+from helpers.machine import environment
 
 
 def test_each_era_pins_its_deltalake_in_its_lock_file():

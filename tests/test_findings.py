@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import config, eras
+from helpers.ground import config, eras
 
 FINDINGS = config.ROOT / "findings"
 TIMEOUT = 300
@@ -222,7 +222,9 @@ def _lost_claim_outcomes(relay_port: int, table_name: str) -> dict:
     import json
     import urllib.request
 
-    from helpers import delta_log, integrity, sessions, tables
+    from helpers.delta import delta_log, integrity
+    from helpers.spark import sessions
+    from helpers.stores import tables
 
     def relay_control(what: str) -> dict:
         request = urllib.request.Request(
@@ -296,7 +298,7 @@ def test_delta_spark_commits_an_append_twice_unless_its_log_store_recognises_its
     import time
     import urllib.request
 
-    from helpers import config, local_processes
+    from helpers.ground import config, local_processes
 
     relay_port = local_processes.free_port()
     relay = subprocess.Popen(

@@ -1,4 +1,4 @@
-"""helpers.forkserver: a child forked from an era's fork server is the process `python -m` would
+"""helpers.writers.forkserver: a child forked from an era's fork server is the process `python -m` would
 have started (its module, arguments, environment, folder, output files and session; its own
 random numbers), and is waited for and killed as one."""
 
@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from helpers import config, eras, forkserver
+from helpers.ground import config, eras
+from helpers.writers import forkserver
 
 PROBE = "probe_forkserver_child"
 
@@ -122,7 +123,7 @@ def test_a_module_that_cannot_be_found_fails_as_python_m_would(probe):
 
 
 def test_without_the_server_processes_start_as_fresh_interpreters(monkeypatch, tmp_path):
-    from helpers import processes
+    from helpers.writers import processes
 
     monkeypatch.setenv("WORKBOOK_FORKSERVER", "0")
     spec = tmp_path / "spec.json"
@@ -142,7 +143,7 @@ def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
         [
             str(eras.python_for(eras.CURRENT)),
             "-c",
-            "import sys, runpy; sys.argv=['x']; import helpers.forkserver as f; "
+            "import sys, runpy; sys.argv=['x']; import helpers.writers.forkserver as f; "
             "print(sorted(m for m in sys.modules if m.startswith('helpers')))",
         ],
         capture_output=True,
@@ -151,4 +152,4 @@ def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['helpers', 'helpers.forkserver']"
+    assert done.stdout.strip() == "['helpers', 'helpers.writers.forkserver']"

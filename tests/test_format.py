@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import config
+from helpers.ground import config
 
 RUFF = Path(sys.executable).parent / "ruff"
 FORMATTED = ["helpers", "tests", "notebooks"]

@@ -1,4 +1,4 @@
-"""helpers.full_runs: a full run's tables published to data/ and read back as the notebooks read
+"""helpers.runs.full_runs: a full run's tables published to data/ and read back as the notebooks read
 them; and the student edition keeping the outputs of the cells that show them."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import config, full_runs, student
 from helpers.bench import run as bench
+from helpers.ground import config
+from helpers.jupyter import student
+from helpers.runs import full_runs
 from helpers.torture import run as torture
 
 

@@ -2,8 +2,8 @@
 
 Each test damages a local table made with the kernel's deltalake the way a user's table gets
 damaged (a data file deleted, a commit file edited, a stray file, a missing commit, a broken
-checkpoint) and checks what ``helpers.integrity``, ``audit.audit_table`` and
-``python -m helpers.audit`` say.
+checkpoint) and checks what ``helpers.delta.integrity``, ``audit.audit_table`` and
+``python -m helpers.runs.audit`` say.
 """
 
 import subprocess
@@ -13,7 +13,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from helpers import audit, config, delta_log, integrity
+from helpers.delta import delta_log, integrity
+from helpers.ground import config
+from helpers.runs import audit
 
 
 def _table(path, appends=3, checkpoint_at=None):
@@ -176,7 +178,7 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
 def test_the_command_line_exits_2_on_what_it_cannot_read_and_never_shows_a_traceback(tmp_path):
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "helpers.audit", *args],
+            [sys.executable, "-m", "helpers.runs.audit", *args],
             cwd=config.ROOT,
             capture_output=True,
             text=True,

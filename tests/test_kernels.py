@@ -1,4 +1,4 @@
-"""helpers.kernels: every kernel the workbook starts names its sockets in a short private folder,
+"""helpers.jupyter.kernels: every kernel the workbook starts names its sockets in a short private folder,
 so a clone (or a Jupyter runtime folder) however deep starts its kernels; where no folder is
 short enough, kernels talk over TCP on 127.0.0.1 and the workbook says so once."""
 
@@ -9,8 +9,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-
-from helpers import config, kernels, preflight, workbook
+from helpers.ground import config
+from helpers.jupyter import kernels, workbook
+from helpers.machine import preflight
 
 DEPTH = 150
 """How long a deep folder's absolute path is, at least, in these tests (a home folder's clone is
@@ -149,11 +150,14 @@ def test_make_lab_and_the_docker_image_start_jupyterlab_the_same_way():
     lab = next(
         line
         for line in (config.ROOT / "Makefile").read_text().splitlines()
-        if "helpers.kernels lab" in line
+        if "helpers.jupyter.kernels lab" in line
     )
-    assert lab.strip() == "$(PY) -m helpers.kernels lab $(LAB_DIR)"
+    assert lab.strip() == "$(PY) -m helpers.jupyter.kernels lab $(LAB_DIR)"
     dockerfile = (config.ROOT / "Dockerfile").read_text()
-    assert 'CMD [".venv/bin/python", "-m", "helpers.kernels", "lab", "notebooks",' in dockerfile
+    assert (
+        'CMD [".venv/bin/python", "-m", "helpers.jupyter.kernels", "lab", "notebooks",'
+        in dockerfile
+    )
     assert "-m jupyter lab" not in (config.ROOT / "Makefile").read_text()  # no other way in
 
 

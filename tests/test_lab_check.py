@@ -1,4 +1,4 @@
-"""helpers.lab_check, the parts that need no browser: what it says when the browser is missing,
+"""helpers.jupyter.lab_check, the parts that need no browser: what it says when the browser is missing,
 the notebook copy it opens, and its JupyterLab server, started from a folder 150 characters deep,
 whose kernels answer over a websocket as the browser's do, and whose kernel that cannot start is
 reported with its own error (`make lab-check` itself runs in CI after `make test`)."""
@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import config, kernels, lab_check, lab_server, workbook
+from helpers.ground import config
+from helpers.jupyter import kernels, lab_check, lab_server, workbook
 from tests.test_kernels import deep_folder
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import config, landing
+from helpers.delta import landing
+from helpers.ground import config
 
 
 def test_shipped_landing_files_are_what_the_generator_makes(tmp_path):

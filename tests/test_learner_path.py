@@ -24,7 +24,7 @@ import textwrap
 
 import pytest
 
-from helpers import config
+from helpers.ground import config
 
 TERMS = {
     "seeds": r"seeds?",
@@ -396,7 +396,7 @@ def test_readme_docs_and_the_notebooks_readme_link_the_glossary_before_its_terms
 def test_the_answer_pages_link_the_glossary_before_their_terms():
     """docs/answer.md (and the disagreements page it links) link the glossary before any term, and the
     check sees the terms of their tables: without the links, each is found."""
-    from helpers import answer_page
+    from helpers.page import answer_page
 
     for page in (answer_page.PAGE, answer_page.DISAGREEMENTS_PAGE):
         text = page.read_text(encoding="utf-8")
@@ -417,7 +417,7 @@ def learner_prose() -> list[tuple[str, str]]:
     answers, notebooks/README.md, the answer page and the page of disagreements it links (fenced code
     left out). The rest of ``docs/`` (troubleshooting, running, maintainers' pages) quotes the errors
     of tools and set-ups, not of the lessons."""
-    from helpers import answer_page
+    from helpers.page import answer_page
 
     pages = [
         config.ROOT / "README.md",

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import config
+from helpers.ground import config
 
 BUDGET = 1500
 LONG_BUDGET = {"13": 1800, "15": 1800}
@@ -309,7 +309,7 @@ def test_a_section_without_an_anchor_is_found():
 def test_a_helper_a_test_and_a_date_on_the_main_path_are_found():
     crafted = [
         _md(
-            "See helpers/runner.py and tests/test_runner.py: on 2026-11-26 a run stopped. "
+            "See helpers/runs/runner.py and tests/test_runner.py: on 2026-11-26 a run stopped. "
             "Call `runner.run_writers(...)`."
         ),
         *LESSON,
@@ -321,7 +321,7 @@ def test_a_helper_a_test_and_a_date_on_the_main_path_are_found():
         "99 markdown cell 0: names a date ('2026-11-26')",
         "99 markdown cell 0: `runner.run_writers(...)` names a helper the notebook's code does not show",
     ]
-    optional = [*LESSON, _md("In an appendix, helpers/runner.py may be named.")]
+    optional = [*LESSON, _md("In an appendix, helpers/runs/runner.py may be named.")]
     assert wording_problems("99", optional, {"runner"}) == []
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from helpers import workbook
+from helpers.jupyter import workbook
 
 RUNS = [
     ("03", 2),  # exactly one winner without retries, all commit with them

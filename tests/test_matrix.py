@@ -278,7 +278,7 @@ def test_unknown_names_are_refused_by_name_with_the_valid_choices(capsys):
 
 
 def test_every_default_engine_is_an_installed_era():
-    from helpers import eras
+    from helpers.ground import eras
 
     specs = [engines.ENGINES[name] for name in engines.DEFAULT_ENGINES]
     delta_rs = {

@@ -13,12 +13,14 @@ from collections import Counter
 
 import pytest
 
-from helpers import config, delta_log, storage, tables
+from helpers.delta import delta_log
+from helpers.ground import config
 from helpers.matrix import classify, mixed, worker
 from helpers.matrix import operations as ops
 from helpers.matrix import stores as table_stores
 from helpers.matrix.deltars import read_table
 from helpers.matrix.remote import for_delta_rs
+from helpers.stores import storage, tables
 
 
 def test_the_committed_results_cover_every_pair_in_both_orders():

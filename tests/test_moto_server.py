@@ -1,10 +1,10 @@
-"""helpers/moto_server.py: conditional writes that arrive together have exactly one winner, and
+"""helpers/stores/moto_server.py: conditional writes that arrive together have exactly one winner, and
 with a journal (WORKBOOK_MOTO_DURABLE=1) the state survives a restart.
 
-The server runs in a process of its own, started by helpers.services, with a very short thread
+The server runs in a process of its own, started by helpers.stores.services, with a very short thread
 switch interval, which makes moto's check-then-write window easy to hit (plain moto 5.2.5 let
 two writers win in about one round in ten of these, for S3 and DynamoDB alike). Outcomes are
-read back from the store. The durable server is stopped and started through helpers.services,
+read back from the store. The durable server is stopped and started through helpers.stores.services,
 as the torture run does, and everything read back before and after must be equal.
 """
 
@@ -22,19 +22,20 @@ import botocore.config
 import botocore.exceptions
 import pytest
 
-from helpers import config, moto_server, moto_speedups, services
+from helpers.ground import config
+from helpers.stores import moto_server, moto_speedups, services
 
 ROUNDS = 60
 WRITERS = 8
 FAST_SWITCHING = (
     "import sys; sys.setswitchinterval(1e-6); "
-    "from helpers.moto_server import main; main(['-H', '127.0.0.1', '-p', sys.argv[1]])"
+    "from helpers.stores.moto_server import main; main(['-H', '127.0.0.1', '-p', sys.argv[1]])"
 )
 
 
 def _moto_started_with(monkeypatch, command) -> str:
     """Start the workbook's moto service (private port and state, see ``private_services``) with
-    another command, through helpers.services as ``make services`` would; return its endpoint."""
+    another command, through helpers.stores.services as ``make services`` would; return its endpoint."""
     monkeypatch.setitem(
         services.SERVICES, "moto", dataclasses.replace(services.SERVICES["moto"], command=command)
     )
@@ -44,7 +45,7 @@ def _moto_started_with(monkeypatch, command) -> str:
 
 @pytest.fixture
 def atomic_moto(private_services, monkeypatch):
-    """helpers/moto_server.py with a very short thread switch interval."""
+    """helpers/stores/moto_server.py with a very short thread switch interval."""
     return _moto_started_with(
         monkeypatch, lambda port: [sys.executable, "-c", FAST_SWITCHING, str(port)]
     )
@@ -365,14 +366,13 @@ def test_the_narrowed_listings_and_queries_answer_as_moto_does(monkeypatch):
     under the prefix or in the partition asked for. On a bucket with versions, delete markers and
     keys that share the prefix's first letters, and a lock table with several partitions, every
     answer equals what moto's own function gives, and each patch applies to the pinned moto."""
-    from werkzeug.test import Client
-
     from moto import settings as moto_settings
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.models import dynamodb_backends
     from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
     from moto.s3.models import S3Backend, s3_backends
+    from werkzeug.test import Client
 
     monkeypatch.setattr(
         moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", float("inf")

@@ -1,10 +1,13 @@
-"""helpers.old_lock: the seeds' lock table (deltalake 0.14.0's dynamodb_lock), on the emulator."""
+"""helpers.stores.old_lock: the seeds' lock table (deltalake 0.14.0's dynamodb_lock), on the emulator."""
 
 import uuid
 
 import pytest
 
-from helpers import eras, old_lock, runner, storage, tables, writers
+from helpers import writers
+from helpers.ground import eras
+from helpers.runs import runner
+from helpers.stores import old_lock, storage, tables
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ operations and says what came of it (a loss, rows twice, rows back, a refusal, b
 nothing lost) must carry a tag, an HTML comment right after it, which renders as nothing:
 
 * ``<!-- verdict: rs-put-today/optimize -->`` binds it to a cell of the answer page (row key /
-  column key, :mod:`helpers.answer`); ``<!-- verdict: deltalake-1.6.6:delete/delete -->`` to pairs of
+  column key, :mod:`helpers.page.answer`); ``<!-- verdict: deltalake-1.6.6:delete/delete -->`` to pairs of
   the conflict matrix (engine or fnmatch pattern : first / second), several separated by ``;``. The
   sentence is classed with the vocabulary of ``tests/test_answer_claims.py`` and must agree with each
   cell's verdict, or with the verdict the cell gives under one of its conditions or in one order.
@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from helpers import answer, config
 from test_answer_claims import agrees, claim_classes
+
+from helpers.ground import config
+from helpers.page import answer
 
 TAG = re.compile(r"<!--\s*(verdict|measured(?: \d\d)?):\s*(.*?)\s*-->", re.S)
 OPS = {
@@ -189,7 +190,7 @@ def cell_verdicts(item: str, grid: dict, results: answer.Results) -> tuple[str, 
         return f"matrix {item}", {answer.verdict_of(rows)} | {answer.verdict_of([r]) for r in rows}
     row, _, column = item.partition("/")
     assert (row, column) in grid, (
-        f"the answer has no cell {item!r} (row/column keys of helpers.answer)"
+        f"the answer has no cell {item!r} (row/column keys of helpers.page.answer)"
     )
     cell = grid[row, column]
     return f"answer {item}", {cell.verdict} | {v for _, v in cell.conditions} | {

@@ -1,10 +1,11 @@
-"""helpers.parameters: a notebook refuses misspelt or unusable parameters before anything runs."""
+"""helpers.jupyter.parameters: a notebook refuses misspelt or unusable parameters before anything runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import config, parameters, workbook
+from helpers.ground import config
+from helpers.jupyter import parameters, workbook
 
 RULES = {
     "n_writers": parameters.whole(minimum=2, why="one writer has nobody to race"),

@@ -1,4 +1,4 @@
-"""helpers.plots: the timeline of a run, drawn from crafted results (no writer, no store)."""
+"""helpers.runs.plots: the timeline of a run, drawn from crafted results (no writer, no store)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import matplotlib
 import pandas as pd
 import pytest
 
-from helpers import audit, plots, runner
+from helpers.runs import audit, plots, runner
 
 matplotlib.use("Agg")
 

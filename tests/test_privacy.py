@@ -18,7 +18,8 @@ import sys
 
 import pytest
 
-from helpers import config, eras, landing
+from helpers.delta import landing
+from helpers.ground import config, eras
 
 NO_EGRESS = config.ROOT / "tests" / "no_egress"
 DAFT_ERAS = [
@@ -137,7 +138,7 @@ def test_every_way_in_sets_the_same_switches():
     dockerfile = (config.ROOT / "Dockerfile").read_text()
     (env_line,) = re.findall(r"^ENV (.*DO_NOT_TRACK.*)$", dockerfile, re.M)
     assert dict(pair.split("=") for pair in env_line.split()) == config.NO_TELEMETRY
-    from helpers import workbook
+    from helpers.jupyter import workbook
 
     spec = json.loads(
         (

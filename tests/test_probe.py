@@ -9,7 +9,7 @@ import sys
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from helpers import config, local_processes
+from helpers.ground import config, local_processes
 from helpers.probe import cli, objects
 
 
@@ -159,7 +159,7 @@ def test_the_workbook_s_moto_is_safe_for_delta_though_its_copy_ignores_the_condi
     """The wrapped moto makes PutObject's and CompleteMultipartUpload's conditions atomic; CopyObject's
     If-None-Match it does not implement, so every writer's copy wins, which no Delta writer of the
     workbook relies on: the probe says so and exits 0. Whatever the verdicts, its bucket is gone after."""
-    from helpers import storage
+    from helpers.stores import storage
 
     before = {b["Name"] for b in storage.s3_client().list_buckets()["Buckets"]}
     done = _probe("--writers", "8", "--rounds", "3")

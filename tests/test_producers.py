@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from helpers import config
+from helpers.ground import config
 from helpers.producers import (
     answer,
     cleanup,
@@ -26,8 +26,8 @@ from helpers.producers import (
     run,
     spark_stream,
 )
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
 from helpers.producers.check import exactly_once
+from helpers.writers.protocol import BATCH_TAG, WRITER_TAG
 
 NOTEBOOK = config.NOTEBOOKS_DIR / "14_many_producers.ipynb"
 

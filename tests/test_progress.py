@@ -1,8 +1,8 @@
-"""helpers.progress: live status while a run goes, one static line when it ends."""
+"""helpers.ground.progress: live status while a run goes, one static line when it ends."""
 
 from __future__ import annotations
 
-from helpers import progress
+from helpers.ground import progress
 
 
 def test_outside_a_notebook_each_new_status_is_one_line_and_the_end_is_stated(capsys):

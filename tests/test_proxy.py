@@ -15,7 +15,8 @@ import threading
 
 import pytest
 
-from helpers import config, sessions
+from helpers.ground import config
+from helpers.spark import sessions
 
 CONNECT = re.compile(r"^CONNECT \S+:443 HTTP/1\.[01]$")
 
@@ -88,7 +89,7 @@ def test_spark_fetches_its_jars_through_the_proxy(refusing_proxy, tmp_path):
         WORKBOOK_SPARK_CDS="0",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.sessions", "fetch-jars"],
+        [sys.executable, "-m", "helpers.spark.install", "fetch-jars"],
         env=env,
         cwd=config.ROOT,
         capture_output=True,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import config
+from helpers.ground import config
 
 ROOT = config.ROOT
 NOTEBOOKS = ROOT / "notebooks"

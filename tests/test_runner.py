@@ -10,8 +10,11 @@ import time
 
 import pytest
 
-from helpers import audit, eras, landing, runner, tables
 from helpers import writers as w
+from helpers.delta import landing
+from helpers.ground import eras
+from helpers.runs import audit, runner
+from helpers.stores import tables
 
 N = 4
 

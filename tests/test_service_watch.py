@@ -1,5 +1,5 @@
 """An emulator that stops answering under a running notebook is named at once, with the command
-that brings it back, in the output of the cell that is running (helpers/service_watch.py).
+that brings it back, in the output of the cell that is running (helpers/stores/service_watch.py).
 
 Real servers: a moto server of the test's own, on a free port with a state folder of its own, is
 stopped and started again. The waits are bounded by what the watcher is asked to notice, never
@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from helpers import local_processes, service_watch, services, workbook
+from helpers.ground import local_processes
+from helpers.jupyter import workbook
+from helpers.stores import service_watch, services
 
 pytestmark = pytest.mark.services
 PATIENCE_S = 60.0

@@ -1,4 +1,4 @@
-"""helpers.services: real emulator processes on spare ports, started, checked, reset and stopped."""
+"""helpers.stores.services: real emulator processes on spare ports, started, checked, reset and stopped."""
 
 import os
 import socket
@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from helpers import config, local_processes, services, storage
+from helpers.ground import config, local_processes
+from helpers.stores import services, storage
 
 
 def test_moto_lifecycle_up_idempotent_reset_down(private_services):

@@ -1,8 +1,9 @@
-"""helpers.sessions: the Spark settings of every store, and a real local session."""
+"""helpers.spark.sessions: the Spark settings of every store, and a real local session."""
 
 import pytest
 
-from helpers import config, sessions
+from helpers.ground import config
+from helpers.spark import install, sessions
 
 
 def test_jar_versions_follow_what_is_installed():
@@ -105,9 +106,9 @@ def test_the_bundle_an_earlier_install_fetched_is_pruned_and_nothing_else(monkey
     (cache / "bundle-2.35.4.jar").write_bytes(b"x" * 500)
     kept = jars / "software.amazon.awssdk_s3-2.35.4.jar"
     kept.write_bytes(b"x" * 10)
-    assert sessions.prune_unused_jars() == 1500
+    assert install.prune_unused_jars() == 1500
     assert [p.name for p in jars.iterdir()] == [kept.name] and not cache.exists()
-    assert sessions.prune_unused_jars() == 0
+    assert install.prune_unused_jars() == 0
 
 
 def test_cloud_profile_spark_conf_uses_no_emulator_endpoint_or_key(monkeypatch):

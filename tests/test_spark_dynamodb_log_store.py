@@ -74,7 +74,9 @@ def _bounded(op: str, call) -> dict:
 
 
 def child(state: str, uri: str, s3a_endpoint: str = "") -> int:
-    from helpers import config, sessions, storage
+    from helpers.ground import config
+    from helpers.spark import sessions
+    from helpers.stores import storage
 
     extra = {"spark.hadoop.fs.s3a.endpoint": s3a_endpoint} if s3a_endpoint else None
     spark = sessions.spark_session(
@@ -134,7 +136,7 @@ def _calls(spark, uri: str, order: tuple[str, ...], prefix: str = "") -> None:
 
 @pytest.fixture(scope="module")
 def emulators():
-    from helpers import services, storage
+    from helpers.stores import services, storage
 
     services.require("s3", "dynamodb")
     storage.ensure_bucket()
@@ -184,7 +186,7 @@ def _outcomes(results: dict[str, dict]) -> dict[str, str]:
 @pytest.mark.services
 @pytest.mark.spark
 def test_an_item_whose_staged_file_is_gone_fails_the_append_by_name_and_hangs_nothing(emulators):
-    from helpers import storage, tables
+    from helpers.stores import storage, tables
 
     uri = tables.s3_uri(f"test-log-store-a-{uuid.uuid4().hex[:8]}", scheme="s3a")
     results = _run_child("a", uri)
@@ -210,7 +212,7 @@ class RefusingGate:
     to how many; everything else passes."""
 
     def __init__(self, refusals: dict[str, int]) -> None:
-        from helpers import commitgate
+        from helpers.runs import commitgate
 
         outer = self
         self.refused = dict.fromkeys(refusals, 0)
@@ -242,7 +244,8 @@ class RefusingGate:
 @pytest.mark.services
 @pytest.mark.spark
 def test_a_won_claim_whose_copy_is_refused_for_a_while_is_reported_committed(emulators):
-    from helpers import delta_log, storage, tables
+    from helpers.delta import delta_log
+    from helpers.stores import storage, tables
 
     name = f"test-log-store-b-{uuid.uuid4().hex[:8]}"
     uri, window = tables.s3_uri(name, scheme="s3a"), tables.s3_uri(name + WINDOW, scheme="s3a")

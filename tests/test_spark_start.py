@@ -1,10 +1,10 @@
-"""helpers.spark_start: the jars Ivy resolved are remembered, and the class-data archive is optional."""
+"""helpers.spark.spark_start: the jars Ivy resolved are remembered, and the class-data archive is optional."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import spark_start
+from helpers.spark import spark_start
 
 CONF = {
     "spark.jars.packages": "io.delta:delta-spark_4.2_2.13:4.4.0",

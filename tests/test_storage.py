@@ -1,10 +1,12 @@
-"""helpers.storage: resources the notebooks need, and clear errors when a store refuses or is absent."""
+"""helpers.stores.storage: resources the notebooks need, and clear errors when a store refuses or is absent."""
 
 import uuid
 
 import pytest
 
-from helpers import config, delta_log, landing, services, storage, tables
+from helpers.delta import delta_log, landing
+from helpers.ground import config
+from helpers.stores import services, storage, tables
 
 
 @pytest.fixture(scope="module", autouse=True)

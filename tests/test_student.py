@@ -1,11 +1,11 @@
-"""helpers.student: student/ is current, every answer is out of it, and putting the answers back
+"""helpers.jupyter.student: student/ is current, every answer is out of it, and putting the answers back
 gives the notebooks `make test` executes (where each exercise's check cell runs and passes)."""
 
 import json
 
 import pytest
 
-from helpers import student, workbook
+from helpers.jupyter import student, workbook
 
 
 def _cells(path):

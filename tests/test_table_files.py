@@ -1,4 +1,4 @@
-"""helpers.table_files: a table's files replayed from its log and listed from its folder (local tables, no emulator)."""
+"""helpers.delta.table_files: a table's files replayed from its log and listed from its folder (local tables, no emulator)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from helpers import delta_log, landing, table_files
+from helpers.delta import delta_log, landing, table_files
 
 
 def _commit(*actions: dict) -> bytes:

@@ -1,8 +1,9 @@
-"""helpers.tables: table URIs and the delta-rs storage_options of each store and era."""
+"""helpers.stores.tables: table URIs and the delta-rs storage_options of each store and era."""
 
 import pytest
 
-from helpers import config, tables
+from helpers.ground import config
+from helpers.stores import tables
 
 
 def test_storage_options_carry_the_era_switches_explicitly():

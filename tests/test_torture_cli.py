@@ -13,7 +13,7 @@ import subprocess
 import sys
 import uuid
 
-from helpers import config
+from helpers.ground import config
 from helpers.torture import run
 
 STOPS_EARLY = """

@@ -12,7 +12,8 @@ import re
 import papermill
 import pytest
 
-from helpers import config, delta_log, integrity
+from helpers.delta import delta_log, integrity
+from helpers.ground import config
 from helpers.torture import check, faults, plan, protocol_run, run
 from helpers.torture.check import LoggedOperation
 
@@ -251,7 +252,7 @@ def test_an_error_naming_no_endpoint_is_traced_to_the_emulator_behind_the_gate()
     import http.server
     import threading
 
-    from helpers import local_processes
+    from helpers.ground import local_processes
     from helpers.torture import worker
 
     stopped = local_processes.free_port()
@@ -483,7 +484,7 @@ def test_orphans_are_the_data_files_no_commit_ever_added(tmp_path):
 def test_incomplete_lock_items_are_those_not_marked_complete(stores, table_name):
     """A DynamoDB log store's item is written incomplete, then marked ``complete=true`` once its
     commit file is copied; a writer that died in between leaves it incomplete."""
-    from helpers import storage, tables
+    from helpers.stores import storage, tables
 
     uri, lock_table = tables.s3_uri(table_name), config.names().dynamodb_lock_table
     client = storage.dynamodb_client()

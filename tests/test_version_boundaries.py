@@ -1,4 +1,4 @@
-"""Version boundaries have one home, :mod:`helpers.boundaries` (with the eras of :mod:`helpers.eras`):
+"""Version boundaries have one home, :mod:`helpers.page.boundaries` (with the eras of :mod:`helpers.ground.eras`):
 every "since", "from", "until", "up to", "before" or "A to B" statement about a release of
 deltalake, Daft or Delta Spark in the workbook's prose names a release that the register names on
 the right side of a boundary, and names it in full (``1.6.1``, not ``1.6``).
@@ -17,7 +17,8 @@ import re
 
 import pytest
 
-from helpers import boundaries, config, eras
+from helpers.ground import config, eras
+from helpers.page import boundaries
 
 LIBRARY = re.compile(r"deltalake|delta-rs|\bDaft\b|Delta Spark|delta-spark", re.IGNORECASE)
 V = r"(\d+\.\d+(?:\.\d+)?)(?![\d.]*\s*(?:s\b|ms\b|%|GB|MB|KB|GiB|MiB))"

@@ -1,4 +1,4 @@
-"""helpers.versitygw: what it says when Go is missing or too old, where the build keeps its caches,
+"""helpers.stores.versitygw: what it says when Go is missing or too old, where the build keeps its caches,
 and the server's command line. (The real server is built and probed by `make probe-versitygw`,
 which .ci/run runs: a machine without Go still runs everything else on moto.)"""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
-from helpers import config, preflight, versitygw
+from helpers.ground import config
+from helpers.machine import preflight
+from helpers.stores import versitygw
 
 
 def test_without_go_or_with_an_old_one_the_note_says_how_to_add_the_real_server(monkeypatch):

@@ -1,4 +1,4 @@
-"""helpers.workbook: papermill runs with parameters, the HTML index, and the output policy."""
+"""helpers.jupyter.workbook: papermill runs with parameters, the HTML index, and the output policy."""
 
 import json
 import sys
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import config, workbook
+from helpers.ground import config
+from helpers.jupyter import workbook
 
 
 def _notebook(cells):
@@ -149,9 +150,9 @@ def test_a_word_assert_in_a_string_is_not_a_check(tmp_path):
 
 
 def test_run_takes_its_options_after_the_action(tmp_path, capsys):
-    """`make s3-on-versitygw` calls `helpers.workbook run --into DIR 04 05 ...`: the options may follow
+    """`make s3-on-versitygw` calls `helpers.jupyter.workbook run --into DIR 04 05 ...`: the options may follow
     the action and precede the notebooks (an unknown notebook then is the only complaint)."""
-    from helpers import workbook
+    from helpers.jupyter import workbook
 
     assert workbook.main(["run", "--into", str(tmp_path / "executed"), "99"]) == 2
     assert "No notebook matches 99" in capsys.readouterr().err

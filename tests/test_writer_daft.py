@@ -3,17 +3,19 @@ clear errors for what Daft cannot do. Nothing is mocked."""
 
 from __future__ import annotations
 
-
 import pytest
 
-from helpers import audit, eras, landing, runner, tables
 from helpers import writers as w
+from helpers.delta import landing
+from helpers.ground import eras
+from helpers.runs import audit, runner
+from helpers.stores import tables
 from helpers.writers import daft_engine
 
 
 @pytest.fixture(scope="module")
 def s3():
-    from helpers import services, storage
+    from helpers.stores import services, storage
 
     services.require("s3", "dynamodb")
     storage.ensure_bucket()

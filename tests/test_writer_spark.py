@@ -10,8 +10,12 @@ import uuid
 
 import pytest
 
-from helpers import audit, delta_log, eras, landing, runner, sessions, storage, tables
 from helpers import writers as w
+from helpers.delta import delta_log, landing
+from helpers.ground import eras
+from helpers.runs import audit, runner
+from helpers.spark import sessions
+from helpers.stores import storage, tables
 from helpers.writers import spark_engine
 
 WRITER_TIMEOUT_S = 400
@@ -19,7 +23,7 @@ WRITER_TIMEOUT_S = 400
 
 @pytest.fixture(scope="module")
 def s3():
-    from helpers import services
+    from helpers.stores import services
 
     services.require("s3", "dynamodb")
     storage.ensure_bucket()

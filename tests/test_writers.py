@@ -7,10 +7,12 @@ import time
 
 import pytest
 
-from helpers import config, eras, landing, local_processes, runner, tables
 from helpers import writers as w
+from helpers.delta import landing
+from helpers.ground import config, eras, local_processes
+from helpers.runs import runner
+from helpers.stores import tables
 from helpers.writers import __main__ as writer_main
-
 
 # ---------------------------------------------------------------------------------------------
 # The spec

@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers import config, eras, storage
-from helpers.checks import Checklist
 from helpers.bench import model, plots, run, stats
+from helpers.ground import config, eras
+from helpers.ground.checks import Checklist
+from helpers.stores import storage
 
 
 def _numbers(text: str) -> list[int]:

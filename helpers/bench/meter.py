@@ -28,8 +28,10 @@ import time
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlparse
 
-from helpers import audit, config, delta_log
-from helpers.commitgate import CommitGate, GateError, parse_lock_request
+from helpers.delta import delta_log
+from helpers.ground import config
+from helpers.runs import audit
+from helpers.runs.commitgate import CommitGate, GateError, parse_lock_request
 
 CLAIM_STYLES = ("object", "dynamodb")
 KINDS = ("data write", "log read", "claim accepted", "claim refused", "commit finish", "other")
@@ -176,7 +178,7 @@ def classify(method: str, target: str, headers, status: int, *, is_claim: bool) 
 
 
 class RequestMeter(CommitGate):
-    """A :class:`~helpers.commitgate.CommitGate` that never holds and records every request
+    """A :class:`~helpers.runs.commitgate.CommitGate` that never holds and records every request
     (:attr:`requests`) and every claim (:attr:`claims`). ``upstream``: the emulator (moto by
     default; :func:`upstream` names the one for a backend); ``claim_style``: one of :data:`CLAIM_STYLES`."""
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 import uuid
 
-from helpers import config, storage
 from helpers.bench import stats
 from helpers.bench.meter import RequestMeter, upstream
+from helpers.ground import config
+from helpers.stores import storage
 
 WARM_UP = 3
 

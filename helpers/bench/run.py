@@ -27,11 +27,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from helpers import audit, config, eras, integrity, processes, runner, storage, tables
 from helpers.bench import meter as meter_module
 from helpers.bench import stats
 from helpers.bench.meter import KINDS, RequestMeter
-from helpers.progress import RunProgress
+from helpers.delta import integrity
+from helpers.ground import config, eras
+from helpers.ground.progress import RunProgress
+from helpers.runs import audit, runner
+from helpers.stores import storage, tables
+from helpers.writers import processes
 from helpers.writers.protocol import open_barrier
 
 RESULTS_DIR = config.BUILD_DIR / "bench"
@@ -59,7 +63,7 @@ class Protocol:
     """Writers share one process (one Spark driver with a pool of writer threads)."""
     safe: bool = True
     s3_server: str = ""
-    """The server that plays S3 for this protocol (:data:`helpers.config.S3_SERVERS`); empty: the
+    """The server that plays S3 for this protocol (:data:`helpers.ground.config.S3_SERVERS`); empty: the
     environment's. Set by :func:`on_servers`, whose copies are named ``<protocol>@<server>``."""
     unsafe_on: tuple[tuple[str, str], ...] = ()
     """(S3 server, why): servers on which this safe protocol is known to break its promise, each with
@@ -546,7 +550,7 @@ def versions(chosen: Sequence[Protocol]) -> dict[str, str]:
     if any(
         p.backend == "s3" and (p.s3_server or config.s3_server()) == "versitygw" for p in chosen
     ):
-        from helpers import versitygw
+        from helpers.stores import versitygw
 
         found["versitygw"] = versitygw.VERSION
     if any(p.era == eras.DYNAMODB_INTEROP for p in chosen):
@@ -569,9 +573,9 @@ def save(results: Results, folder: Path) -> Path:
 
 
 def load(folder: str | os.PathLike) -> Results:
-    """Results saved by :func:`benchmark`, or their published copy (:mod:`helpers.full_runs`);
+    """Results saved by :func:`benchmark`, or their published copy (:mod:`helpers.runs.full_runs`);
     raises BenchError naming the folder if it holds none."""
-    from helpers import full_runs
+    from helpers.runs import full_runs
 
     folder = Path(folder)
     if not full_runs.finished(folder):

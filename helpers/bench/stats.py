@@ -245,7 +245,7 @@ def contended_verdicts(
 
 
 def check_runs(check, runs, appends: int) -> None:
-    """Record in ``check`` (a :class:`helpers.checks.Checklist`) what every run of a benchmark must
+    """Record in ``check`` (a :class:`helpers.ground.checks.Checklist`) what every run of a benchmark must
     show, from its ``runs`` table (one row per protocol and writer count): every planned append
     recorded, none lost or doubled, versions = commits that landed, and, where the store was
     metered, every claim attributed, one accepted claim per commit, and no retry by a single

@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 
-from helpers import landing
+from helpers.delta import landing
 from helpers.writers.protocol import (
     BATCH_TAG,
     COMMITTED,
@@ -38,8 +38,8 @@ from helpers.writers.protocol import (
     engine_class,
     gone_file,
     one_line,
-    wait_at_barrier,
     spec_process_main,
+    wait_at_barrier,
 )
 
 

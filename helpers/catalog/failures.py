@@ -2,7 +2,7 @@
 by a proxy in front of the Unity Catalog server, then the table read from storage and from the
 catalog (:func:`helpers.catalog.race.check_table`), never from what a writer was told.
 
-The proxy is the workbook's commit gate (:class:`helpers.commitgate.CommitGate`) put in front of the
+The proxy is the workbook's commit gate (:class:`helpers.runs.commitgate.CommitGate`) put in front of the
 server instead of the S3 emulator: every request passes unchanged, and :class:`CatalogGate` acts
 only on Delta's ``add-commit`` requests (the POST that asks the catalog to ratify a staged commit),
 counted from 1 as they arrive:
@@ -45,9 +45,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import commitgate, delta_log
 from helpers.catalog import race, rest, server, tables
 from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
+from helpers.delta import delta_log
+from helpers.runs import commitgate
 
 LOST_ANSWER_STATUS = 502
 """What the gate answers in place of a lost answer: a bad gateway, as a proxy says when the

@@ -29,11 +29,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers import config, eras, processes
 from helpers.catalog.race import Race, check_table, run_drivers
 from helpers.catalog.tables import CATALOG, SCHEMA
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of, new_result
-from helpers.processes import run_at_barrier
+from helpers.ground import config, eras
+from helpers.spark import java_build
+from helpers.writers import processes
+from helpers.writers.processes import run_at_barrier
 from helpers.writers.protocol import one_line, spec_process_main
 
 KERNEL_VERSION = config.DELTA_JARS_VERSION
@@ -63,7 +65,7 @@ class KernelWriterError(RuntimeError):
 def classpath() -> list[Path | str]:
     """The writer's classpath: its own jar, pyspark's jars, then :data:`KERNEL_JARS` from the Ivy
     cache (fetched with Delta Spark's jars if the cache lacks them)."""
-    from helpers import sessions
+    from helpers.spark import sessions
 
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
 
@@ -83,9 +85,8 @@ def classpath() -> list[Path | str]:
 def kernel_jar() -> Path:
     """The jar of ``workbook.kernel.KernelAppender``, compiled from ``helpers/catalog/java/`` with
     the JDK's javac the first time it is needed (and again when the source changes)."""
-    from helpers import sessions
 
-    return sessions.compile_jar(
+    return java_build.compile_jar(
         config.BUILD_DIR / "jars" / "workbook-kernel-appender.jar",
         JAVA_SOURCES,
         classpath,
@@ -96,7 +97,7 @@ def kernel_jar() -> Path:
 
 def command(spec: dict) -> list[str]:
     """The Java command line of the writer of ``spec``."""
-    from helpers import sessions
+    from helpers.spark import sessions
 
     return [
         "java",
@@ -254,8 +255,8 @@ def engines(race: Race) -> dict[int, str]:
     """Version -> the ``engineInfo`` of the table's commit at that version (Kernel's commits name
     ``Kernel-<release>/...``, Delta Spark's ``Apache-Spark/... Delta-Lake/...``): which engine won
     each version after 0."""
-    from helpers import delta_log
     from helpers.catalog.tables import local_path
+    from helpers.delta import delta_log
 
     folder = local_path(race.check.catalog.location)
     owners = {}

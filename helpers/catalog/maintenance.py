@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from helpers import delta_log
 from helpers.catalog.tables import SCHEMA, local_path, log_listing
+from helpers.delta import delta_log
 
 REFUSED, RAN = "refused", "ran"
 REWRITE = "rewrite, dataChange=false"

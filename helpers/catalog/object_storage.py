@@ -13,7 +13,7 @@ operator registers theirs:
   ``olai-uc-server-s3-vending-only-through-aws-sts``); the workbook's patched build calls the STS
   named by :data:`~helpers.catalog.server.STS_ENDPOINT_VARIABLE`, here the emulator's.
 
-Delta Spark reaches the store with the workbook's own settings (:mod:`helpers.sessions`, stores
+Delta Spark reaches the store with the workbook's own settings (:mod:`helpers.spark.sessions`, stores
 ``azure`` and ``s3``), not with the vended credential: the coordinator Delta registers for the
 session catalog asks the catalog to ratify commits, and Unity Catalog's Spark connector, which
 would hand the vended credential to Hadoop, is not obtainable here.
@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from helpers import config
 from helpers.catalog import server, tables
 from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
 from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
 from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batches_of
+from helpers.ground import config
 from helpers.writers.protocol import spec_process_main
 
 STORES = ("azure", "s3")
@@ -71,7 +71,7 @@ def split(location: str) -> tuple[str, str, str]:
 def list_keys(location: str) -> list[str]:
     """Every object under the table's location, as paths relative to it (without the empty objects
     by which Hadoop's ABFS and S3A drivers mark a folder on a store without folders)."""
-    from helpers import storage
+    from helpers.stores import storage
 
     store, bucket, prefix = split(location)
     if store == "azure":
@@ -98,7 +98,7 @@ def list_keys(location: str) -> list[str]:
 
 def read_object(location: str, relative: str) -> bytes:
     """One object of the table (``relative`` to its location)."""
-    from helpers import storage
+    from helpers.stores import storage
 
     store, bucket, prefix = split(location)
     if store == "azure":
@@ -109,7 +109,7 @@ def read_object(location: str, relative: str) -> bytes:
 
 def delete_object(location: str, relative: str) -> None:
     """Remove one object of the table (a crafted break for the checks)."""
-    from helpers import storage
+    from helpers.stores import storage
 
     store, bucket, prefix = split(location)
     if store == "azure":
@@ -246,7 +246,7 @@ def session(
 ):
     """A Delta Spark session for ``stores`` whose catalog-managed tables commit through the server at
     ``uri`` (a session already running takes the new server, as in :func:`helpers.catalog.tables.spark_session`)."""
-    from helpers import sessions
+    from helpers.spark import sessions
 
     conf = {**tables.session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
     spark = sessions.spark_session(*stores, app_name=app_name, extra_conf=conf)
@@ -297,7 +297,7 @@ def wait_published(catalog: UnityCatalog, name: str) -> int:
 def run_writer(spec: dict) -> dict:
     """One racing driver on the store (:mod:`helpers.catalog.writer`'s, with the store's session)."""
     from helpers.catalog.writer import append_batches, new_result
-    from helpers.processes import run_at_barrier
+    from helpers.writers.processes import run_at_barrier
 
     result = new_result(spec)
 

@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from helpers import config, delta_log, eras, processes
 from helpers.catalog.cost import CommitCost
 from helpers.catalog.rest import CatalogView, UnityCatalog
 from helpers.catalog.tables import CATALOG, SCHEMA, local_path
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
-from helpers.progress import RunProgress
+from helpers.delta import delta_log
+from helpers.ground import config, eras
+from helpers.ground.progress import RunProgress
+from helpers.writers import processes
 from helpers.writers.protocol import open_barrier
 
 RUN_TIMEOUT_S = 900.0

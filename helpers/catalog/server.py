@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from helpers import config
+from helpers.ground import config
 
 CRATE = "olai-uc-server"
 VERSION = "0.0.11"
@@ -80,9 +80,9 @@ class UCServerError(RuntimeError):
 
 def cargo_version() -> tuple[int, int] | None:
     """The cargo on PATH as (major, minor), or None if there is none."""
-    from helpers import preflight
+    from helpers.ground import tools
 
-    return preflight.tool_version(["cargo", "--version"], r"cargo (\d+)\.(\d+)")
+    return tools.tool_version(["cargo", "--version"], r"cargo (\d+)\.(\d+)")
 
 
 def check_cargo() -> str | None:
@@ -292,7 +292,7 @@ class UCServer:
         return self.root / "uc-server.log"
 
     def stop(self) -> None:
-        from helpers import local_processes
+        from helpers.ground import local_processes
 
         if self.process.poll() is None:
             local_processes.stop_process_group(self.process.pid)
@@ -314,7 +314,7 @@ def start(
     returns once it answers ``/health``. ``managed_storage_root``: managed tables on object storage
     instead (:func:`config_text`); ``environment``: variables added to the server's, such as
     :data:`STS_ENDPOINT_VARIABLE`."""
-    from helpers import local_processes
+    from helpers.ground import local_processes
 
     if not built():
         raise UCServerError(

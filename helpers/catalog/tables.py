@@ -12,7 +12,7 @@ What the workbook adds, and why (everything else is Delta's and the server's cod
   coordinator up by the name of the catalog the table is in. It builds one by itself only for
   Unity Catalog's Spark connector (``io.unitycatalog.spark.UCSingleCatalog``), which is not
   published where this workbook downloads its jars. The session extension
-  ``workbook.catalog.UnityCatalogCommits`` (``helpers/java/``) registers a builder for the session
+  ``workbook.catalog.UnityCatalogCommits`` (``helpers/spark/java/``) registers a builder for the session
   catalog that returns Delta's own ``UCCommitCoordinatorClient`` over Delta's own REST client,
   at ``spark.workbook.unityCatalog.uri``: :func:`session_conf`.
 * **Creating the table.** The connector would reserve the table in the catalog, let Delta write
@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from helpers import sessions
 from helpers.catalog.rest import StagedTable, UnityCatalog
+from helpers.spark import sessions
 
 CATALOG = "spark_catalog"
 """The Unity Catalog catalog that mirrors Spark's session catalog: Delta names a table's coordinator
@@ -181,7 +181,7 @@ def open_table(spark, name: str, columns: str, location: str) -> None:
 
 def published_versions(location: str) -> list[int]:
     """The versions with a published commit, ``_delta_log/<v>.json``, at a ``file://`` location."""
-    from helpers import delta_log
+    from helpers.delta import delta_log
 
     log = local_path(location) / "_delta_log"
     return sorted(

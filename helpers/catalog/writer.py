@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 
-from helpers.processes import run_at_barrier
+from helpers.writers.processes import run_at_barrier
 from helpers.writers.protocol import T_PROCESS_START, spec_process_main
 
 ROWS_PER_BATCH = 10

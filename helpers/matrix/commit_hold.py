@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from helpers import config
+from helpers.ground import config
 
 SOURCE = Path(__file__).with_name("commit_hold.c")
 LIBRARY_VARIABLE = "WORKBOOK_COMMIT_HOLD"

@@ -33,7 +33,7 @@ import csv
 from dataclasses import dataclass
 from functools import lru_cache
 
-from helpers import config
+from helpers.ground import config
 from helpers.matrix import classify
 from helpers.matrix import operations as ops
 

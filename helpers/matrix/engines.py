@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from helpers import eras
+from helpers.ground import eras
 from helpers.matrix import operations as ops
 
 
@@ -71,7 +71,7 @@ class EngineSpec:
     module: str
     """The module whose ``engine(name)`` builds it, inside the worker process."""
     era: str
-    """The environment its worker runs in (:mod:`helpers.eras`): an era's, or the kernel's."""
+    """The environment its worker runs in (:mod:`helpers.ground.eras`): an era's, or the kernel's."""
     default: bool = True
     """In the full matrix (``make matrix``) unless ``--engines`` names others."""
     parts: tuple[str, str] | None = None

@@ -34,12 +34,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from helpers import config, storage
+from helpers.ground import config
 from helpers.matrix import classify, run, worker
 from helpers.matrix import mixed_engines as me
 from helpers.matrix import operations as ops
 from helpers.matrix.ddb_hold import ClaimHold
 from helpers.matrix.pairs import Runner
+from helpers.stores import storage
 
 DEFAULT_OPS = ("append", "overwrite", "delete", "update", "merge", "optimize")
 """Every ordered pair of these is raced by ``make matrix-mixed``: a team's everyday writes and

@@ -1,7 +1,7 @@
 """The two engines of the mixed DynamoDB setting, and what the lock table says of a race.
 
 * :class:`DynamoSpark`: Delta Spark as notebook 09 §4–5 configure it, ``s3a://`` commits through the
-  DynamoDB log store (:func:`helpers.sessions.dynamodb_log_store_conf`), with the conflict matrix's
+  DynamoDB log store (:func:`helpers.spark.sessions.dynamodb_log_store_conf`), with the conflict matrix's
   speed settings; its DynamoDB endpoint is a :class:`helpers.matrix.ddb_hold.ClaimHold` in front of
   the emulator, so a race can hold it as B at its claim (:meth:`DynamoSpark.run_held`).
 * deltalake 1.5.1 with ``AWS_S3_LOCKING_PROVIDER=dynamodb`` and the same lock table (notebook 09 §5,
@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import os
 
-from helpers import config, delta_log, eras, sessions, storage, tables
+from helpers.delta import delta_log
+from helpers.ground import config, eras
 from helpers.matrix import engines
 from helpers.matrix import operations as ops
 from helpers.matrix import spark as matrix_spark
 from helpers.matrix.remote import RemoteEngine, for_delta_rs
+from helpers.spark import sessions
+from helpers.stores import storage, tables
 
 SPARK = engines.SPARK
 RS = eras.DYNAMODB_INTEROP
@@ -102,7 +105,7 @@ def remote_rs(python: str | None = None) -> RemoteEngine:
 
 def prepare_s3() -> None:
     """The emulator up, the bucket and the lock table there; the kernel's reader pointed at them."""
-    from helpers import services
+    from helpers.stores import services
 
     if config.profile() == "local":
         services.up(["moto"], quiet=True)

@@ -13,7 +13,7 @@ held just before its commit file; A then runs to its commit; then B goes on from
 read, now stale (:mod:`helpers.matrix.spark`). Either way both read the base version and A's commit
 lands first.
 
-Each leaves a table whose contents (:meth:`Engine.read`), log (:func:`helpers.integrity.check_table`)
+Each leaves a table whose contents (:meth:`Engine.read`), log (:func:`helpers.delta.integrity.check_table`)
 and, for the race, B's commits are recorded. :mod:`helpers.matrix.classify` then compares them.
 "A alone" and "B alone" are computed once per operation (:class:`Runner`) and copied, so a serial
 run costs one operation, not two; and a serial order is run once: with one engine, A→B of the pair
@@ -55,7 +55,7 @@ def commit_infos(path: str | Path, versions: list[int]) -> list[dict]:
 
 
 def problems(path: str | Path) -> list[dict]:
-    """What :func:`helpers.integrity.check_table` finds wrong with the table's log, as dicts."""
+    """What :func:`helpers.delta.integrity.check_table` finds wrong with the table's log, as dicts."""
     return stores.problems(str(path))
 
 

@@ -6,7 +6,7 @@ one table, the pair runner (:class:`helpers.matrix.pairs.Runner`, in the Spark p
 :class:`RemoteEngine`: an object with the engine interface (:mod:`helpers.matrix.engines`) whose
 every call is one JSON line to a child process and one JSON line back. The child
 (``python -m helpers.matrix.remote ENGINE``, started in the era's Python by
-:func:`helpers.eras.start_in_era`, as :mod:`helpers.matrix.worker` is) builds the era's engine
+:func:`helpers.ground.eras.start_in_era`, as :mod:`helpers.matrix.worker` is) builds the era's engine
 (:mod:`helpers.matrix.deltars`) and keeps each snapshot it opens, by number: ``open`` returns the
 number, and ``run`` later commits from that snapshot, stale by then. So the discipline of the
 matrix holds across the two processes: A commits, then B commits from its older snapshot.
@@ -14,7 +14,7 @@ matrix holds across the two processes: A commits, then B commits from its older 
 Paths: the runner names S3 tables ``s3://``; the child gives them to delta-rs as ``s3a://``, the
 scheme Delta Spark uses, so both DynamoDB log stores key the table's items by the same
 ``tablePath`` (:func:`for_delta_rs`). The child reads its S3 and lock settings from its environment
-(``AWS_*``, ``DELTA_DYNAMO_TABLE_NAME``: :func:`helpers.tables.s3_storage_options`).
+(``AWS_*``, ``DELTA_DYNAMO_TABLE_NAME``: :func:`helpers.stores.tables.s3_storage_options`).
 
 :meth:`RemoteEngine.read` reads in this process, with the kernel's deltalake, as every table of the
 matrix is read (one reader for the oracle).
@@ -58,7 +58,7 @@ class RemoteEngine:
         python: str | None = None,
     ) -> None:
         """``python``: an interpreter outside the eras (a release measured once, not pinned here)."""
-        from helpers import config, eras
+        from helpers.ground import config, eras
 
         self.name = name
         self._lock = threading.Lock()

@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from helpers import config, eras
+from helpers.ground import config, eras
 from helpers.matrix import classify, documented, engines
 from helpers.matrix import operations as ops
 

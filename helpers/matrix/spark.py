@@ -10,12 +10,12 @@ rows, predicates and base table of :mod:`helpers.matrix.operations`, as the delt
 starts, so a snapshot cannot be opened early and used later as delta-rs's can. B's commit is held
 instead (:meth:`DeltaSpark.run_held`): B starts in a thread of this driver, reads version N, writes
 its data files and calls the log store to write ``N+1.json``; there it waits
-(``workbook.matrix.CommitHold``, ``helpers/java/workbook/matrix/``) and signals that it waits. A then
+(``workbook.matrix.CommitHold``, ``helpers/spark/java/workbook/matrix/``) and signals that it waits. A then
 runs to its own commit of ``N+1.json``; B is released, finds the file taken, and Delta Spark's own
 conflict checker decides: refuse (``ConcurrentAppendException``...) or commit at N+2. The order is
 forced by two latches, never by a sleep.
 
-Why a log store on local disk rather than the commit gate on S3 (``helpers.commitgate``): the gate
+Why a log store on local disk rather than the commit gate on S3 (``helpers.runs.commitgate``): the gate
 holds a PUT, and on S3 Delta Spark's ``S3SingleDriverLogStore`` writes a commit file under a
 per-path JVM lock (is ``N.json`` free? then PUT); with A and B in one driver, a PUT held at the gate
 keeps that lock, and A's commit of the same ``N.json`` would wait behind B forever. A hold placed in
@@ -46,7 +46,7 @@ read the files.) Only pairs whose B writes data files race it (a DELETE of every
 change write none).
 
 The oracle reads every table (:meth:`DeltaSpark.read`) with the kernel's deltalake, the reader of
-the workbook's auditor (:mod:`helpers.audit`): a Spark query per table cost a third of the Spark
+the workbook's auditor (:mod:`helpers.runs.audit`): a Spark query per table cost a third of the Spark
 engine's time here (0.3 s against 0.01 s). :meth:`DeltaSpark.create_base` checks that both readers
 read the base table alike, and a mixed pair compares tables read by both engines anyway.
 
@@ -55,15 +55,16 @@ table holds it; Delta Spark has no public API for it (its ``txnAppId``/``txnVers
 that check inside the write: ``retry_txn``), so they are reported not available.
 
 One SparkSession serves every pair of a process (:func:`session`), built by
-:func:`helpers.sessions.spark_session` with the held log stores on its class path.
+:func:`helpers.spark.sessions.spark_session` with the held log stores on its class path.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import config, sessions
+from helpers.ground import config
 from helpers.matrix import operations as ops
+from helpers.spark import sessions
 
 HOLD_TIMEOUT_S = 240.0
 """A safety limit only: how long B may take to reach its commit before the pair is abandoned."""
@@ -74,7 +75,7 @@ _C1_ONLY = "-XX:TieredStopAtLevel=1"
 SECOND_TIER_FROM_PAIRS = 100
 """A driver given at least this many pairs (the full matrix: several hundred in one process) lives
 for minutes and gains from the second compiler tier that short-lived drivers leave out
-(:data:`helpers.spark_start.DRIVER_JVM_OPTIONS`): 36 pairs took 50 s with it, 65 s without. A
+(:data:`helpers.spark.spark_start.DRIVER_JVM_OPTIONS`): 36 pairs took 50 s with it, 65 s without. A
 short run spends more compiling than it saves: notebook 13's 16 Delta Spark pairs took 111
 CPU-seconds (64 s) with it and 71 (57 s) without, and a test's 5 pairs 104 and 60 (2 cores,
 2026-11-26)."""
@@ -88,7 +89,7 @@ def session_conf() -> dict[str, str]:
     if engines.pairs_in_this_process >= SECOND_TIER_FROM_PAIRS:
         java = " ".join(o for o in java.split() if o != _C1_ONLY)
     return {
-        # the held log stores (compiled from helpers/java/ with the DynamoDB log store's jar)
+        # the held log stores (compiled from helpers/spark/java/ with the DynamoDB log store's jar)
         "spark.jars": str(sessions.log_store_jar()),
         "spark.delta.logStore.file.impl": "workbook.matrix.HeldHDFSLogStore",
         "spark.delta.logStore.s3a.impl": "workbook.matrix.HeldS3SingleDriverLogStore",
@@ -118,7 +119,7 @@ BOOT_CLASSES = ("workbook/matrix/CommitHold", "workbook/matrix/HeldLocalFileSyst
 
 def boot_jar() -> Path:
     """The hold and the held local file system alone, from the log stores' jar
-    (:func:`helpers.sessions.log_store_jar`), for the driver's own class path: the file system is
+    (:func:`helpers.spark.sessions.log_store_jar`), for the driver's own class path: the file system is
     needed before ``spark.jars`` are loaded, and the held log stores must stay beside Delta's storage
     jar, where they find ``HDFSLogStore``. One ``CommitHold`` class serves both: a class loader asks
     its parent first, so the log stores' jar finds the driver's copy."""

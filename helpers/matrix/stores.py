@@ -1,13 +1,13 @@
 """Where the pair runner keeps its tables: a local folder, or a prefix of the S3 emulator's bucket.
 
 :class:`helpers.matrix.pairs.Runner` copies tables, lists commit versions, reads a commit's
-``commitInfo``, checks a table's log (:func:`helpers.integrity.check_table`) and removes tables;
+``commitInfo``, checks a table's log (:func:`helpers.delta.integrity.check_table`) and removes tables;
 each store does these on its own storage. A table is named by a string: a local path (relative to
 the workbook's folder, as the worker runs there) or ``s3://<bucket>/<prefix>`` (engines map it to
 what they take: delta-rs ``s3://``, Spark ``s3a://``).
 
-The S3 store talks to the emulator with boto3 (:func:`helpers.storage.s3_client`). Its bucket keeps
-object versions (:func:`helpers.storage.ensure_bucket`), so removing a table deletes every version
+The S3 store talks to the emulator with boto3 (:func:`helpers.stores.storage.s3_client`). Its bucket keeps
+object versions (:func:`helpers.stores.storage.ensure_bucket`), so removing a table deletes every version
 of every object under its prefix, not only the latest.
 """
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from helpers import delta_log, integrity, storage
+from helpers.delta import delta_log, integrity
+from helpers.stores import storage
 
 
 def problems(location: str) -> list[dict]:
-    """What :func:`helpers.integrity.check_table` finds wrong with the table's log, as dicts."""
+    """What :func:`helpers.delta.integrity.check_table` finds wrong with the table's log, as dicts."""
     check = integrity.check_table(location)
     return [
         {"kind": p.kind, "file": p.file, "version": p.version, "detail": p.detail}

@@ -4,7 +4,7 @@
 
 ``ENGINE`` are names from :data:`helpers.matrix.engines.ENGINES` that share one process (the
 process must be their era's Python: :mod:`helpers.matrix.run` starts it with
-:func:`helpers.eras.start_in_era`); ``FOLDER`` is where their tables go,
+:func:`helpers.ground.eras.start_in_era`); ``FOLDER`` is where their tables go,
 ``FOLDER/<engine>`` each (replaced), or for an engine on S3 a prefix of the emulator's bucket named
 after ``FOLDER`` (:func:`s3_root`); ``PAIRS`` a JSON object giving each engine its list of
 ``[first, second]``. Lines on stdout,
@@ -44,7 +44,7 @@ def emit(event: str, **fields) -> None:
 
 def s3_root(folder: str, name: str) -> str:
     """``s3://<bucket>/conflict-matrix/<digest of FOLDER>/<engine>``: one prefix per run and engine."""
-    from helpers import tables
+    from helpers.stores import tables
 
     digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:12]
     return tables.s3_uri(f"conflict-matrix/{digest}/{name.replace('@', '-at-')}")
@@ -84,7 +84,8 @@ def _engines(names: list[str]) -> dict:
 
 def _prepare_s3() -> None:
     """The emulator up, the bucket there, and delta-rs pointed at it through the variables it reads."""
-    from helpers import config, services, storage, tables
+    from helpers.ground import config
+    from helpers.stores import services, storage, tables
 
     if config.profile() == "local":
         services.up(["moto"], quiet=True)

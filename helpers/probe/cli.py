@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from typing import Sequence
 from urllib.parse import urlparse
 
-from helpers import config, storage
+from helpers.ground import config
 from helpers.probe import objects
+from helpers.stores import storage
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PERMISSION_REFUSALS = ("403", "AccessDenied", "AccessDeniedException", "AllAccessDisabled")
-"""Of the refusals :data:`helpers.storage.AWS_REFUSALS` names, those about permissions, not the keys themselves."""
+"""Of the refusals :data:`helpers.stores.storage.AWS_REFUSALS` names, those about permissions, not the keys themselves."""
 DELTA_WRITERS = 8
 
 
@@ -117,6 +118,8 @@ def _explain(error: Exception, where: dict[str, str], doing: str) -> ProbeError:
     from botocore.exceptions import (
         ClientError,
         EndpointConnectionError,
+    )
+    from botocore.exceptions import (
         ConnectionError as BotoConnectionError,
     )
 
@@ -254,7 +257,7 @@ def deleted_copy_verdict(s3, bucket: str, prefix: str) -> Verdict:
 
 def delta_round_trip(where: dict[str, str], bucket: str, prefix: str) -> Verdict:
     """8 deltalake 1.6.6 writers append to one new table at once; the auditor counts from storage."""
-    from helpers import audit, runner
+    from helpers.runs import audit, runner
 
     uri = f"s3://{bucket}/{prefix}delta-round-trip"
     options = {

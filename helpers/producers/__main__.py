@@ -18,13 +18,14 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from helpers import config, storage
 from helpers.bench import run as bench
 from helpers.bench.meter import RequestMeter, upstream
+from helpers.ground import config
 from helpers.producers import profile
 from helpers.producers import results as results_module
 from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
 from helpers.producers.scenarios import at_the_limit, throughput
+from helpers.stores import storage
 
 PRODUCER_COUNTS = (1, 2, 4, 8)
 FILES_PER_PRODUCER = 40

@@ -3,7 +3,7 @@ nothing staged left behind.
 
 A reader's view is not enough: deltalake 1.x reads a data file that two commits add once, so a
 batch committed twice (a lost answer, notebook 12 appendix B) leaves the table's row count right.
-The log says it: :func:`exactly_once` reads every commit file (:func:`helpers.integrity.check_table`)
+The log says it: :func:`exactly_once` reads every commit file (:func:`helpers.delta.integrity.check_table`)
 and counts, for each data file, the commits that add it, and for each batch of each committer,
 the commits that carry it; then the rows a reader gets, by id, against the ids the producers made;
 then what is left under ``produced/`` and ``_queue/`` that the table does not hold.
@@ -14,9 +14,11 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from helpers import audit, integrity, storage
-from helpers.checks import Checklist
+from helpers.delta import integrity
+from helpers.ground.checks import Checklist
 from helpers.producers import layout
+from helpers.runs import audit
+from helpers.stores import storage
 
 
 @dataclass
@@ -37,7 +39,7 @@ class Verdict:
     """(committer, batch) -> its versions, for batches in more than one commit."""
     staged_left: list[str] = field(default_factory=list)
     damage: list[str] = field(default_factory=list)
-    """What :mod:`helpers.integrity` found that stops a reader."""
+    """What :mod:`helpers.delta.integrity` found that stops a reader."""
 
     def record(self, check: Checklist, label: str = "") -> None:
         """Every exactly-once condition as one check each (``label`` prefixes their names)."""

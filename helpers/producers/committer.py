@@ -42,8 +42,8 @@ import os
 import time
 from pathlib import Path
 
-from helpers import processes
 from helpers.producers import layout, queue
+from helpers.writers import processes
 from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_main
 
 POLL_S = 0.005

@@ -1,6 +1,6 @@
 """The committer's faults, injected between it and the store: a lost answer, and a kill mid-commit.
 
-* :class:`LostAnswerGate`: a :class:`~helpers.commitgate.CommitGate` that, once armed, lets the next
+* :class:`LostAnswerGate`: a :class:`~helpers.runs.commitgate.CommitGate` that, once armed, lets the next
   commit claim (the conditional write of ``_delta_log/N.json``) reach the store, and when the store
   has accepted it, answers the committer ``502 Bad Gateway`` instead of the store's answer: what a
   proxy or load balancer that lost the store's answer says. The committer's HTTP client sends the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 
 from helpers.bench.meter import claim_of_request
-from helpers.commitgate import CommitGate
+from helpers.runs.commitgate import CommitGate
 from helpers.torture.faults import KillGate
 
 __all__ = ["KillGate", "LostAnswerGate", "LostAnswer"]

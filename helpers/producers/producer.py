@@ -18,8 +18,8 @@ import os
 import signal
 import time
 
-from helpers import processes
 from helpers.producers import layout
+from helpers.writers import processes
 from helpers.writers.protocol import T_PROCESS_START, spec_process_main
 
 

@@ -4,7 +4,7 @@
 ratio of its commits/s to the store's serial limit and of its rows/s to 8 racing writers' rows/s
 (both measured in the same run by :mod:`helpers.bench`, whose figures are in ``racing``).
 ``meta``: date, machine, versions, the settings. Saved under ``build/producers/<name>/``;
-``make producers`` publishes the full run to ``data/full_runs/producers/`` (:mod:`helpers.full_runs`).
+``make producers`` publishes the full run to ``data/full_runs/producers/`` (:mod:`helpers.runs.full_runs`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import config, full_runs, landing
+from helpers.delta import landing
+from helpers.ground import config
+from helpers.runs import full_runs
 
 KIND = "producers"
 TABLES = full_runs.TABLES[KIND]
@@ -108,7 +110,7 @@ def save(results: Results, folder: Path) -> Path:
 
 
 def publish(folder: Path) -> Path:
-    """:func:`helpers.full_runs.publish`, then this run's :data:`EXTRA_TABLES` beside its tables."""
+    """:func:`helpers.runs.full_runs.publish`, then this run's :data:`EXTRA_TABLES` beside its tables."""
     import gzip
 
     target = full_runs.publish(KIND, folder)

@@ -8,7 +8,7 @@
     row = run.throughput(table, producers=4, files=20)         # rows/s and commits/s, through one committer
 
 Each producer and the committer is a process of its own in the current era's Python
-(:mod:`helpers.processes`, forked by :mod:`helpers.forkserver`), in a process group of its own so
+(:mod:`helpers.writers.processes`, forked by :mod:`helpers.writers.forkserver`), in a process group of its own so
 a SIGKILL takes it whole. Processes meet at a barrier; once every producer has exited the runner
 writes ``stop`` and the committer exits when the queue is empty.
 """
@@ -21,10 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import config, eras, processes, storage, tables
 from helpers.bench.meter import upstream
+from helpers.ground import config, eras
+from helpers.ground.progress import RunProgress
 from helpers.producers import check, cleanup, faults, layout
-from helpers.progress import RunProgress
+from helpers.stores import storage, tables
+from helpers.writers import processes
 from helpers.writers.protocol import open_barrier
 
 RESULTS_DIR = config.BUILD_DIR / "producers"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from helpers import config
+from helpers.ground import config
 from helpers.producers import check, faults
 from helpers.producers.run import RUN_TIMEOUT_S, Phase, ProducersError, Table
 

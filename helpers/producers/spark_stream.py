@@ -18,7 +18,7 @@ blind table, the counter-example. On ``kill_at_batch`` the process SIGKILLs its 
 (itself and its JVM) after both writes and before the checkpoint records the batch as done.
 :func:`kill_and_restart` runs the two processes and reads from storage what each table holds.
 
-The driver is the workbook's Spark session (``helpers.sessions.spark_session``) on local disk, with
+The driver is the workbook's Spark session (``helpers.spark.sessions.spark_session``) on local disk, with
 the small settings of a Spark writer process (``SparkEngine.DEFAULT_CONF``: ``local[1]``).
 """
 
@@ -106,7 +106,7 @@ def kill_own_group() -> None:
 def run(spec: dict) -> dict:
     if spec.get("mode") == "throughput":
         return measure(spec)
-    from helpers import sessions
+    from helpers.spark import sessions
     from helpers.writers.protocol import one_line
     from helpers.writers.spark_engine import SparkEngine
 
@@ -153,7 +153,7 @@ def measure(spec: dict) -> dict:
     ``spec["block"]`` plain appends (``df.write`` of ``spec["rows"]`` rows), the query over every
     staged file (``files_per_batch`` per micro-batch, each one :func:`append_batch`), another block
     of plain appends; one warm-up append first. Returns when each batch and each append ended."""
-    from helpers import sessions
+    from helpers.spark import sessions
     from helpers.writers.spark_engine import SparkEngine
 
     spark = sessions.spark_session(
@@ -201,10 +201,10 @@ def throughput(
     through the query, ``files_per_batch`` per micro-batch, against one writer appending alone in
     the same driver (:func:`measure`), on local disk. Returns commits/s of each (from the first batch's planning to the last commit, so the
     query's planning counts; a block of appends from its start) and their ratio."""
-    from helpers import tables
     from helpers.producers import check
     from helpers.producers.profile import rates
     from helpers.producers.run import ProducersError
+    from helpers.stores import tables
 
     root = tables.local_table_path(*name.split("/"))
     shutil.rmtree(root, ignore_errors=True)
@@ -271,7 +271,9 @@ def checkpoint_batches(checkpoint: Path) -> dict[str, list[int]]:
 def log_commits(table_uri: str) -> list[dict]:
     """Every commit of a table, from its commit files: version, the workbook batch tag, the
     ``txn`` actions (``appId:version``), the data files and rows it adds."""
-    from helpers import audit, delta_log, storage
+    from helpers.delta import delta_log
+    from helpers.runs import audit
+    from helpers.stores import storage
 
     found = []
     for version, body in delta_log.commit_files(storage.table_store(table_uri)):
@@ -325,9 +327,10 @@ class StreamRun:
 
 
 def _driver(folder: Path, name: str, spec: dict):
-    from helpers import eras, processes
+    from helpers.ground import eras
+    from helpers.ground.progress import RunProgress
     from helpers.producers.run import ProducersError
-    from helpers.progress import RunProgress
+    from helpers.writers import processes
 
     proc = processes.EraProcess(
         name=name,
@@ -366,9 +369,9 @@ def kill_and_restart(
 ) -> StreamRun:
     """Stage the input files, run the query in a Spark driver that SIGKILLs itself after writing
     batch ``kill_at_batch``, run it again from the same checkpoint, and read both tables from storage."""
-    from helpers import tables
     from helpers.producers import check
     from helpers.producers.run import ProducersError
+    from helpers.stores import tables
 
     root = tables.local_table_path(*name.split("/"))
     shutil.rmtree(root, ignore_errors=True)

@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-from helpers import checks, config
+from helpers.ground import checks, config
 from helpers.torture import plan, verdict
 from helpers.torture.run import TortureError, load, torture
 

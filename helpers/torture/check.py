@@ -21,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from helpers import delta_log, integrity, landing, storage
+from helpers.delta import delta_log, integrity, landing
+from helpers.delta.delta_log import BATCH_TAG, WRITER_TAG, commit_tags
+from helpers.stores import storage
 from helpers.torture.worker import APPEND, DELETE, OP_TAG, TARGET_TAG
-from helpers.writers.protocol import BATCH_TAG, WRITER_TAG, commit_tags
 
 KEPT, LOST, DUPLICATED, ABSENT, LANDED = "kept", "lost", "duplicated", "absent", "landed"
 ACKNOWLEDGED = "acknowledged"

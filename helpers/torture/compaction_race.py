@@ -12,7 +12,7 @@ no timing: the first compacts, then the second, whose snapshot is still version 
 
 ``python -m helpers.torture.compaction_race PATH`` runs it in the environment it is started in
 and prints that report as one JSON line. The checker's ``removed twice``
-(:mod:`helpers.integrity`) names what the second commit leaves in the log.
+(:mod:`helpers.delta.integrity`) names what the second commit leaves in the log.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def race(path: str) -> dict:
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
-    from helpers import landing
+    from helpers.delta import landing
 
     shutil.rmtree(path, ignore_errors=True)
     for batch in range(1, BATCHES + 1):
@@ -66,7 +66,7 @@ def race(path: str) -> dict:
 
 def race_in_era(era: str, path: str | Path) -> dict:
     """:func:`race` in a process of ``era`` (raises EraError if the era is not installed)."""
-    from helpers import eras
+    from helpers.ground import eras
 
     done = eras.run_in_era(era, ["-m", __name__, str(path)], timeout=180)
     reports = [line for line in done.stdout.splitlines() if line.startswith("{")]

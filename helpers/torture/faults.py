@@ -42,9 +42,9 @@ import time
 from html import unescape
 from urllib.parse import parse_qs, unquote, urlparse
 
-from helpers import delta_log, integrity
 from helpers.bench.meter import claim_of_request, classify, header_value
-from helpers.commitgate import CommitGate, parse_lock_request
+from helpers.delta import delta_log, integrity
+from helpers.runs.commitgate import CommitGate, parse_lock_request
 
 
 class Killed(ConnectionAbortedError):

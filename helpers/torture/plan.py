@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from helpers import eras, tables
+from helpers.ground import eras
+from helpers.stores import tables
 from helpers.torture.worker import APPEND, COMPACT, DELETE
 
 KILL_POINTS = ("data-written", "staged", "claimed", "copied")

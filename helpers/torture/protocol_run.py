@@ -13,10 +13,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import config, local_processes, processes, runner, services, storage
-from helpers.progress import RunProgress
+from helpers.ground import config, local_processes
+from helpers.ground.progress import RunProgress
+from helpers.runs import runner
+from helpers.stores import services, storage
 from helpers.torture import faults, plan
 from helpers.torture.plan import Group, Protocol
+from helpers.writers import processes
 from helpers.writers.protocol import open_barrier
 
 WORKER_MODULE = "helpers.torture.worker"
@@ -77,7 +80,7 @@ def private_emulators(folder: Path, names: tuple[str, ...] = ("moto", "azurite")
 
 def restarted_together(name: str) -> list[str]:
     """The services a planned restart of ``name`` stops and starts: a protocol's "moto" is the
-    AWS store, so every service that now plays S3 or DynamoDB (:func:`helpers.services.plays`)
+    AWS store, so every service that now plays S3 or DynamoDB (:func:`helpers.stores.services.plays`)
     goes down and comes back together."""
     if name != "moto":
         return [name]

@@ -25,7 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helpers import audit, config, integrity, landing, processes, storage
+from helpers.delta import integrity, landing
+from helpers.ground import config
+from helpers.runs import audit
+from helpers.stores import storage
 from helpers.torture import check as checker
 from helpers.torture import plan
 from helpers.torture.protocol_run import (
@@ -35,6 +38,7 @@ from helpers.torture.protocol_run import (
     TortureError,
     private_emulators,
 )
+from helpers.writers import processes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,7 +135,7 @@ def _reader(
 
 def spark_uri(uri: str) -> str:
     """The URI Delta Spark reads a table by (s3a:// for S3, abfs:// for Azure)."""
-    from helpers import tables
+    from helpers.stores import tables
 
     if uri.startswith("az://"):
         return tables.abfs_uri(uri.split("/", 3)[3])
@@ -453,9 +457,9 @@ class Results:
 
 def load(run: str | Path) -> Results:
     """The results of the run named ``run`` (a folder under ``build/torture/``, or a path: a
-    published copy too, :mod:`helpers.full_runs`). Raises TortureError, saying how to make one, if
+    published copy too, :mod:`helpers.runs.full_runs`). Raises TortureError, saying how to make one, if
     there is no finished run there."""
-    from helpers import full_runs
+    from helpers.runs import full_runs
 
     folder = Path(run) if isinstance(run, Path) else RESULTS_DIR / run
     if not full_runs.finished(folder):

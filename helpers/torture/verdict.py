@@ -13,7 +13,7 @@ from helpers.torture import plan
 
 
 def check_run(check, results, *, min_commits: int) -> None:
-    """Record in ``check`` (a :class:`helpers.checks.Checklist`) every promise of a run, per protocol:
+    """Record in ``check`` (a :class:`helpers.ground.checks.Checklist`) every promise of a run, per protocol:
 
     * every protocol: the operations planned (writers x operations per writer, from the run's
       ``meta.json``) were all made; the operations left without an answer are those of the

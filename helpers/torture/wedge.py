@@ -50,7 +50,7 @@ def _report(done_stdout: str, what: str, stderr: str, code) -> dict:
 
 
 def _in_era(era: str, action: str, table_uri: str, options: dict, *extra: str) -> dict:
-    from helpers import eras
+    from helpers.ground import eras
 
     done = eras.run_in_era(
         era, ["-m", __name__, action, table_uri, json.dumps(options), *extra], timeout=180
@@ -64,7 +64,9 @@ def wedge_in_era(era: str, table_uri: str) -> dict:
     read the storage and open the table: with the era's deltalake (:data:`OPENS` times, then an
     append of batch 3), with the kernel's (1.6.6, no DynamoDB), and with the era's again after the
     staged file is deleted."""
-    from helpers import config, eras, runner, storage, tables
+    from helpers.ground import config, eras
+    from helpers.runs import runner
+    from helpers.stores import storage, tables
     from helpers.torture import faults
 
     storage.remove_table(table_uri)
@@ -125,7 +127,7 @@ def append(table_uri: str, options: dict, batch: int) -> dict:
     import deltalake
     from deltalake import DeltaTable, write_deltalake
 
-    from helpers import landing
+    from helpers.delta import landing
 
     report = {"deltalake": deltalake.__version__, "version": None, "error": None}
     try:

@@ -38,18 +38,11 @@ import traceback
 import urllib.error
 import urllib.request
 
-from helpers import landing
 from helpers.bench.worker import DeltalakeAppender, SparkAppender, batch_table
-from helpers.writers.protocol import (
-    BATCH_TAG,
-    TAG_PREFIX,
-    WRITER_TAG,
-    gone_file,
-    one_line,
-    process_alive,
-    spec_process_main,
-    wait_at_barrier,
-)
+from helpers.delta import landing
+from helpers.delta.delta_log import BATCH_TAG, TAG_PREFIX, WRITER_TAG
+from helpers.ground.local_processes import process_alive
+from helpers.writers.protocol import gone_file, one_line, spec_process_main, wait_at_barrier
 
 OP_TAG = TAG_PREFIX + "op"
 TARGET_TAG = TAG_PREFIX + "target"
@@ -178,7 +171,7 @@ def spark_read(spark, table: dict) -> dict:
 def read_tables(spec: dict) -> dict:
     """The checker's reader: each of ``spec["tables"]`` read (and vacuumed) with ``spec["engine"]``."""
     if spec["engine"] == "spark":
-        from helpers import sessions
+        from helpers.spark import sessions
 
         spark = sessions.spark_session(*spec["spark_stores"], app_name=f"torture-{spec['process']}")
         return {

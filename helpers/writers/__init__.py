@@ -1,6 +1,6 @@
 """The writer processes: one process per writer, racing for the next commit of one table.
 
-* :mod:`helpers.writers.protocol`: the spec, the result, the barrier, the commit tags, the Engine shape;
+* :mod:`helpers.writers.protocol`: the spec, the result, the barrier, the Engine shape;
 * one module per engine: :mod:`~helpers.writers.deltalake_engine` (delta-rs, every era),
   :mod:`~helpers.writers.daft_engine` (the kernel's and the seeds' eras) and :mod:`~helpers.writers.spark_engine` (the kernel's);
 * ``python -m helpers.writers``: the process itself (:mod:`helpers.writers.__main__`).
@@ -9,11 +9,9 @@ The protocol's names are re-exported here: ``writers.WriterSpec``, ``writers.COM
 """
 
 from helpers.writers.protocol import (  # noqa: F401
-    BATCH_TAG,
     COMMITTED,
     ENGINES,
     FAILED,
-    WRITER_TAG,
     BarrierTimeout,
     Engine,
     EngineUnavailable,
@@ -22,7 +20,6 @@ from helpers.writers.protocol import (  # noqa: F401
     WriterResult,
     WriterSpec,
     check_max_commit_retries,
-    commit_tags,
     engine_class,
     go_file,
     gone_file,

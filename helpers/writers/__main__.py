@@ -2,8 +2,8 @@
 
 It plays the seeds' function that a landing file triggers (an AWS Lambda or an Azure Function):
 each instance is its own OS process, loads one JSON-lines or CSV file with pyarrow, and appends
-it to a Delta table. :mod:`helpers.runner` starts several at once, in the Python environment of
-a delta-rs era (:mod:`helpers.eras`), from the workbook's folder::
+it to a Delta table. :mod:`helpers.runs.runner` starts several at once, in the Python environment of
+a delta-rs era (:mod:`helpers.ground.eras`), from the workbook's folder::
 
     <era python> -m helpers.writers SPEC             # SPEC: a JSON file, or inline JSON
     <era python> -m helpers.writers --make-landing DIR [--batches 1-8]
@@ -36,7 +36,7 @@ import time
 import traceback
 from pathlib import Path
 
-from helpers import landing
+from helpers.delta import landing
 from helpers.writers.protocol import (
     COMMITTED,
     SpecError,

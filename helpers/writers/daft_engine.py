@@ -8,16 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from helpers import delta_log
+from helpers.delta import delta_log
+from helpers.delta.delta_log import WRITER_TAG, commit_tags
 from helpers.writers.deltalake_engine import open_delta_table
 from helpers.writers.protocol import (
     READ_LANDING,
-    WRITER_TAG,
     Engine,
     EngineUnavailable,
     SpecError,
     WriterSpec,
-    commit_tags,
     literal,
     writer_tags,
 )
@@ -52,7 +51,7 @@ class DaftEngine(Engine):
       as ``custom_metadata``: the version this writer's commit really got. The files Daft returned
       (its public result) are kept beside the writer's result (:func:`returned_files` reads them),
       so an auditor can check that the commit at the reported version adds exactly those files
-      (:func:`helpers.audit.own_commit_problems`).
+      (:func:`helpers.runs.audit.own_commit_problems`).
     * **The seeds' era.** Daft 0.7.9, the last release whose ``deltalake`` extra admits deltalake
       0.22.3, is installed beside it. Its ``write_deltalake`` opens the table *first* and only then
       adds ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` (no ``dynamo_table_name``) or the DynamoDB keys to its
@@ -207,7 +206,7 @@ class DaftEngine(Engine):
     def code(cls, spec: WriterSpec) -> str:
         """What the writer process runs for ``spec`` (:meth:`append` uses the same :meth:`s3_settings`
         and :meth:`call_arguments`), as Python to copy; credentials masked."""
-        from helpers import config, eras
+        from helpers.ground import config, eras
 
         settings = cls.s3_settings(spec)
         version = f"Daft over deltalake {eras.era(spec.era).deltalake_version}"
@@ -352,7 +351,7 @@ def _write_records(run) -> dict[str, dict]:
 
 
 def returned_files(run) -> dict[str, list[str]]:
-    """The data files Daft's write returned to each writer of a run (a :class:`helpers.runner.RunResult`
+    """The data files Daft's write returned to each writer of a run (a :class:`helpers.runs.runner.RunResult`
     or its run folder), by writer id; writers that never called Daft's write are absent."""
     return {writer: record["files"] for writer, record in _write_records(run).items()}
 
@@ -396,7 +395,7 @@ def first_write(
     import daft
     import deltalake
 
-    from helpers import landing
+    from helpers.delta import landing
 
     report = {
         "writer_id": writer_id,

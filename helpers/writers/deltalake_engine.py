@@ -84,7 +84,7 @@ class DeltalakeEngine(Engine):
     def code(cls, spec: WriterSpec) -> str:
         """What the writer process runs for ``spec`` with its era's deltalake (:meth:`append` builds
         its call from the same :meth:`commit_properties`), as Python to copy; credentials masked."""
-        from helpers import config, eras
+        from helpers.ground import config, eras
 
         version = eras.era(spec.era).deltalake_version
         has_properties = has_commit_properties(version)

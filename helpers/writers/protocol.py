@@ -1,7 +1,7 @@
 """The writer protocol: what a writer process is told, what it reports, where it waits, how it
 tags its commit, and the shape every engine has.
 
-* :class:`WriterSpec`: what one writer does (built by :mod:`helpers.runner`, passed as JSON);
+* :class:`WriterSpec`: what one writer does (built by :mod:`helpers.runs.runner`, passed as JSON);
 * :class:`WriterResult`: what it says about itself, written atomically before it exits;
 * the barrier: ``ready-<id>``, ``gone-<id>`` and ``go`` files in the run's barrier folder;
 * the tags ``workbook.writer`` / ``workbook.batch`` on each commit, so the auditor can tell whose
@@ -26,16 +26,14 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from helpers import landing
+from helpers.delta import landing
+from helpers.delta.delta_log import BATCH_TAG, WRITER_TAG
+from helpers.ground.local_processes import process_alive
 
 T_PROCESS_START = time.time()
 
 COMMITTED = "committed"
 FAILED = "failed"
-TAG_PREFIX = "workbook."
-WRITER_TAG = TAG_PREFIX + "writer"
-BATCH_TAG = TAG_PREFIX + "batch"
-"""Keys a writer adds to its commit's commitInfo, so an auditor can tell whose commit it is."""
 
 ENGINE_MODULES = {
     "deltalake": "helpers.writers.deltalake_engine",
@@ -78,7 +76,7 @@ def literal(value: Any, *, wrap: bool = True) -> str:
 
 
 READ_LANDING = "data = landing.read_landing_file(landing_file)  # the file that started this writer: a pyarrow Table"
-"""How every engine's writer reads its data (:func:`helpers.landing.read_landing_file`), as its code is shown."""
+"""How every engine's writer reads its data (:func:`helpers.delta.landing.read_landing_file`), as its code is shown."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,24 +87,6 @@ READ_LANDING = "data = landing.read_landing_file(landing_file)  # the file that 
 def writer_tags(spec: "WriterSpec") -> dict[str, str]:
     """The tags a writer puts on its commit: ``{"workbook.writer": "w3", "workbook.batch": "3"}``."""
     return {WRITER_TAG: spec.writer_id, BATCH_TAG: str(spec.batch)}
-
-
-def commit_tags(info: dict) -> dict[str, str]:
-    """The workbook tags of a commit (every ``workbook.*`` key), from its commitInfo: delta-rs and
-    Daft put them in commitInfo itself, Delta Spark (which cannot add keys there) in
-    ``userMetadata`` as JSON. {} if none."""
-    if WRITER_TAG in info:
-        found = info
-    else:
-        try:
-            found = json.loads(info.get("userMetadata") or "{}")
-        except ValueError:
-            return {}
-    return (
-        {k: str(v) for k, v in found.items() if k.startswith(TAG_PREFIX)}
-        if isinstance(found, dict)
-        else {}
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,7 +251,7 @@ class WriterSpec:
 
 @dataclass
 class WriterResult:
-    """What a writer reports about itself (never checked here: see helpers.audit for that)."""
+    """What a writer reports about itself (never checked here: see helpers.runs.audit for that)."""
 
     writer_id: str
     era: str
@@ -375,17 +355,6 @@ def open_barrier(barrier_dir: str | os.PathLike) -> float:
 
 class BarrierTimeout(TimeoutError):
     """``go`` never came: the spec's barrier timeout passed, or the runner that would open it is gone."""
-
-
-def process_alive(pid: int) -> bool:
-    """Does a process with this id run (ours or anyone's)?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def wait_at_barrier(

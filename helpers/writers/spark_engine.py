@@ -8,18 +8,18 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import config, sessions
+from helpers.delta.delta_log import WRITER_TAG, commit_tags
+from helpers.ground import config
+from helpers.spark import sessions
 from helpers.writers.protocol import (
-    WRITER_TAG,
+    READ_LANDING,
     Engine,
     EngineUnavailable,
     SpecError,
     TableNotFoundError,
     WriterSpec,
-    one_line,
-    READ_LANDING,
-    commit_tags,
     literal,
+    one_line,
     writer_tags,
 )
 
@@ -33,7 +33,7 @@ class SparkEngine(Engine):
     engine does about Spark's ways:
 
     * **Session.** Built in :meth:`load` (it needs the writer id) with
-      ``helpers.sessions.spark_session("s3", app_name="writer-<id>", extra_conf=...)``, so jars,
+      ``helpers.spark.sessions.spark_session("s3", app_name="writer-<id>", extra_conf=...)``, so jars,
       endpoint and keys are the notebooks' own.
       The JVM start (tens of seconds) falls between ``t_landing_loaded`` and ``t_snapshot_loaded``;
       ``reported_version_source`` also gives it.
@@ -42,7 +42,7 @@ class SparkEngine(Engine):
       ``AWS_S3_LOCKING_PROVIDER=dynamodb`` selects Delta Spark's multi-cluster log store (the
       session store ``dynamodb``), with ``DELTA_DYNAMO_TABLE_NAME`` as its ``ddb.tableName`` and
       ``AWS_ENDPOINT_URL_DYNAMODB`` as its endpoint. Keys and region otherwise come from
-      ``helpers.config``, as for every session. Keys that start with ``spark.`` are Spark settings
+      ``helpers.ground.config``, as for every session. Keys that start with ``spark.`` are Spark settings
       for this writer's session, applied last. Options Spark has no counterpart for (unsafe
       rename, ``conditional_put``) are refused by name. Defaults (:data:`DEFAULT_CONF`), for a JVM
       that lives for one append beside three others on 2 cores: ``spark.master=local[1]``, driver
@@ -161,7 +161,7 @@ class SparkEngine(Engine):
 
     @classmethod
     def session_conf(cls, spec: WriterSpec) -> dict[str, str]:
-        """The settings this writer's session gets on top of ``helpers.sessions.spark_conf(*stores(spec))``:
+        """The settings this writer's session gets on top of ``helpers.spark.sessions.spark_conf(*stores(spec))``:
         the delta-rs options translated, then the ``spark.*`` options as given."""
         options = spec.storage_options
         conf = dict(cls.DEFAULT_CONF)
@@ -224,7 +224,7 @@ class SparkEngine(Engine):
                 "from helpers import landing",
                 "",
                 "# every setting of the writer's session but one: its JVM also maps a class-data archive built",
-                "# for this machine (-XX:SharedArchiveFile, helpers/spark_start.py), which only makes it start faster",
+                "# for this machine (-XX:SharedArchiveFile, helpers/spark/spark_start.py), which only makes it start faster",
                 f"conf = {literal(conf)}",
                 "builder = SparkSession.builder",
                 "for key, value in conf.items():",

@@ -1,5 +1,5 @@
 """Notebook 09's lessons on a real Spark cluster: a standalone master and two workers on
-127.0.0.1 (helpers/cluster.py), every Spark session pointed at it with WORKBOOK_SPARK_MASTER.
+127.0.0.1 (helpers/spark/cluster.py), every Spark session pointed at it with WORKBOOK_SPARK_MASTER.
 
 The notebook asserts its own lessons (several jobs of one driver lose nothing; several drivers
 with the default log store lose commits; the DynamoDB log store loses none; Spark beside delta-rs
@@ -12,7 +12,9 @@ import json
 
 import pytest
 
-from helpers import cluster, config, workbook
+from helpers.ground import config
+from helpers.jupyter import workbook
+from helpers.spark import cluster
 
 NOTEBOOK = config.NOTEBOOKS_DIR / "09_spark_multi_cluster_s3.ipynb"
 ON_THE_CLUSTER = {"n_mixed_spark": 3}

@@ -1,0 +1,447 @@
+"""The answer's settings: a paragraph per setting a reader may have (what to configure, which races may
+run at once, which fail loudly, which to keep apart, the findings that apply), read from the cells of
+:mod:`helpers.page.answer`; the retry advice from notebook 11's committed run. :mod:`helpers.page.answer_page`
+and :mod:`helpers.page.answer_html` render them."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from dataclasses import dataclass
+
+from helpers.catalog import server as uc_server
+from helpers.ground import config
+from helpers.page import boundaries as b
+from helpers.page.answer import (
+    BY_DESIGN,
+    COLUMNS,
+    CURRENT,
+    DUPLICATES,
+    LOSES,
+    MISREPORTS,
+    MIXED_LINK,
+    MIXED_RUN,
+    NOT_MEASURED,
+    REFUSED,
+    ROWS,
+    SAFE,
+    WRONG,
+    Cell,
+    Check,
+    Results,
+    Section,
+    link_of,
+    mixed_run,
+    remedy,
+)
+from helpers.page.answer_matrix import CONDITIONS, OP_WORDS
+from helpers.spark.sessions import (
+    DELTA_DYNAMODB_LOG_STORE,
+    DYNAMODB_LOG_STORE_PREFIX,
+    WORKBOOK_DYNAMODB_LOG_STORE,
+)
+
+GLOSSARY = "glossary.md"
+
+
+def term(words: str, anchor: str) -> str:
+    """``words`` linked to the glossary's entry (its anchor: the term's name, lowercase, hyphens)."""
+    return f"[{words}]({GLOSSARY}#{anchor})"
+
+
+RACE_WORDS = {
+    "append": "two appends",
+    "rewrite": "a DELETE with a predicate, UPDATE or MERGE beside an append",
+    "delete_all_append": "a DELETE of every row beside an append",
+    "overwrite": "an overwrite or a replaceWhere beside an append",
+    "optimize": "two OPTIMIZEs or Z-orders",
+    "optimize_append": "an OPTIMIZE beside an append",
+    "optimize_delete": "an OPTIMIZE or Z-order beside a DELETE with a predicate or a replaceWhere",
+    "optimize_rewrite": "an OPTIMIZE or Z-order beside a DELETE of every row or a full overwrite",
+    "vacuum": "a zero-retention VACUUM beside an append, a DELETE with a predicate, an UPDATE, a MERGE or a "
+    "replaceWhere",
+    "vacuum_rewrite": "a zero-retention VACUUM beside a full overwrite or a DELETE of every row",
+    "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
+    "retry": "a rerun append",
+    "other": "the other engine on the same table",
+}
+"""Each column's race, as a sentence says it."""
+WHY = {
+    LOSES: "rows are lost",
+    DUPLICATES: "rows end up twice",
+    WRONG: "the table holds rows no serial order gives",
+    MISREPORTS: "a job can be told it failed for a write that is in the table",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting a reader may have: a paragraph above the table. ``row``: its row of the table, whose
+    engine and versions the title names; ``avoid``: rows of near settings that lose data, named as what
+    not to do; ``findings``: the library bugs that apply, each with what to do about it."""
+
+    title: str
+    row: str
+    configure: str
+    avoid: tuple[str, ...] = ()
+    measured_with: str = ""
+    """Which implementation the row's measurements ran, where it is not the one a reader deploys."""
+    findings: tuple[str, ...] = ()
+
+
+DDB = DYNAMODB_LOG_STORE_PREFIX
+SPARK_LOCK_CONF = (
+    f"`spark.delta.logStore.s3a.impl={DELTA_DYNAMODB_LOG_STORE}`, `{DDB}.ddb.tableName` and "
+    f"`{DDB}.ddb.region`, with the `io.delta:delta-storage-s3-dynamodb` package and `s3a://` table URIs"
+)
+RS_LOCK_OPTIONS = "`AWS_S3_LOCKING_PROVIDER=dynamodb` and `DELTA_DYNAMO_TABLE_NAME`"
+SPARK_LOG_STORE_MEASURED = (
+    f"Delta Spark's side was measured with the workbook's own `{WORKBOOK_DYNAMODB_LOG_STORE}` against the emulators: "
+    f"Delta's `{DELTA_DYNAMODB_LOG_STORE}` has no DynamoDB endpoint setting, so it runs only against a real account "
+    "(`WORKBOOK_PROFILE=cloud`). The two share the protocol, the lock items and the `ddb.*` settings, and differ only "
+    "where a commit cannot be finished: Delta's 4.4.0 class tells a writer whose claim won, but whose copy to `N.json` "
+    "S3 refused, that its append failed although it is in the log, and keeps writers claiming one version without end "
+    "against an item whose staged file is gone ([the report](../findings/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md)); "
+    "the workbook's class retries the copy and fails the other case with an error naming the item. With Delta's class, "
+    "look for a failed append in the table before running it again"
+)
+FINDINGS = "../findings"
+LOST_ANSWER = (
+    f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
+    f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
+    "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
+    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id, "
+    "and look in the table before rerunning a failed DELETE"
+)
+DOUBLE_OPTIMIZE = (
+    f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
+    f"from {b.DOUBLE_OPTIMIZE.version}, a second OPTIMIZE or Z-order, an overwrite or a DELETE of every row made from a "
+    "snapshot older than a concurrent OPTIMIZE commits. Compact from one job at a time, never "
+    f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it"
+)
+DYNAMODB_ADVISORY = (
+    f"[the DynamoDB log store advisory]({FINDINGS}/deltalake-dynamodb-log-store-advisory/ADVISORY.md): in "
+    f"{b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} a commit whose writer died at the wrong moment "
+    "wedges the table until its staged file is deleted, and a job that loads the table can finish a writer's commit "
+    "before the writer does (the writer is then told it failed)"
+)
+DELTA_LOG_STORE_REPORT = (
+    f"[Delta's DynamoDB log store]({FINDINGS}/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md) "
+    f"({b.DELTA_SPARK.version}): a writer whose claim won but whose copy to `N.json` S3 refused is told its append "
+    "failed although it is in the log; look in the table before rerunning a failed append"
+)
+CATALOG_LOST_ANSWER = (
+    f"[a lost `add-commit` answer]({FINDINGS}/delta-uc-lost-commit-answer-commits-twice/REPORT.md) "
+    f"({b.DELTA_SPARK.version}, 15 appendix B): when the catalog ratified a commit and its answer is lost, Delta "
+    "takes its own commit for another writer's and commits the same append again as the next version (the rows "
+    "are read once, and the log holds the append twice, with new row ids)"
+)
+CATALOG_COMMIT_LIMIT = (
+    f"[the catalog's commit limit]({FINDINGS}/delta-uc-commit-limit-never-backfills/REPORT.md) "
+    f"({b.DELTA_SPARK.version}, 15 appendix B): after ten commits the catalog ratified and nobody published, "
+    "Delta retries the catalog's refusal (HTTP 429) without publishing them, and no writer commits until they are "
+    "published"
+)
+KERNEL_REBASE = (
+    f"[Kernel's second rebase]({FINDINGS}/delta-kernel-uc-rebase-behind-an-unpublished-commit/REPORT.md) "
+    f"(Java Delta Kernel {b.DELTA_SPARK.version}): behind one published and one unpublished commit of another "
+    "writer, Kernel's commit stops on its own check; read the table again and retry (delta-io/delta#5018)"
+)
+SETTINGS = (
+    Setting(
+        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
+        "rs-put-today",
+        "no lock: `write_deltalake` commits by "
+        + term("conditional put", "conditional-put")
+        + " (`If-None-Match: "
+        "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
+        f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; "
+        "{retries:s3-conditional-put}",
+        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
+    ),
+    Setting(
+        f"deltalake {CURRENT} on Azure Blob or ADLS Gen2",
+        "rs-azure",
+        "nothing for concurrency: a commit is a blob created only if absent, a "
+        + term("conditional put", "conditional-put")
+        + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
+        "`az login`); {retries:azure}",
+        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
+    ),
+    Setting(
+        f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
+        "rs-lock-interop",
+        f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB "
+        + term("log store", "log-store")
+        + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
+        f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides",
+        findings=(DYNAMODB_ADVISORY,),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} from one driver",
+        "spark-one",
+        "nothing beyond the `spark.hadoop.fs.s3a.*` keys of your store: the default S3 log store "
+        "(no `spark.delta.logStore.s3a.impl`) orders the commits of one driver's jobs under a lock of its JVM, so "
+        "every job that writes the table must run in that one driver",
+        avoid=("spark-several",),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} from several clusters",
+        "spark-dynamodb",
+        f"in every cluster's Spark conf {SPARK_LOCK_CONF}: the DynamoDB "
+        + term("log store", "log-store")
+        + "; without it, the default S3 log store cannot see the other drivers' commits",
+        avoid=("spark-several", "mixed-put"),
+        measured_with=SPARK_LOG_STORE_MEASURED,
+        findings=(DELTA_LOG_STORE_REPORT,),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table",
+        "spark-catalog",
+        f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
+        "it, on local disk); the "
+        "table created through it with `delta.feature.catalogManaged=supported` ("
+        + term("catalog-managed table", "catalog-managed-table")
+        + ", Delta "
+        + b.CATALOG_MANAGED.version
+        + " and later); every writer through that "
+        "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
+        "session catalog, as notebook 15 does; Java Delta Kernel with its Unity Catalog committer, "
+        "`delta-kernel-unitycatalog`); no log store setting and no lock table. A writer that goes around "
+        "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
+        + CURRENT
+        + " neither reads nor writes such a table",
+        findings=(CATALOG_LOST_ANSWER, CATALOG_COMMIT_LIMIT, KERNEL_REBASE),
+    ),
+    Setting(
+        f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"
+        f"{b.DYNAMODB_LOG_STORE_REMOVED.last_before} on one table",
+        "mixed-lock",
+        f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
+        f"{RS_LOCK_OPTIONS} naming the table Spark's `{DDB}.ddb.tableName` names, and `s3a://` URIs on both sides. "
+        f"deltalake {b.DYNAMODB_LOG_STORE_REMOVED.version} and later cannot take part in Spark's lock, so on S3 they "
+        "must not write a table Spark writes",
+        avoid=("mixed-put",),
+        measured_with=SPARK_LOG_STORE_MEASURED,
+        findings=(DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT),
+    ),
+)
+"""The settings the page opens with, each rendered from its row's cells."""
+
+
+S11_3 = Section("11_commit_throughput.ipynb", "3", "The full run: every protocol, 1 to 16 writers")
+BENCH_COMMITS = config.DATA_DIR / "full_runs" / "bench" / "commits.csv.gz"
+
+
+def retries(protocol: str) -> str:
+    """The retry advice, from notebook 11's committed full run: the fewest writers at which the library's
+    default retries gave up on some appends of this protocol."""
+    with gzip.open(BENCH_COMMITS, "rt", newline="", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["protocol"] == protocol]
+    runs: dict[int, list[dict]] = {}
+    for r in rows:
+        runs.setdefault(int(r["writers"]), []).append(r)
+    failing = [
+        (n, sum(r["outcome"] != "committed" for r in rs), len(rs))
+        for n, rs in sorted(runs.items())
+        if any(r["outcome"] != "committed" for r in rs)
+    ]
+    if not failing:
+        return "keep the library's default retries"
+    writers, failed, appends = failing[0]
+    return (
+        f"keep retries on, and raise `CommitProperties(max_commit_retries=...)` above the library's default (15) "
+        f"when {writers} or more jobs commit at once: with the default, {failed} of {appends} appends by {writers} "
+        f"writers at once gave up (`CommitFailedError`: loudly, nothing committed, rerun them; {S11_3.link})"
+    )
+
+
+def configure(setting: Setting) -> str:
+    """What to configure for a setting, its retry advice read from notebook 11's committed run."""
+    return re.sub(r"\{retries:([\w-]+)\}", lambda m: retries(m.group(1)), setting.configure)
+
+
+def race_words(column_key: str, row=None, cell: Cell | None = None) -> str:
+    """A column's race as a sentence says it; "the other engine" named for the row's engine (and, from
+    its cell, the releases measured), or as the row names the engine its cell measured beside it."""
+    if column_key == "other" and row is not None and row.other_engine:
+        return f"{row.other_engine} writing the same table"
+    if column_key == "other" and row is not None and row.engine in ("deltalake", "Delta Spark"):
+        other = "Delta Spark" if row.engine == "deltalake" else "deltalake"
+        versions = (
+            cell.versions.split(" + ")[-1].removeprefix("deltalake ")
+            if cell is not None and cell.verdict != NOT_MEASURED
+            else ""
+        )
+        return f"{other}{' ' + versions if versions and other == 'deltalake' else ''} writing the same table"
+    return RACE_WORDS[column_key]
+
+
+def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] = ()) -> list[str]:
+    return [
+        race_words(c.key, row, grid[row.key, c.key])
+        for c in COLUMNS
+        if c.key not in skip and grid[row.key, c.key].verdict in verdicts
+    ]
+
+
+SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, BY_DESIGN, REFUSED, SAFE)
+INTERLEAVINGS = tuple(words for key, words in CONDITIONS if key.startswith("b-files"))
+"""Conditions a job cannot choose (when the engine writes its data files): a race stands under the
+worst of its verdict and theirs."""
+
+
+def heading_verdict(cell: Cell) -> str:
+    """The verdict a race stands under in a setting: its cell's, or worse where an interleaving a job
+    cannot choose gives worse."""
+    found = [cell.verdict] + [v for words, v in cell.conditions if words in INTERLEAVINGS]
+    return min(found, key=lambda v: SEVERITY.index(v) if v in SEVERITY else len(SEVERITY))
+
+
+def _with_conditions(cell: Cell, words: str) -> str:
+    """A race with what else its cell says: why it is bad, and its verdict under each condition and order."""
+    worst = heading_verdict(cell)
+    first = [
+        f"{worst} {w}"
+        for w, v in cell.conditions
+        if w in INTERLEAVINGS and v == worst and worst != cell.verdict
+    ]
+    more = first + (
+        [f"{cell.verdict} otherwise"] if first else [WHY[worst]] if worst in WHY else []
+    )
+    more += [
+        f"{verdict} {condition}"
+        for condition, verdict in cell.conditions + cell.orders
+        if not (condition in INTERLEAVINGS and verdict == worst and worst != cell.verdict)
+    ]
+    if cell.note and words.endswith("writing the same table"):
+        more.append(cell.note)
+    return f"{words} ({'; '.join(more)})" if more else words
+
+
+ENGINE_WORDS = {"delta-spark": "Delta Spark", "deltalake": "deltalake"}
+KIND_WORDS = {
+    "broken log": "it commits, and the table can no longer be read",
+    "lost update": "it commits, and a committed write's rows are lost",
+    "duplicated rows": "it commits, and rows end up in the table twice",
+}
+
+
+NEVER_OPS = {**OP_WORDS, "vacuum": "zero-retention VACUUM"}
+
+
+def _engine_words(engine: str) -> str:
+    return next((w for k, w in ENGINE_WORDS.items() if engine.startswith(k)), engine)
+
+
+def never(row, results: Results) -> list[str]:
+    """For a row decided by the mixed run: each race of its two engines that came out an anomaly, as what
+    never to do (the mixed run's rows, in the order they raced)."""
+    if not row.engines or not mixed_run(tuple(results.engines(row.engines))):
+        return []
+    found = [r for r in results.rows if r["engine"] in row.engines and r["outcome"] == "anomaly"]
+    return [
+        f"**Never** run {_engine_words(r['engine_first'])}'s {NEVER_OPS.get(r['first'], r['first'])} while "
+        f"{_engine_words(r['engine_second'])}'s {NEVER_OPS.get(r['second'], r['second'])}, from a snapshot "
+        f"older than it, is still to commit: "
+        + "; ".join(
+            dict.fromkeys(
+                KIND_WORDS.get(k, f"it commits: {k}") for k in r["anomaly_kind"].split(" + ")
+            )
+        )
+        + f" ({MIXED_RUN}: {r['order']}, {r['first']} → {r['second']}; {MIXED_LINK})."
+        for r in found
+    ]
+
+
+NOT_ALLOWED = "Not allowed on this table"
+"""The heading of the operations a setting refuses by design (:data:`helpers.page.answer.BY_DESIGN`): no race,
+so never under "rerun it" nor under "May run at once"."""
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def not_allowed(grid: dict, row) -> list[str]:
+    """What a row's cells refuse by design, each check once (in the columns' order): the operations it
+    refuses (a check that names none: its column's race), then its note in brackets."""
+    found = dict.fromkeys(
+        (_listed(cell.evidence.refuses) if cell.evidence.refuses else race_words(c.key), cell.note)
+        for c in COLUMNS
+        if (cell := grid[row.key, c.key]).verdict == BY_DESIGN and isinstance(cell.evidence, Check)
+    )
+    return [what + (f" ({note})" if note else "") for what, note in found]
+
+
+def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
+    """One setting in plain words: what to configure, what may run at once, what fails loudly, what to
+    keep apart (and why), how to rerun, the findings that apply; all but the configuration and the
+    findings read from the row's cells. Each race stands under one heading, its cell's verdict, with its
+    conditions beside it."""
+    row = next(r for r in ROWS if r.key == setting.row)
+    cells = [grid[row.key, c.key] for c in COLUMNS]
+    links = ", ".join(
+        dict.fromkeys(link_of(c) for c in cells if link_of(c) and c.verdict != NOT_MEASURED)
+    )
+    parts = [f"**{setting.title}** ({row.store}). **Configure:** {configure(setting)}."]
+
+    def under(verdicts: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[str]:
+        return [
+            _with_conditions(grid[row.key, c.key], race_words(c.key, row, grid[row.key, c.key]))
+            for c in COLUMNS
+            if c.key not in skip and heading_verdict(grid[row.key, c.key]) in verdicts
+        ]
+
+    if safe := under((SAFE,)):
+        parts.append(f"**May run at once:** {'; '.join(safe)}.")
+    if barred := not_allowed(grid, row):
+        parts.append(f"**{NOT_ALLOWED}:** {'; '.join(barred)}.")
+    if refused := under((REFUSED,)):
+        parts.append(
+            f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}."
+        )
+    if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
+        parts.append(f"**Keep apart:** {'; '.join(apart)}.")
+    if told := _races(grid, row, (MISREPORTS,)):
+        notes = [  # a row with no rerun of its own measured: what its misreporting cells say to do
+            grid[row.key, c.key].note
+            for c in COLUMNS
+            if not row.remedy
+            and grid[row.key, c.key].verdict == MISREPORTS
+            and grid[row.key, c.key].note
+        ]
+        parts.append(
+            f"**Look in the table before rerunning a failed append** ({'; '.join(told)}): {WHY[MISREPORTS]}"
+            + "".join(f"; {n}" for n in notes)
+            + "."
+        )
+    if grid[row.key, "retry"].verdict in WHY:
+        verdict, versions = remedy(row, results)
+        how = (
+            f"only with {row.remedy_how} (measured {versions})"
+            if verdict == SAFE
+            else f"only with {row.remedy_how} (measured {versions}: a rerun from an older snapshot fails loudly, one "
+            "from a fresh snapshot is skipped)"
+            if verdict == REFUSED
+            else "only after looking for it in the table"
+        )
+        parts.append(
+            f"**Rerun an append whose job died {how}:** it may have committed, and a blind rerun adds "
+            "its rows twice."
+        )
+    parts += never(row, results)
+    for key in setting.avoid:
+        avoided = next(r for r in ROWS if r.key == key)
+        parts.append(
+            f"**Never** {avoided.name}: those commits lose appends ({avoided.loses.section.link})."
+        )
+    if unmeasured := _races(grid, row, (NOT_MEASURED,)):
+        parts.append(f"Not measured here: {'; '.join(unmeasured)}.")
+    for finding in setting.findings:
+        parts.append(f"**Finding:** {finding}.")
+    if setting.measured_with:
+        parts.append(f"**Which class:** {setting.measured_with}.")
+    return " ".join(parts) + f" Shown in {links}."

@@ -1,0 +1,9 @@
+"""What every run of racing writers shares: the runner, the commit gate, jobs raced in one Spark
+driver, the timeline, and the committed results of the full runs.
+
+``runner`` (N writer processes at once on one table), ``commitgate`` (a proxy that holds a commit's
+requests), ``driver_jobs`` (append jobs raced in one driver), ``plots`` (a run's timeline) and
+``full_runs`` (what the notebooks show of the long runs).
+
+Imports: :mod:`helpers.writers` and every layer below it.
+"""

@@ -1,0 +1,140 @@
+"""The full runs' results, committed: what notebooks 11 and 12 show of `make bench` (9 to 18
+minutes) and `make torture` (145 in its committed run), which write under ``build/``, a folder git ignores.
+
+When a full run passes its checks, its make target publishes the tables the notebooks read into
+``data/full_runs/<kind>/``: ``meta.json`` (date, machine, versions) and each table's CSV, gzipped
+byte for byte (so it reads back exactly as the run's own), a few hundred KB in all. A notebook asks :func:`location` where the full run is: the
+machine's own ``build/<kind>/<name>/`` once it has made one, else the committed copy, so a fresh
+clone and the student edition show the figures README and docs/ quote.
+
+Command line (the Makefile calls it after a full run)::
+
+    python -m helpers.runs.full_runs publish bench build/bench/full
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from helpers.ground import config
+
+PUBLISHED_DIR = config.DATA_DIR / "full_runs"
+TABLES = {
+    "bench": ("runs", "commits", "probe"),
+    "torture": ("protocols", "operations", "kills", "restarts"),
+    "producers": ("runs", "racing"),
+}
+"""The tables of each kind of run, as its ``load`` reads them (``<table>.csv`` or ``<table>.csv.gz``)."""
+MAKE = {"bench": "make bench", "torture": "make torture", "producers": "make producers"}
+
+
+class FullRunError(RuntimeError):
+    """No full run here and none committed, or a folder holds no finished run; the message says what to run."""
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in TABLES:
+        raise FullRunError(f"Unknown kind of run {kind!r}; choose from {', '.join(TABLES)}.")
+
+
+def finished(folder: Path) -> bool:
+    """A run's folder holds its results once ``meta.json`` is written (both runs write it last)."""
+    return (folder / "meta.json").is_file()
+
+
+def location(kind: str, name: str = "full") -> Path:
+    """Where the full run is: ``build/<kind>/<name>/`` if this machine finished one, else the
+    committed ``data/full_runs/<kind>/``. Raises FullRunError, naming the command, if neither is."""
+    _check_kind(kind)
+    made_here = config.BUILD_DIR / kind / name
+    if finished(made_here):
+        return made_here
+    if finished(PUBLISHED_DIR / kind):
+        return PUBLISHED_DIR / kind
+    raise FullRunError(
+        f"No finished {kind} run in {config.shown(made_here)} and none committed in "
+        f"{config.shown(PUBLISHED_DIR / kind)}: `{MAKE[kind]}` makes one."
+    )
+
+
+def describe(folder: Path) -> str:
+    """Which copy a notebook is showing, in words."""
+    return (
+        "this machine's run, in "
+        if folder.is_relative_to(config.BUILD_DIR)
+        else "the committed copy, in "
+    ) + config.shown(folder)
+
+
+def read_table(folder: Path, table: str):
+    """One table of a run's folder: ``<table>.csv``, or ``<table>.csv.gz`` in a published copy
+    (an empty file, as a run without the emulators' probe writes it: an empty frame)."""
+    import pandas as pd
+
+    csv = folder / f"{table}.csv"
+    if not csv.is_file():
+        csv = folder / f"{table}.csv.gz"
+    return pd.read_csv(csv) if _content(csv).strip() else pd.DataFrame()
+
+
+def _content(csv: Path) -> bytes:
+    return gzip.decompress(csv.read_bytes()) if csv.suffix == ".gz" else csv.read_bytes()
+
+
+def publish(kind: str, folder: Path) -> Path:
+    """Copy a finished run's tables and ``meta.json`` into ``data/full_runs/<kind>/`` (replacing
+    what was there); return that folder."""
+    _check_kind(kind)
+    folder = Path(folder)
+    if not finished(folder):
+        raise FullRunError(
+            f"{config.shown(folder)} holds no finished {kind} run (no meta.json): `{MAKE[kind]}` makes one."
+        )
+    target = PUBLISHED_DIR / kind
+    staging = target.with_name(f".{kind}.publishing")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for table in TABLES[kind]:  # mtime 0: publishing the same run twice writes the same bytes
+        (staging / f"{table}.csv.gz").write_bytes(
+            gzip.compress((folder / f"{table}.csv").read_bytes(), mtime=0)
+        )
+    meta = json.loads((folder / "meta.json").read_text())
+    (staging / "meta.json").write_text(
+        json.dumps({**meta, "published_from": config.shown(folder)}, indent=1) + "\n"
+    )
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)  # readers never see half a copy
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.runs.full_runs", description=__doc__.split("\n\n")[0]
+    )
+    sub = parser.add_subparsers(dest="action", required=True)
+    publishing = sub.add_parser(
+        "publish", help="copy a finished run's tables into data/full_runs/<kind>/"
+    )
+    publishing.add_argument("kind", choices=sorted(TABLES))
+    publishing.add_argument("folder", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        target = publish(args.kind, args.folder)
+    except FullRunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    size = sum(p.stat().st_size for p in target.iterdir())
+    print(
+        f"published {args.kind} run {config.shown(args.folder)} to {config.shown(target)}/ ({size / 1024:.0f} KB)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
