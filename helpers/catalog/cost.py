@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from helpers.catalog import tables
 from helpers.catalog.rest import UnityCatalog
-from helpers.catalog.writer import COLUMNS
+from helpers.catalog.tables import COLUMNS
 
 CATALOG_MANAGED = "catalog-managed"
 SAME_FEATURES = "same features, no catalog"

@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.catalog import race, rest, server, tables
-from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batch_rows
+from helpers.catalog.tables import COLUMNS
+from helpers.catalog.writer import ROWS_PER_BATCH, batch_rows
 from helpers.delta import delta_log
 from helpers.runs import commitgate
 

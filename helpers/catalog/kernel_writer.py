@@ -219,7 +219,7 @@ def run_race(
 CREATE_SCRIPT = """
 import json, sys
 from helpers.catalog import rest, tables
-from helpers.catalog.writer import COLUMNS
+from helpers.catalog.tables import COLUMNS
 uri, names = sys.argv[1], sys.argv[2:]
 spark = tables.spark_session(uri, creates_tables=True, app_name="catalog-create")
 created = {}
@@ -231,7 +231,7 @@ print(json.dumps(created))
 
 
 def create_in_a_driver(uri: str, *names: str) -> dict[str, tuple[str, str]]:
-    """Create the catalog-managed tables ``default.<name>`` (:data:`~helpers.catalog.writer.COLUMNS`)
+    """Create the catalog-managed tables ``default.<name>`` (:data:`~helpers.catalog.tables.COLUMNS`)
     through the server at ``uri`` as notebook 15 does (:func:`helpers.catalog.tables.create`), in one
     Delta Spark driver of their own, so that the caller starts no JVM; return name -> (table id,
     location)."""

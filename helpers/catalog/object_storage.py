@@ -34,7 +34,8 @@ from urllib.parse import urlparse
 from helpers.catalog import server, tables
 from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
 from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
-from helpers.catalog.writer import COLUMNS, ROWS_PER_BATCH, batches_of
+from helpers.catalog.tables import COLUMNS
+from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
 from helpers.ground import config
 from helpers.writers.protocol import spec_process_main
 

@@ -42,6 +42,8 @@ CATALOG = "spark_catalog"
 """The Unity Catalog catalog that mirrors Spark's session catalog: Delta names a table's coordinator
 and its catalog-side identifier (``catalog.schema.table``) after the Spark catalog it is in."""
 SCHEMA = "default"
+COLUMNS = "id BIGINT, writer STRING, batch INT"
+"""The columns of every table the catalog's writers race on."""
 EXTENSION = "workbook.catalog.UnityCatalogCommits"
 URI_KEY = "spark.workbook.unityCatalog.uri"
 TESTING_FLAG = "-Dspark.testing=true"

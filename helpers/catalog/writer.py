@@ -26,7 +26,6 @@ from helpers.writers.processes import run_at_barrier
 from helpers.writers.protocol import T_PROCESS_START, spec_process_main
 
 ROWS_PER_BATCH = 10
-COLUMNS = "id BIGINT, writer STRING, batch INT"
 
 
 def batches_of(number: int, batches_per_writer: int) -> list[int]:
@@ -50,7 +49,7 @@ def new_result(spec: dict, **more) -> dict:
 def append_batches(spark, spec: dict, result: dict) -> None:
     """Append the spec's batches to ``default.<table>`` by name, one commit each, recording when
     each began and ended in ``result["appends"]``."""
-    from helpers.catalog.tables import SCHEMA
+    from helpers.catalog.tables import COLUMNS, SCHEMA
 
     for batch in spec["batches"]:
         started = time.time()
@@ -70,7 +69,7 @@ def path_write(spark, spec: dict) -> str:
     checks would then find its rows)."""
     from helpers.catalog import tables
 
-    frame = spark.createDataFrame(batch_rows(spec["process"], 99), COLUMNS)
+    frame = spark.createDataFrame(batch_rows(spec["process"], 99), tables.COLUMNS)
     try:
         frame.write.format("delta").mode("append").save(spec["location"])
     except Exception as error:  # noqa: BLE001 - the error is the measurement
@@ -117,7 +116,7 @@ def flagless(spec: dict, result: dict) -> dict:
         named += list(spec.get("time", {}).get("tables", {}).values())
         for table in named:
             if table.get("catalog", True):
-                tables.open_table(spark, table["name"], COLUMNS, table["location"])
+                tables.open_table(spark, table["name"], tables.COLUMNS, table["location"])
             else:
                 spark.sql(
                     f"CREATE TABLE IF NOT EXISTS {tables.SCHEMA}.{table['name']} USING delta "
@@ -163,7 +162,7 @@ def run(spec: dict) -> dict:
             extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
         )
         result["testing_flag"] = testing_flag(spark)
-        tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
+        tables.open_table(spark, spec["table"], tables.COLUMNS, spec["location"])
         spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(
             1
         ).collect()  # the snapshot, read before the race
