@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from helpers.delta import delta_log
 from helpers.ground import config
-from helpers.runs import commitgate, runner
+from helpers.runs import commitgate, gate_log, runner
 from helpers.stores import storage, tables
 
 COMMIT = "_delta_log/00000000000000000001.json"
@@ -204,7 +204,7 @@ def test_lock_item_writes_are_parsed_and_other_requests_ignored():
         b'{"TableName": "delta_log", "Item": {"tablePath": {"S": "s3://b/t"}, "fileName": {"S": "00000000000000000002.json"}, '
         b'"tempPath": {"S": "_commit_1.json.tmp"}, "complete": {"S": "false"}}, "ConditionExpression": "attribute_not_exists(fileName)"}'
     )
-    parsed = commitgate.parse_lock_request("DynamoDB_20120810.PutItem", claim, "delta-rs")
+    parsed = gate_log.parse_lock_request("DynamoDB_20120810.PutItem", claim, "delta-rs")
     assert (parsed.operation, parsed.version, parsed.temp_path, parsed.conditional) == (
         "PutItem",
         2,
@@ -213,17 +213,17 @@ def test_lock_item_writes_are_parsed_and_other_requests_ignored():
     )
     update = b'{"TableName": "delta_log", "Key": {"tablePath": {"S": "s3://b/t"}, "fileName": {"S": "00000000000000000002.json"}}}'
     assert (
-        commitgate.parse_lock_request("DynamoDB_20120810.UpdateItem", update, "x").temp_path is None
+        gate_log.parse_lock_request("DynamoDB_20120810.UpdateItem", update, "x").temp_path is None
     )
-    assert commitgate.parse_lock_request("DynamoDB_20120810.Query", claim, "x") is None  # a read
+    assert gate_log.parse_lock_request("DynamoDB_20120810.Query", claim, "x") is None  # a read
     assert (
-        commitgate.parse_lock_request(
+        gate_log.parse_lock_request(
             "DynamoDB_20120810.PutItem", b'{"Item": {"key": {"S": "t"}}}', "x"
         )
         is None
     )  # not a log-store item
-    assert commitgate.parse_lock_request("DynamoDB_20120810.PutItem", b"not json", "x") is None
-    assert commitgate.parse_lock_request("", claim, "x") is None  # an S3 request
+    assert gate_log.parse_lock_request("DynamoDB_20120810.PutItem", b"not json", "x") is None
+    assert gate_log.parse_lock_request("", claim, "x") is None  # an S3 request
 
 
 def test_routing_the_lock_needs_a_dynamodb_endpoint(gate):

@@ -13,7 +13,7 @@ import pytest
 from helpers import writers as w
 from helpers.delta import landing
 from helpers.ground import eras
-from helpers.runs import audit, runner
+from helpers.runs import audit, run_processes, runner
 from helpers.stores import tables
 
 N = 4
@@ -77,7 +77,7 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
         stderr=open(tmp_path / "w1.err", "wb"),
     )
     crash.wait()
-    record = runner._Writer(
+    record = run_processes.WriterProcess(
         name="w1",
         era=eras.CURRENT,
         module="helpers.writers",
@@ -89,7 +89,7 @@ def test_a_writer_without_a_result_is_failed_with_its_exit_code_and_stderr(tmp_p
         stderr_path=tmp_path / "w1.err",
         process=crash,
     )
-    row = runner._result_row(record, "t", 10)
+    row = run_processes.result_row(record, "t", 10)
     assert row["outcome"] == w.FAILED and row["error_class"] == "NoResult"
     assert row["exit_code"] == 134 and "terminate called" in row["stderr_tail"]
 

@@ -31,7 +31,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 from helpers.delta import delta_log
 from helpers.ground import config
 from helpers.runs import audit
-from helpers.runs.commitgate import CommitGate, GateError, parse_lock_request
+from helpers.runs.commitgate import CommitGate, GateError
+from helpers.runs.gate_log import parse_lock_request
 
 CLAIM_STYLES = ("object", "dynamodb")
 KINDS = ("data write", "log read", "claim accepted", "claim refused", "commit finish", "other")

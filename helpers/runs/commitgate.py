@@ -1,8 +1,10 @@
 """The commit gate: a pass-through proxy in front of the S3 emulator that can hold back the PUTs
 of Delta commit files, so that a race a fast loopback network makes rare happens on every run.
 
-(Over 400 lines: the proxy itself, plus its two logs, of commit-file requests and of DynamoDB
-lock-item writes, read at the one place that sees every request.)
+(Over 400 lines: the gate's holding, plus its two logs, of commit-file requests and of DynamoDB
+lock-item writes, read at the one place that sees every request. Its HTTP side, the server and the
+request handler, is :mod:`helpers.runs.gate_http`; the records it logs are
+:mod:`helpers.runs.gate_log`.)
 
 Two writers lose a commit when both check that ``_delta_log/N.json`` is free before either has
 written it. On loopback the window between the check and the write is a few milliseconds, so
@@ -36,121 +38,22 @@ Usage::
 
 from __future__ import annotations
 
-import http.client
-import json
-import sys
 import threading
-import time
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from helpers.delta import delta_log
 from helpers.ground import config
-
-
-class _Server(ThreadingHTTPServer):
-    """The gate's HTTP server: a client that hung up before its answer is no error to print (a
-    profile's meter sees hundreds of them)."""
-
-    def handle_error(self, request, client_address):
-        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            return
-        super().handle_error(request, client_address)
-
+from helpers.runs import gate_http
+from helpers.runs.gate_log import CommitRequest, LockRequest
 
 ORDERS = ("arrival", "conditional-first", "unconditional-first")
-HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailers",
-    "transfer-encoding",
-    "upgrade",
-    "expect",
-    "content-length",
-}
-UPSTREAM_TIMEOUT_S = 60.0
 SHUTDOWN_POLL_S = 0.02
 """How often the serving thread checks for close() (the standard 0.5 s made every close wait that long)."""
 
 
 class GateError(RuntimeError):
     """The gate cannot do what was asked; the message says what to do."""
-
-
-@dataclass
-class CommitRequest:
-    """One request for a commit file, as the gate saw it."""
-
-    t_arrived: float
-    method: str
-    key: str
-    version: int
-    client: str
-    conditional: bool
-    copy: bool
-    held_s: float = 0.0
-    released_as: int | None = None
-    """Position in its group's release order (1 = first to reach the store), None if not held."""
-    released_by: str | None = None
-    """Why its group was let go: ``together`` (all had arrived), ``max_wait_s`` (the first had
-    waited that long) or ``open`` (the gate was disarmed); None if not held."""
-    status: int | None = None
-
-
-@dataclass
-class LockRequest:
-    """One write to a DynamoDB lock item, as the gate saw it."""
-
-    operation: str
-    """``PutItem`` (a claim of a commit version), ``UpdateItem`` (marking it complete) or ``DeleteItem``."""
-    lock_table: str
-    table_path: str
-    file_name: str
-    temp_path: str | None
-    conditional: bool
-    client: str
-    status: int | None = None
-    error: str | None = None
-    """DynamoDB's error type when it refused (e.g. ``ConditionalCheckFailedException``)."""
-
-    @property
-    def version(self) -> int | None:
-        return delta_log.commit_version(delta_log.LOG_DIR + self.file_name)
-
-
-LOCK_OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem")
-
-
-def parse_lock_request(target: str, body: bytes | None, client: str) -> LockRequest | None:
-    """The lock-item write a DynamoDB request makes (``X-Amz-Target`` and JSON body), or None for
-    any other request (reads, table management, a body that is not a lock item)."""
-    operation = target.rsplit(".", 1)[-1]
-    if not target.startswith("DynamoDB_") or operation not in LOCK_OPERATIONS or not body:
-        return None
-    try:
-        request = json.loads(body)
-    except ValueError:
-        return None
-    item = request.get("Item") if operation == "PutItem" else request.get("Key")
-    if not isinstance(item, dict) or "tablePath" not in item or "fileName" not in item:
-        return None
-
-    def text(attribute: dict | None) -> str | None:
-        return attribute.get("S") if isinstance(attribute, dict) else None
-
-    return LockRequest(
-        operation=operation,
-        lock_table=str(request.get("TableName", "")),
-        table_path=text(item["tablePath"]) or "",
-        file_name=text(item["fileName"]) or "",
-        temp_path=text(item.get("tempPath")),
-        conditional=bool(request.get("ConditionExpression") or request.get("Expected")),
-        client=client,
-    )
 
 
 def staged_commit_writers(table_uri: str) -> dict[str, str]:
@@ -232,17 +135,6 @@ class _Group:
         self.released = False
 
 
-def _client_of(user_agent: str) -> str:
-    agent = user_agent.lower()
-    if "hadoop" in agent or "aws-sdk-java" in agent:
-        return "spark (S3A)"
-    if "object_store" in agent or "delta-rs" in agent or "aws-sdk-rust" in agent:
-        return "delta-rs"
-    if "boto" in agent:
-        return "boto3"
-    return user_agent.split(" ", 1)[0] or "unknown"
-
-
 def _http_target(endpoint: str) -> tuple[str, int]:
     target = urlparse(endpoint)
     if target.scheme != "http" or not target.hostname:
@@ -284,7 +176,7 @@ class CommitGate:
         self._version: int | None = None
         self._local = threading.local()
         try:
-            self._server = _Server((config.LOCALHOST, port), self._handler_class())
+            self._server = gate_http.Server((config.LOCALHOST, port), self._handler_class())
         except OSError as error:
             raise GateError(
                 f"The gate cannot listen on {config.LOCALHOST}:{port}: {error}. Pick another port (0 = any free one)."
@@ -508,7 +400,7 @@ class CommitGate:
         for position, slot in enumerate(slots, start=1):
             slot.request.released_as = position
             slot.turn.set()
-            slot.done.wait(UPSTREAM_TIMEOUT_S)
+            slot.done.wait(gate_http.UPSTREAM_TIMEOUT_S)
 
     # -- forwarding ----------------------------------------------------------------------------------
 
@@ -525,131 +417,9 @@ class CommitGate:
             if dynamodb
             else (self.upstream_host, self.upstream_port)
         )
-        connections = getattr(self._local, "connections", None)
-        if connections is None:
-            connections = self._local.connections = {}  # this thread's, one per upstream
-        for attempt in (1, 2):
-            connection = connections.get(target)
-            if connection is None:
-                connection = connections[target] = http.client.HTTPConnection(
-                    *target, timeout=UPSTREAM_TIMEOUT_S
-                )
-            try:
-                connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-                for name, value in headers:
-                    connection.putheader(name, value)
-                if body is not None:
-                    connection.putheader("Content-Length", str(len(body)))
-                connection.endheaders(body)
-                response = connection.getresponse()
-                data = response.read()
-                return response.status, response.reason, response.getheaders(), data
-            except (ConnectionError, http.client.HTTPException, OSError):
-                connection.close()
-                connections.pop(target, None)
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        return gate_http.send(self._local, target, method, path, headers, body)
 
     def _handler_class(self):
-        gate = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = (
-                True  # headers and body leave in two writes: without this, each
-            )
-            # answer with a body waited ~40 ms for the client's delayed ACK
-
-            def log_message(self, format, *args):  # noqa: A002  (quiet: the gate keeps its own log)
-                pass
-
-            def _body(self) -> bytes | None:
-                length = self.headers.get("Content-Length")
-                if length is not None:
-                    return self.rfile.read(int(length))
-                if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                    chunks = []
-                    while True:
-                        size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-                        if size == 0:
-                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                                pass
-                            return b"".join(chunks)
-                        chunks.append(self.rfile.read(size))
-                        self.rfile.readline()
-                return None
-
-            def _handle(self) -> None:
-                body = self._body()
-                headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP]
-                path_only = unquote(urlparse(self.path).path)
-                version = delta_log.commit_version(path_only)
-                request = slot = None
-                lock_request = parse_lock_request(
-                    self.headers.get("X-Amz-Target", ""),
-                    body,
-                    _client_of(self.headers.get("User-Agent", "")),
-                )
-                if version is not None and self.command in (
-                    "PUT",
-                    "HEAD",
-                ):  # the check and the write; reads are not logged
-                    request = CommitRequest(
-                        t_arrived=time.time(),
-                        method=self.command,
-                        key=path_only.lstrip("/"),
-                        version=version,
-                        client=_client_of(self.headers.get("User-Agent", "")),
-                        conditional="If-None-Match" in self.headers,
-                        copy="x-amz-copy-source" in self.headers,
-                    )
-                    slot = gate._admit(request)
-                    if slot is not None:
-                        slot.turn.wait()
-                        request.held_s = round(time.time() - request.t_arrived, 3)
-                try:
-                    status, reason, response_headers, data = gate.forward(
-                        self.command, self.path, headers, body
-                    )
-                except Exception as error:  # the emulator is down or hung: say so to the client
-                    status, reason, response_headers = (
-                        502,
-                        "Bad Gateway",
-                        [("Content-Type", "text/plain")],
-                    )
-                    data = f"commit gate: the emulator at {gate.upstream_host}:{gate.upstream_port} did not answer: {error}".encode()
-                finally:
-                    if slot is not None:
-                        slot.done.set()
-                if request is not None:
-                    request.status = status
-                if lock_request is not None:
-                    lock_request.status = status
-                    if status >= 400:
-                        try:
-                            lock_request.error = (
-                                str(json.loads(data).get("__type", "")).rsplit("#", 1)[-1] or None
-                            )
-                        except ValueError:
-                            lock_request.error = None
-                    with gate._lock:
-                        gate._lock_requests.append(lock_request)
-                self.send_response_only(status, reason)
-                length = None
-                for name, value in response_headers:
-                    if name.lower() == "content-length":
-                        length = value
-                    elif name.lower() not in HOP_BY_HOP:
-                        self.send_header(name, value)
-                self.send_header(
-                    "Content-Length",
-                    length if self.command == "HEAD" and length is not None else str(len(data)),
-                )
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
-
-        return Handler
+        """The class of the server's request handlers (a subclass of the gate may wrap its
+        ``_handle``): see :class:`helpers.runs.gate_http.GateHandler`."""
+        return gate_http.handler_class(self)

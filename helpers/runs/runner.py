@@ -1,7 +1,8 @@
 """The runner: start N writer processes at once against one Delta table, and collect what they say.
 
-(Longer than 400 lines because the run's result, RunResult, is shown and summarised here, next
-to the bookkeeping that fills it.)
+(What a run leaves, :class:`helpers.runs.run_result.RunResult`, is shown and summarised in
+:mod:`helpers.runs.run_result`; each writer process's spec, files and result row are in
+:mod:`helpers.runs.run_processes`.)
 
 This is the seeds' "runner" (a program that launches the writer 8 times in parallel), with two
 things the seeds left to luck made exact:
@@ -35,8 +36,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -44,41 +44,12 @@ from helpers import writers
 from helpers.delta import landing
 from helpers.ground import config, eras
 from helpers.ground import progress as progress_display
+from helpers.runs import run_processes, run_result
 from helpers.stores import storage, tables
 from helpers.writers import processes
 
 RUNS_DIR = config.BUILD_DIR / "runs"
 DEFAULT_TIMEOUT_S = 180.0
-
-RESULT_COLUMNS = [
-    "writer_id",
-    "batch",
-    "outcome",
-    "snapshot_version",
-    "reported_version",
-    "rows",
-    "error_class",
-    "error_message",
-    "era",
-    "deltalake_version",
-    "stage",
-    "exit_code",
-    "id_min",
-    "id_max",
-    "reported_version_source",
-    "t_launched",
-    "t_process_start",
-    "t_start",
-    "t_imported",
-    "t_landing_loaded",
-    "t_snapshot_loaded",
-    "t_barrier_released",
-    "t_write_finished",
-    "t_exited",
-    "pid",
-    "stderr_tail",
-    "engine",
-]
 
 
 class RunnerError(RuntimeError):
@@ -186,138 +157,8 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
 
 
 # ---------------------------------------------------------------------------------------------
-# The result of a run
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class RunResult:
-    """What the writers of one run reported, one row per writer in ``results`` (sorted by writer)."""
-
-    table_uri: str
-    storage_options: dict[str, str] = field(repr=False)
-    era: str
-    engine: str
-    n: int
-    max_commit_retries: int | None
-    hold_snapshot: bool | None
-    """None: each writer held its snapshot if its engine can (see run_writers)."""
-    version_before: int
-    rows_before: int
-    batches: list[int]
-    run_dir: Path
-    results: "object"  # pandas.DataFrame
-    t_launched: float
-    t_released: float | None
-    t_finished: float
-    timed_out: list[str] = field(default_factory=list)
-
-    @property
-    def outcomes(self) -> dict[str, int]:
-        """``{"committed": k, "failed": m}`` as the writers reported it."""
-        counts = Counter(self.results["outcome"])
-        return {
-            writers.COMMITTED: counts.get(writers.COMMITTED, 0),
-            writers.FAILED: counts.get(writers.FAILED, 0),
-        }
-
-    @property
-    def committed(self) -> int:
-        return self.outcomes[writers.COMMITTED]
-
-    @property
-    def failed(self) -> int:
-        return self.outcomes[writers.FAILED]
-
-    @property
-    def error_classes(self) -> dict[str, int]:
-        """How often each error class was reported, e.g. ``{"CommitFailedError": 7}``."""
-        return dict(Counter(e for e in self.results["error_class"] if isinstance(e, str)))
-
-    @property
-    def snapshot_versions(self) -> list[int]:
-        """Distinct snapshot versions the writers loaded before the barrier (one value when the race was fair)."""
-        return sorted({int(v) for v in self.results["snapshot_version"].dropna()})
-
-    @property
-    def same_snapshot(self) -> bool:
-        """True if every writer that reached the barrier held the same snapshot version."""
-        return len(self.snapshot_versions) == 1
-
-    @property
-    def reported_versions(self) -> list[int]:
-        """The versions committed writers reported, in writer order (repeats are telling)."""
-        return [int(v) for v in self.results["reported_version"].dropna()]
-
-    @property
-    def wall_time_s(self) -> float:
-        return self.t_finished - self.t_launched
-
-    def summary(self) -> str:
-        """One paragraph: who committed, who failed and why, how long it took."""
-        errors = ", ".join(f"{k} x{v}" for k, v in sorted(self.error_classes.items())) or "none"
-        retries = "library default" if self.max_commit_retries is None else self.max_commit_retries
-        return (
-            f"{self.n} {self.engine} writers ({self.era}, max_commit_retries={retries}) on {config.without_machine_paths(self.table_uri)}: "
-            f"{self.committed} reported committed, {self.failed} failed (errors: {errors}). "
-            f"Snapshot version(s) held at the barrier: {self.snapshot_versions}; reported versions: "
-            f"{self.reported_versions}. Table was at v{self.version_before} with {self.rows_before} rows. "
-            f"Wall time {self.wall_time_s:.1f} s"
-            + (f"; timed out: {', '.join(self.timed_out)}" if self.timed_out else "")
-            + "."
-        )
-
-    def __repr__(self) -> str:
-        return self.summary()
-
-    def table(self):
-        """The columns worth showing, one row per writer (a pandas DataFrame)."""
-        shown = [
-            "writer_id",
-            "batch",
-            "outcome",
-            "snapshot_version",
-            "reported_version",
-            "rows",
-            "error_class",
-            "error_message",
-        ]
-        if self.results["engine"].nunique() > 1 or self.results["era"].nunique() > 1:
-            shown[1:1] = ["engine", "era"]
-        frame = self.results[shown].copy()
-        frame["ms_after_go"] = (
-            (self.results["t_write_finished"] - (self.t_released or 0)) * 1000
-        ).round(0)
-        return frame.set_index("writer_id")
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return f"<p>{html.escape(self.summary())}</p>" + self.table().to_html()
-
-    def timeline(self, title: str | None = None, *, audit=None, ax=None):
-        """The writers' timeline as a matplotlib Figure (see :func:`helpers.runs.plots.timeline`)."""
-        from helpers.runs import plots
-
-        return plots.timeline(self, title=title, audit=audit, ax=ax)
-
-
-# ---------------------------------------------------------------------------------------------
 # Running writers
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(kw_only=True)
-class _Writer(processes.EraProcess):
-    """A writer process (its barrier name is its writer id)."""
-
-    batch: int
-    engine: str
-    result_path: Path
-
-    @property
-    def writer_id(self) -> str:
-        return self.name
 
 
 def _check_arguments(
@@ -362,37 +203,6 @@ def _new_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return path
 
 
-def _writer_spec(
-    run_dir: Path,
-    number: int,
-    table_uri: str,
-    storage_options: dict[str, str],
-    engine: str,
-    era: str,
-    batch: int,
-    max_commit_retries: int | None,
-    hold_snapshot: bool | None,
-) -> writers.WriterSpec:
-    writer_id = f"w{number}"
-    holds = (
-        hold_snapshot if hold_snapshot is not None else writers.engine_class(engine).holds_snapshot
-    )
-    return writers.WriterSpec(
-        writer_id=writer_id,
-        era=era,
-        engine=engine,
-        table_uri=table_uri,
-        storage_options=dict(storage_options),
-        landing_file=str(landing.landing_file(batch, generated_dir=run_dir / "landing")),
-        batch=batch,
-        result_path=str(run_dir / "results" / f"{writer_id}.json"),
-        max_commit_retries=max_commit_retries,
-        barrier_dir=str(run_dir / "barrier"),
-        hold_snapshot=holds,
-        runner_pid=os.getpid(),
-    )
-
-
 def writer_code(
     table_uri: str | os.PathLike,
     storage_options: dict[str, str] | None = None,
@@ -410,7 +220,7 @@ def writer_code(
     era_name = eras.era(era).name  # an unknown era is refused here, by name
     if batch is None:
         batch = table_state(str(table_uri), dict(storage_options or {})).next_batch + writer - 1
-    spec = _writer_spec(
+    spec = run_processes.writer_spec(
         RUNS_DIR / "preview",
         writer,
         str(table_uri),
@@ -423,102 +233,6 @@ def writer_code(
     )
     writers.engine_class(engine).check_spec(spec)
     return writers.code(spec)
-
-
-def _prepare_writers(
-    run_dir: Path,
-    table_uri: str,
-    storage_options: dict[str, str],
-    kinds: Sequence[tuple[str, str]],
-    batches: Sequence[int],
-    max_commit_retries: int | None,
-    hold_snapshot: bool | None,
-) -> list[_Writer]:
-    procs = []
-    for number, (batch, (engine, era)) in enumerate(zip(batches, kinds), start=1):
-        spec = _writer_spec(
-            run_dir,
-            number,
-            table_uri,
-            storage_options,
-            engine,
-            era,
-            batch,
-            max_commit_retries,
-            hold_snapshot,
-        )
-        writer_id = spec.writer_id
-        spec_path = run_dir / "specs" / f"{writer_id}.json"
-        spec_path.write_text(spec.to_json())
-        procs.append(
-            _Writer(
-                name=writer_id,
-                era=era,
-                module=writers.MODULE,
-                spec_path=spec_path,
-                batch=batch,
-                engine=engine,
-                result_path=Path(spec.result_path),
-                stdout_path=run_dir / "logs" / f"{writer_id}.out",
-                stderr_path=run_dir / "logs" / f"{writer_id}.err",
-            )
-        )
-    return procs
-
-
-def _result_row(w: _Writer, table_uri: str, timeout_s: float) -> dict:
-    """The writer's own result, or a failed row saying why there is none."""
-    try:
-        row = json.loads(w.result_path.read_text())
-    except (OSError, ValueError):
-        code = w.process.returncode
-        if w.killed:
-            error_class, message = (
-                "Timeout",
-                f"still running after {timeout_s:.0f} s; killed by the runner",
-            )
-        else:
-            error_class, message = (
-                "NoResult",
-                f"exited with code {code} without writing a result (crashed?)",
-            )
-        row = {
-            "writer_id": w.writer_id,
-            "era": w.era,
-            "engine": w.engine,
-            "table_uri": table_uri,
-            "batch": w.batch,
-            "outcome": writers.FAILED,
-            "stage": "unknown",
-            "error_class": error_class,
-            "error_message": message,
-        }
-    row.update(
-        exit_code=w.process.returncode,
-        t_launched=w.t_launched,
-        t_exited=w.t_exited,
-        stderr_tail=processes.stderr_tail(w.stderr_path),
-    )
-    return row
-
-
-def _results_frame(rows: list[dict]):
-    import pandas as pd
-
-    frame = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
-    frame["writer_number"] = frame["writer_id"].str.lstrip("w").astype(int)
-    frame = frame.sort_values("writer_number").drop(columns="writer_number").reset_index(drop=True)
-    for column in (
-        "snapshot_version",
-        "reported_version",
-        "rows",
-        "exit_code",
-        "batch",
-        "id_min",
-        "id_max",
-    ):
-        frame[column] = frame[column].astype("Int64")
-    return frame
 
 
 def run_single_writer(
@@ -550,7 +264,7 @@ def run_writers(
     progress: bool = True,
     run_dir: str | os.PathLike | None = None,
     mix: Sequence[tuple[str, str]] | None = None,
-) -> RunResult:
+) -> run_result.RunResult:
     """Start ``n`` writer processes in ``era``'s environment, release them together, collect their results.
 
     ``mix``: writers of several engines and eras in one race, one ``(engine, era)`` per writer,
@@ -565,20 +279,11 @@ def run_writers(
     ``timeout_s`` bounds the whole run: if it passes before every writer is at the barrier, the
     barrier stays shut; writers still running then are killed and recorded as failed (``Timeout``).
 
-    Returns a :class:`RunResult`. Raises :class:`helpers.ground.eras.EraError` for an unknown or missing
-    era, and RunnerError for bad arguments or a table that does not exist or cannot be read.
+    Returns a :class:`helpers.runs.run_result.RunResult`. Raises
+    :class:`helpers.ground.eras.EraError` for an unknown or missing era, and RunnerError for bad
+    arguments or a table that does not exist or cannot be read.
     """
-    if mix is not None:
-        kinds = [tuple(kind) for kind in mix]
-        if not kinds or any(len(kind) != 2 for kind in kinds):
-            raise RunnerError(f"mix must list one (engine, era) pair per writer, not {mix!r}.")
-        n = len(kinds)
-        engine = " + ".join(dict.fromkeys(k[0] for k in kinds))
-        era = " + ".join(dict.fromkeys(k[1] for k in kinds))
-    else:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise RunnerError(f"n must be a whole number of writers >= 1, not {n!r}.")
-        kinds = [(engine, era)] * n
+    kinds, n, engine, era = _kinds(n, engine, era, mix)
     _check_arguments(n, kinds, batches, max_commit_retries, timeout_s)
     table_uri = str(table_uri)
     storage_options = dict(storage_options or {})
@@ -589,25 +294,16 @@ def run_writers(
         else list(range(before.next_batch, before.next_batch + n))
     )
     run_dir = _new_run_dir(run_dir)
-    procs = _prepare_writers(
+    procs = run_processes.prepare_writers(
         run_dir, table_uri, storage_options, kinds, batches, max_commit_retries, hold_snapshot
     )
     deadline = time.monotonic() + timeout_s
-    released = None
     shown = progress_display.RunProgress(describe_writers(kinds), n, enabled=progress)
-    try:
-        processes.launch(procs)
-        t_launched = min(w.t_launched for w in procs)
-        if processes.wait_for_barrier(procs, run_dir / "barrier", deadline, shown):
-            released = writers.open_barrier(run_dir / "barrier")
-            shown.status("released")
-            processes.wait_for_exits(procs, deadline, shown)
-        else:
-            shown.status(f"not all ready within {timeout_s:g} s: barrier kept shut")
-    finally:
-        timed_out = processes.kill_stragglers(procs)
-    frame = _results_frame([_result_row(w, table_uri, timeout_s) for w in procs])
-    result = RunResult(
+    t_launched, released, timed_out = _race(procs, run_dir, deadline, timeout_s, shown)
+    frame = run_result.results_frame(
+        [run_processes.result_row(w, table_uri, timeout_s) for w in procs]
+    )
+    result = run_result.RunResult(
         table_uri=table_uri,
         storage_options=storage_options,
         era=era,
@@ -626,11 +322,63 @@ def run_writers(
         timed_out=timed_out,
     )
     (run_dir / "summary.txt").write_text(result.summary() + "\n")
+    _show_finished(shown, result, timeout_s)
+    return result
+
+
+def _kinds(
+    n: int, engine: str, era: str, mix: Sequence[tuple[str, str]] | None
+) -> tuple[list[tuple[str, str]], int, str, str]:
+    """One ``(engine, era)`` per writer, and the run's ``n``, ``engine`` and ``era`` (for a mix:
+    its engines and eras joined with `` + ``). Raises RunnerError for a bad ``mix`` or ``n``."""
+    if mix is not None:
+        kinds = [tuple(kind) for kind in mix]
+        if not kinds or any(len(kind) != 2 for kind in kinds):
+            raise RunnerError(f"mix must list one (engine, era) pair per writer, not {mix!r}.")
+        n = len(kinds)
+        engine = " + ".join(dict.fromkeys(k[0] for k in kinds))
+        era = " + ".join(dict.fromkeys(k[1] for k in kinds))
+    else:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise RunnerError(f"n must be a whole number of writers >= 1, not {n!r}.")
+        kinds = [(engine, era)] * n
+    return kinds, n, engine, era
+
+
+def _race(
+    procs: list[run_processes.WriterProcess],
+    run_dir: Path,
+    deadline: float,
+    timeout_s: float,
+    shown: progress_display.RunProgress,
+) -> tuple[float, float | None, list[str]]:
+    """Launch the writers, open the barrier once all are ready (if before ``deadline``), wait for
+    them to exit, and kill those still running. Returns (first launch time, barrier release time
+    or None if it stayed shut, the writers killed)."""
+    released = None
+    try:
+        processes.launch(procs)
+        t_launched = min(w.t_launched for w in procs)
+        if processes.wait_for_barrier(procs, run_dir / "barrier", deadline, shown):
+            released = writers.open_barrier(run_dir / "barrier")
+            shown.status("released")
+            processes.wait_for_exits(procs, deadline, shown)
+        else:
+            shown.status(f"not all ready within {timeout_s:g} s: barrier kept shut")
+    finally:
+        timed_out = processes.kill_stragglers(procs)
+    return t_launched, released, timed_out
+
+
+def _show_finished(
+    shown: progress_display.RunProgress, result: run_result.RunResult, timeout_s: float
+) -> None:
+    """The progress line's last words: how many writers finished, committed and failed."""
+    n, timed_out = result.n, result.timed_out
     shown.finish(
         f"{n - len(timed_out)}/{n} done, {result.committed} committed, {result.failed} failed"
         + (f" ({len(timed_out)} killed at the {timeout_s:g} s timeout)" if timed_out else "")
     )
-    return result
 
 
 def describe_writers(kinds: Sequence[tuple[str, str]]) -> str:

@@ -44,7 +44,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from helpers.bench.meter import claim_of_request, classify, header_value
 from helpers.delta import delta_log, integrity
-from helpers.runs.commitgate import CommitGate, parse_lock_request
+from helpers.runs.commitgate import CommitGate
+from helpers.runs.gate_log import parse_lock_request
 
 
 class Killed(ConnectionAbortedError):

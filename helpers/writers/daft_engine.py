@@ -351,7 +351,7 @@ def _write_records(run) -> dict[str, dict]:
 
 
 def returned_files(run) -> dict[str, list[str]]:
-    """The data files Daft's write returned to each writer of a run (a :class:`helpers.runs.runner.RunResult`
+    """The data files Daft's write returned to each writer of a run (a :class:`helpers.runs.run_result.RunResult`
     or its run folder), by writer id; writers that never called Daft's write are absent."""
     return {writer: record["files"] for writer, record in _write_records(run).items()}
 
