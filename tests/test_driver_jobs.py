@@ -12,11 +12,11 @@ import time
 import pytest
 
 from helpers.delta import delta_log
+from helpers.delta.delta_log import commit_tags
 from helpers.ground import config
 from helpers.runs import driver_jobs, runner
 from helpers.runs.commitgate import GateError
 from helpers.stores import storage, tables
-from helpers.writers import commit_tags
 
 
 @pytest.fixture
