@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from helpers.catalog import failures, rest, server, tables
+from helpers.catalog import failures, persistent_server, rest, server, tables
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_an_add_commit_is_read_from_delta_s_request_body():
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_a_restart_keeps_the_catalog_only_in_sqlite(built, tmp_path, persistent):
-    uc = failures.start_persistent(tmp_path) if persistent else server.start(tmp_path)
+    uc = persistent_server.start_persistent(tmp_path) if persistent else server.start(tmp_path)
     with failures.CatalogGate(uc) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
         catalog.create_schema(tables.CATALOG, tables.SCHEMA)

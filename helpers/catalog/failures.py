@@ -26,26 +26,25 @@ the gate saw, versions in storage and in the catalog, rows per batch, the check'
 ``spark`` is a driver that creates tables (:func:`helpers.catalog.tables.spark_session` with
 ``creates_tables=True``); each scenario points it at a server and a gate of its own while it runs,
 then back. The racing drivers are :mod:`helpers.catalog.writer` processes (:func:`race.run_race`).
+The records are in :mod:`helpers.catalog.failure_records`, the server kept in SQLite in
+:mod:`helpers.catalog.persistent_server`, the log read and written by hand in
+:mod:`helpers.catalog.log_by_hand`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.catalog import race, rest, server, tables
+from helpers.catalog import log_by_hand, persistent_server, race, rest, server, tables
+from helpers.catalog.failure_records import AddCommit, Outcome
 from helpers.catalog.tables import COLUMNS
 from helpers.catalog.writer import ROWS_PER_BATCH, batch_rows
 from helpers.delta import delta_log
@@ -56,21 +55,6 @@ LOST_ANSWER_STATUS = 502
 connection to the server breaks."""
 CAP = 10
 """olai-uc-server 0.0.11 holds at most this many ratified commits not reported published (then 429)."""
-
-
-@dataclass
-class AddCommit:
-    """One ``add-commit`` request, as the gate saw it."""
-
-    number: int
-    """Its place among the add-commits the gate saw (1 = the first)."""
-    version: int | None
-    reported_published: int | None
-    """The ``latest-published-version`` the request reported (``set-latest-backfilled-version``)."""
-    status: int | None = None
-    """What the server answered (None: the request never reached it)."""
-    answered: int | None = None
-    """What the client got (differs from ``status`` when the gate lost the answer)."""
 
 
 class CatalogGate(commitgate.CommitGate):
@@ -146,7 +130,7 @@ class CatalogGate(commitgate.CommitGate):
         self._up.clear()
         try:
             self.uc.stop()
-            self.uc = _start(self.uc.root)
+            self.uc = persistent_server.start_on_store(self.uc.root)
             self.upstream_port = int(self.uc.uri.rsplit(":", 1)[1])
         finally:
             self._up.set()
@@ -219,103 +203,8 @@ def kill_client(gate: CatalogGate, killed: list[int]) -> Callable[[], None]:
 
 
 # -------------------------------------------------------------------------------------------------
-# The server, with its catalog in memory or in a SQLite file
-# -------------------------------------------------------------------------------------------------
-
-DATABASE = "uc.sqlite"
-KEY_FILE = "uc.key"
-
-
-def _persistent_config(root: Path) -> str:
-    """The workbook's configuration (:func:`server.config_text`) with the catalog in a SQLite file
-    under ``root``, and the key the server seals its secrets with in a durable store (it refuses to
-    start without one): random, made once per folder and kept beside the database."""
-    key = root / KEY_FILE
-    if not key.exists():
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-    settings = json.loads(server.config_text(root))
-    settings["backend"] = {"engine": "sqlite", "path": str((root / DATABASE).resolve())}
-    settings["encryption"] = {"active": {"id": "workbook", "key": key.read_text().strip()}}
-    return json.dumps(settings, indent=1)
-
-
-def _start(root: Path) -> server.UCServer:
-    """:func:`server.start`, with the catalog in SQLite when ``root`` holds a database (made by
-    :func:`start_persistent`), in memory otherwise."""
-    if not (root / DATABASE).exists():
-        return server.start(root)
-    text = _persistent_config(root)
-    original = server.config_text
-    server.config_text = lambda *_args, **_kwargs: text  # what server.start writes and runs
-    try:
-        return server.start(root)
-    finally:
-        server.config_text = original
-
-
-def start_persistent(root: Path) -> server.UCServer:
-    """A server whose catalog is kept in ``root/uc.sqlite``, which survives a restart: the store is
-    made first (``uc-server migrate``, which a durable store requires), then the server started."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "tables").mkdir(exist_ok=True)
-    settings = root / "uc-migrate.yaml"
-    settings.write_text(_persistent_config(root))
-    (root / DATABASE).touch()
-    done = subprocess.run(
-        [str(server.BINARY), "migrate", "-c", str(settings)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise server.UCServerError(f"uc-server migrate failed: {done.stderr.strip()[-1000:]}")
-    return _start(root)
-
-
-# -------------------------------------------------------------------------------------------------
 # The scenarios
 # -------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """What one scenario measured (raw facts; the notebook asserts on them)."""
-
-    scenario: str
-    told: dict[str, str]
-    """Each append (or writer) -> what Delta told it: ``success`` or the error's first line."""
-    add_commits: list[AddCommit]
-    published: list[int]
-    """Versions with ``_delta_log/<v>.json``."""
-    catalog_latest: int | None
-    """The catalog's latest version (None: the catalog does not know the table)."""
-    unpublished: list[int]
-    """Versions the catalog ratified that storage has not published."""
-    rows: dict[str, int]
-    """``writer/batch`` -> rows of the table with that tag."""
-    problems: list[str]
-    facts: dict = field(default_factory=dict)
-    """What else the scenario recorded (e.g. the state between two steps)."""
-
-    def summary(self) -> str:
-        gate = ", ".join(
-            f"#{c.number} v{c.version} (published {c.reported_published}): server {c.status}, "
-            f"client {c.answered}"
-            for c in self.add_commits
-        )
-        lines = [f"{self.scenario}:"]
-        lines += [f"  told {who}: {what}" for who, what in self.told.items()]
-        lines += [
-            f"  add-commits at the gate: {gate or 'none'}",
-            f"  published {self.published}; the catalog's latest {self.catalog_latest}",
-            f"  ratified, not published {self.unpublished}",
-            f"  rows per batch: {self.rows}",
-        ]
-        lines += [f"  {key}: {value}" for key, value in self.facts.items()]
-        lines.append(
-            "  no problems" if not self.problems else f"  {len(self.problems)} problem(s):"
-        )
-        return "\n".join(lines + [f"  - {p}" for p in self.problems])
 
 
 @contextlib.contextmanager
@@ -324,7 +213,7 @@ def _through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[Ca
     committing through the gate until the block ends."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    uc = start_persistent(root) if persistent else server.start(root)
+    uc = persistent_server.start_persistent(root) if persistent else server.start(root)
     previous = spark.conf.get(tables.URI_KEY, None)
     gate = CatalogGate(uc)
     spark.conf.set(tables.URI_KEY, gate.endpoint)
@@ -391,7 +280,9 @@ def lost_answer(spark, root: Path) -> Outcome:
         tables.wait_published(catalog, name)
         outcome = _outcome("lost answer", gate, name, {("a", 1): ROWS_PER_BATCH}, told)
         outcome.facts["rows Spark reads"] = spark.table(f"{tables.SCHEMA}.{name}").count()
-        outcome.facts["data files added by more than one version"] = added_again(catalog, name)
+        outcome.facts["data files added by more than one version"] = log_by_hand.added_again(
+            catalog, name
+        )
         outcome.facts["a blind rerun"] = append(spark, name, "a", 1)
         tables.wait_published(catalog, name)
         again = race.check_table(catalog, name, {("a", 1): ROWS_PER_BATCH})
@@ -399,19 +290,6 @@ def lost_answer(spark, root: Path) -> Outcome:
             f"{w}/{b}": n for (w, b), n in again.rows.items()
         }
         return outcome
-
-
-def added_again(catalog: rest.UnityCatalog, name: str) -> dict[str, list[int]]:
-    """Data files that more than one published version adds -> those versions (a commit made twice
-    adds the same files twice: the table holds them once, a reader of each version's changes twice)."""
-    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
-    log = tables.local_path(view.location) / delta_log.LOG_DIR
-    adders: dict[str, list[int]] = {}
-    for version in _published(log):
-        body = (log / f"{version:0{delta_log.VERSION_DIGITS}d}.json").read_bytes()
-        for add in delta_log.read_commit(body)[1]:
-            adders.setdefault(add["path"], []).append(version)
-    return {path: versions for path, versions in adders.items() if len(versions) > 1}
 
 
 def killed_before_publish(spark, root: Path) -> Outcome:
@@ -449,69 +327,16 @@ def killed_before_publish(spark, root: Path) -> Outcome:
         )
 
 
-def ratify_unpublished(catalog: rest.UnityCatalog, name: str, count: int) -> list[int]:
-    """Have the catalog ratify ``count`` commits of ``name`` after its latest version, none
-    published: what writers that stop after the catalog's yes leave behind. Each is a staged commit
-    of no rows (its ``commitInfo`` only), written under ``_delta_log/_staged_commits/`` and ratified
-    with Delta's own request (``add-commit``). Returns their versions."""
-    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
-    staged_dir = tables.local_path(view.location) / delta_log.LOG_DIR / "_staged_commits"
-    staged_dir.mkdir(parents=True, exist_ok=True)
-    versions = []
-    for version in range(view.latest_version + 1, view.latest_version + 1 + count):
-        now = int(time.time() * 1000)
-        info = {
-            "inCommitTimestamp": now,
-            "timestamp": now,
-            "operation": "WRITE",
-            "operationParameters": {},
-            "isBlindAppend": True,
-            "engineInfo": "a writer that stopped before publishing",
-        }
-        body = (json.dumps({"commitInfo": info}) + "\n").encode()
-        file_name = f"{version:0{delta_log.VERSION_DIGITS}d}.{uuid.uuid4()}.json"
-        (staged_dir / file_name).write_bytes(body)
-        catalog.ratify(
-            tables.CATALOG, tables.SCHEMA, name, view.table_id, version, file_name, len(body), now
-        )
-        versions.append(version)
-    return versions
-
-
-def _published(log: Path) -> list[int]:
-    """The versions published in the log folder ``log`` (``<v>.json``)."""
-    found = (delta_log.commit_version(delta_log.LOG_DIR + p.name) for p in log.glob("*.json"))
-    return sorted(v for v in found if v is not None)
-
-
-def publish(catalog: rest.UnityCatalog, name: str) -> list[int]:
-    """Publish every commit the catalog lists as ratified and storage lacks, as Delta's own
-    publication does: ``_delta_log/<v>.json`` written once, byte for byte the staged commit.
-    Returns the versions written."""
-    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
-    log = tables.local_path(view.location) / delta_log.LOG_DIR
-    written = []
-    for commit in view.unpublished:
-        target = log / f"{int(commit['version']):0{delta_log.VERSION_DIGITS}d}.json"
-        if target.exists():
-            continue
-        body = (log / "_staged_commits" / commit["file-name"]).read_bytes()
-        with open(target, "xb") as copy:
-            copy.write(body)
-        written.append(int(commit["version"]))
-    return written
-
-
 def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
     """(b) The 429 path: the catalog holds :data:`CAP` ratified commits nobody published
-    (:func:`ratify_unpublished`). A racing driver then appends: it is killed after its
+    (:func:`log_by_hand.ratify_unpublished`). A racing driver then appends: it is killed after its
     ``retries_seen``-th 429, with what its requests reported published. Then the ratified commits
-    are published as Delta would (:func:`publish`) and ``spark`` appends."""
+    are published as Delta would (:func:`log_by_hand.publish`) and ``spark`` appends."""
     with _through_gate(spark, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
         staged = _create(spark, catalog, "commit_cap")
         log = tables.local_path(staged.location) / delta_log.LOG_DIR
-        ratified = ratify_unpublished(catalog, "commit_cap", CAP)
+        ratified = log_by_hand.ratify_unpublished(catalog, "commit_cap", CAP)
         held = catalog.table(tables.CATALOG, tables.SCHEMA, "commit_cap")
         killed: list[int] = []
         gate.after_status(429, retries_seen, kill_client(gate, killed))
@@ -524,8 +349,8 @@ def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
             run_dir=root / "race",
         )
         told = {"w1": raced.results["w1"].get("error") or "no result (killed)"}
-        published_meanwhile = _published(log)
-        by_hand = publish(catalog, "commit_cap")
+        published_meanwhile = log_by_hand.published_versions(log)
+        by_hand = log_by_hand.publish(catalog, "commit_cap")
         told["next writer, after publication"] = append(spark, "commit_cap", "next", 1)
         tables.wait_published(catalog, "commit_cap")
         expected = {("next", 1): ROWS_PER_BATCH, ("w1", 11): 0}
@@ -566,7 +391,9 @@ def restarted(spark, root: Path, *, persistent: bool) -> Outcome:
                 "catalog restarted, in memory",
                 told,
                 gate.add_commits,
-                _published(tables.local_path(staged.location) / delta_log.LOG_DIR),
+                log_by_hand.published_versions(
+                    tables.local_path(staged.location) / delta_log.LOG_DIR
+                ),
                 None,
                 [],
                 {},
