@@ -14,7 +14,7 @@ import pytest
 
 from helpers.delta import delta_log, integrity
 from helpers.ground import config
-from helpers.torture import check, faults, plan, protocol_run, run
+from helpers.torture import check, faults, plan, protocol_run, protocol_verdict
 from helpers.torture.check import LoggedOperation
 
 LOG = "/bucket/t/_delta_log/"
@@ -299,7 +299,7 @@ def test_integrity_problems_are_reported_one_line_per_kind(tmp_path):
     ]
     problems.append(integrity.Problem("stray file", "_delta_log/x", None, "not a log file"))
     found = integrity.Check("s3://b/t", [0], [], -1, {}, [], problems=problems)
-    assert run.integrity_findings("table", found) == [
+    assert protocol_verdict.integrity_findings("table", found) == [
         "table: 5 x removed twice (e.g. removed twice: f0.parquet (version 28): version 27 already removed it; "
         "removed twice: f1.parquet (version 28): version 27 already removed it)",
         "table: 1 x stray file (e.g. stray file: _delta_log/x: not a log file)",

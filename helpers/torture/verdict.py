@@ -33,32 +33,8 @@ def check_run(check, results, *, min_commits: int) -> None:
         if name not in rows.index:
             continue
         proto, row = plan.PROTOCOLS[name], rows.loc[name]
-        ops = results.operations[results.operations.protocol == name]
         kills = results.kills[results.kills.protocol == name]
-        check.equal(
-            f"{name}: operations made",
-            int(row["operations"]),
-            proto.writers * int(meta["per_writer"][name]),
-        )
-        threads = proto.groups[
-            0
-        ].threads  # a killed Spark driver takes each of its writer threads' operations with it
-        killed = int(row["killed_in_flight"])
-        check.holds(
-            f"{name}: operations left without an answer (only the killed writers')",
-            len(kills) <= killed <= len(kills) * threads,
-            expected=f"{len(kills)} kill(s) x 1 to {threads} writer(s)",
-            found=killed,
-        )
-        check.equal(f"{name}: operations in more than one commit", int(row["duplicated"]), 0)
-        check.equal(
-            f"{name}: tagged commits no writer journaled", int(row["unjournaled_commits"]), 0
-        )
-        check.equal(
-            f"{name}: commits after version 0 = operations found in the log",
-            int(row["versions"]),
-            int(row["commits_tagged"]),
-        )
+        _check_every_protocol(check, name, proto, row, kills, int(meta["per_writer"][name]))
         if not proto.safe:
             check.holds(
                 f"{name}: the checker finds the acknowledged operations the unsafe protocol lost",
@@ -67,47 +43,79 @@ def check_run(check, results, *, min_commits: int) -> None:
                 found=int(row["lost"]),
             )
             continue
-        check.equal(f"{name}: acknowledged operations lost", int(row["lost"]), 0)
-        check.holds(
-            f"{name}: commits made under contention",
-            int(row["versions"]) >= min_commits,
-            expected=f">= {min_commits}",
-            found=int(row["versions"]),
+        _check_safe_protocol(check, name, proto, row, kills, results, min_commits=min_commits)
+
+
+def _check_every_protocol(
+    check, name: str, proto: plan.Protocol, row, kills, per_writer: int
+) -> None:
+    """The promises of every protocol, safe or not (see :func:`check_run`): ``row`` is its row of
+    ``protocols.csv``, ``kills`` its kills made."""
+    check.equal(
+        f"{name}: operations made",
+        int(row["operations"]),
+        proto.writers * per_writer,
+    )
+    # a killed Spark driver takes each of its writer threads' operations with it
+    threads = proto.groups[0].threads
+    killed = int(row["killed_in_flight"])
+    check.holds(
+        f"{name}: operations left without an answer (only the killed writers')",
+        len(kills) <= killed <= len(kills) * threads,
+        expected=f"{len(kills)} kill(s) x 1 to {threads} writer(s)",
+        found=killed,
+    )
+    check.equal(f"{name}: operations in more than one commit", int(row["duplicated"]), 0)
+    check.equal(f"{name}: tagged commits no writer journaled", int(row["unjournaled_commits"]), 0)
+    check.equal(
+        f"{name}: commits after version 0 = operations found in the log",
+        int(row["versions"]),
+        int(row["commits_tagged"]),
+    )
+
+
+def _check_safe_protocol(
+    check, name: str, proto: plan.Protocol, row, kills, results, *, min_commits: int
+) -> None:
+    """The promises of a safe protocol (see :func:`check_run`)."""
+    ops = results.operations[results.operations.protocol == name]
+    check.equal(f"{name}: acknowledged operations lost", int(row["lost"]), 0)
+    check.holds(
+        f"{name}: commits made under contention",
+        int(row["versions"]) >= min_commits,
+        expected=f">= {min_commits}",
+        found=int(row["versions"]),
+    )
+    check.equal(
+        f"{name}: commits = acknowledged + landed unacknowledged",
+        int(row["versions"]),
+        int(row["acknowledged"] + row["landed_unacknowledged"]),
+    )
+    check.equal(
+        f"{name}: problems the checker found (rows, readers, integrity)",
+        row["problems"] if isinstance(row["problems"], str) else "",
+        "",
+    )
+    check.holds(
+        f"{name}: some deletes committed",
+        int(row["deletes"]) > 0,
+        expected="> 0",
+        found=int(row["deletes"]),
+    )
+    check.equal(f"{name}: orphaned files left after VACUUM", int(row["orphans_after_vacuum"]), 0)
+    if proto.dynamodb:
+        check.equal(f"{name}: DynamoDB items left incomplete", int(row["incomplete_lock_items"]), 0)
+    if proto.kill_points:
+        check.equal(
+            f"{name}: kill points hit",
+            sorted(kills["point"]),
+            sorted(plan.kill_schedule(proto, int(results.meta["kills"]))),
         )
         check.equal(
-            f"{name}: commits = acknowledged + landed unacknowledged",
-            int(row["versions"]),
-            int(row["acknowledged"] + row["landed_unacknowledged"]),
+            f"{name}: killed operations found in two commits",
+            int((ops.loc[ops.outcome == "killed", "verdict"] == "duplicated").sum()),
+            0,
         )
-        check.equal(
-            f"{name}: problems the checker found (rows, readers, integrity)",
-            row["problems"] if isinstance(row["problems"], str) else "",
-            "",
-        )
-        check.holds(
-            f"{name}: some deletes committed",
-            int(row["deletes"]) > 0,
-            expected="> 0",
-            found=int(row["deletes"]),
-        )
-        check.equal(
-            f"{name}: orphaned files left after VACUUM", int(row["orphans_after_vacuum"]), 0
-        )
-        if proto.dynamodb:
-            check.equal(
-                f"{name}: DynamoDB items left incomplete", int(row["incomplete_lock_items"]), 0
-            )
-        if proto.kill_points:
-            check.equal(
-                f"{name}: kill points hit",
-                sorted(kills["point"]),
-                sorted(plan.kill_schedule(proto, int(meta["kills"]))),
-            )
-            check.equal(
-                f"{name}: killed operations found in two commits",
-                int((ops.loc[ops.outcome == "killed", "verdict"] == "duplicated").sum()),
-                0,
-            )
-        if proto.restarts:
-            made = results.restarts[results.restarts.protocol == name]
-            check.equal(f"{name}: service restarts", len(made), int(meta["restarts"]))
+    if proto.restarts:
+        made = results.restarts[results.restarts.protocol == name]
+        check.equal(f"{name}: service restarts", len(made), int(results.meta["restarts"]))
