@@ -11,7 +11,7 @@ import pytest
 
 from helpers.ground import config, eras
 from helpers.runs import runner
-from helpers.stores import services, storage, tables
+from helpers.stores import services, storage, store_check, tables
 
 LOCAL_ADVICE = (
     "make services",
@@ -97,7 +97,7 @@ def test_wrong_azure_key_is_refused_by_name(cloud):
         storage.ensure_container()
     _says_cloud(str(error.value), endpoint, "AZURE_STORAGE_ACCOUNT_KEY")
     with pytest.raises(storage.StorageError, match="refused the credentials") as probe_error:
-        storage.check_store(
+        store_check.check_store(
             f"az://{config.names().azure_container}/t",
             {"account_name": config.AZURITE_ACCOUNT_NAME},
         )

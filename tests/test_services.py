@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from helpers.ground import config, local_processes
-from helpers.stores import services, storage
+from helpers.stores import service_process, services, storage
 
 
 def test_moto_lifecycle_up_idempotent_reset_down(private_services):
@@ -51,7 +51,7 @@ def test_missing_node_is_explained(private_services, monkeypatch, tmp_path):
 
 
 def test_a_service_that_dies_while_starting_shows_its_log(private_services, free_port):
-    doomed = services.Service(
+    doomed = service_process.Service(
         name="doomed",
         provides=("nothing",),
         host=lambda: config.LOCALHOST,

@@ -35,11 +35,11 @@ from urllib.parse import urlparse
 
 from helpers.ground import config
 from helpers.probe import objects
-from helpers.stores import storage
+from helpers.stores import store_trouble
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PERMISSION_REFUSALS = ("403", "AccessDenied", "AccessDeniedException", "AllAccessDisabled")
-"""Of the refusals :data:`helpers.stores.storage.AWS_REFUSALS` names, those about permissions, not the keys themselves."""
+"""Of the refusals :data:`helpers.stores.store_trouble.AWS_REFUSALS` names, those about permissions, not the keys themselves."""
 DELTA_WRITERS = 8
 
 
@@ -131,7 +131,7 @@ def _explain(error: Exception, where: dict[str, str], doing: str) -> ProbeError:
         )
     if isinstance(error, ClientError):
         code = error.response.get("Error", {}).get("Code", "")
-        if code in storage.AWS_REFUSALS and code not in PERMISSION_REFUSALS:
+        if code in store_trouble.AWS_REFUSALS and code not in PERMISSION_REFUSALS:
             return ProbeError(
                 f"{endpoint} refused the credentials ({code}) while {doing}: check AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY."

@@ -45,7 +45,7 @@ from helpers.delta import landing
 from helpers.ground import config, eras
 from helpers.ground import progress as progress_display
 from helpers.runs import run_processes, run_result
-from helpers.stores import storage, tables
+from helpers.stores import store_check, tables
 from helpers.writers import processes
 
 RUNS_DIR = config.BUILD_DIR / "runs"
@@ -99,7 +99,7 @@ def create_table_in_era(
     exception). Raises EraError for an unknown era, RunnerError if the process gave no report, and
     StorageError, naming the endpoint and the settings to check, if the store does not answer or
     refuses the credentials (checked before the era's process starts)."""
-    storage.check_store(table_uri, storage_options)
+    store_check.check_store(table_uri, storage_options)
     args = [
         "-m",
         writers.MODULE,
@@ -142,7 +142,7 @@ def table_state(table_uri: str, storage_options: dict[str, str] | None = None) -
             f"No Delta table at {table_uri}. Create it first: helpers.runs.runner.create_table({table_uri!r}, storage_options)."
         ) from None
     except OSError as error:
-        storage.check_store(
+        store_check.check_store(
             table_uri, storage_options
         )  # raises if the store does not answer or refuses the keys
         raise RunnerError(

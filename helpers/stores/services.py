@@ -1,8 +1,5 @@
 """Start, check and stop the local cloud emulators the notebooks write to.
 
-(Longer than 400 lines because it is one lifecycle, start, adopt, wait, stop, reset, for two
-services, plus the command line the Makefile calls; split, each half would need the other.)
-
 Two services, or three, all bound to 127.0.0.1 only:
 
 * ``moto``: moto server, playing S3 (with object versioning and conditional PUTs) and DynamoDB,
@@ -28,13 +25,15 @@ Command line::
     python -m helpers.stores.services run -- COMMAND ...   # services up, COMMAND, then stop what was started
 
 Every failure raises :class:`ServiceError` with a message that says what to do.
+
+What a service is, and its process's log and pid file, are in :mod:`helpers.stores.service_process`;
+how each emulator is told apart on its port, in :mod:`helpers.stores.service_probes`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -43,13 +42,12 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from helpers.ground import config, tools
-from helpers.ground.local_processes import port_is_free, process_alive, stop_process_group
-from helpers.stores import moto_server, service_watch, versitygw
+from helpers.ground.local_processes import port_is_free, stop_process_group
+from helpers.stores import service_probes, service_process, service_watch, versitygw
 
 OWNER_VARIABLE = "WORKBOOK_SERVICES_OWNER"
 """Set by :func:`running` for its block (and inherited by what it runs); a service's pid file keeps
@@ -61,92 +59,6 @@ REPLAY_START_TIMEOUT_S = 900.0
 
 class ServiceError(RuntimeError):
     """A service could not be started, reached or stopped; the message names the fix."""
-
-
-@dataclass(frozen=True)
-class Service:
-    name: str
-    provides: tuple[str, ...]
-    host: Callable[[], str]
-    port: Callable[[], int]
-    identify: Callable[[str, int], str | None]
-    """Returns a description of the server answering on the port if it is this service, else None."""
-    command: Callable[[int], list[str]]
-    port_variable: str
-    environment: Callable[[], dict[str, str]] | None = None
-    """The process's environment, when it needs more than this one's (versitygw: its root keys)."""
-
-    @property
-    def pid_file(self) -> Path:
-        return config.STATE_DIR / f"{self.name}.pid"
-
-    @property
-    def log_file(self) -> Path:
-        return config.STATE_DIR / "logs" / f"{self.name}.log"
-
-    @property
-    def data_dir(self) -> Path:
-        return config.STATE_DIR / self.name
-
-
-@dataclass(frozen=True)
-class Status:
-    name: str
-    host: str
-    port: int
-    answering: bool
-    identity: str | None
-    pid: int | None
-    """Set when this module started the process (it has a pid file)."""
-    log_file: Path
-
-    @property
-    def managed(self) -> bool:
-        return self.pid is not None
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Probes
-# ---------------------------------------------------------------------------------------------
-
-
-def _http_get(url: str, timeout: float = 2.0) -> tuple[int, dict[str, str], bytes] | None:
-    """GET a URL; (status, headers, body), or None if nothing answers there."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def _identify_moto(host: str, port: int) -> str | None:
-    # The dashboard page is small and constant; /moto-api/data.json would serialise all state.
-    answer = _http_get(f"http://{host}:{port}/moto-api/")
-    if answer is None or answer[0] != 200 or b"<title>Moto" not in answer[2]:
-        return None
-    if {k.lower(): v for k, v in answer[1].items()}.get(
-        moto_server.MARK_HEADER
-    ) == moto_server.MARK_VALUE:
-        return "moto server (S3 + DynamoDB), writes atomic"
-    return (
-        "moto server (S3 + DynamoDB) WITHOUT atomic writes: two conditional writes that arrive together "
-        "can both succeed, a loss real S3 and DynamoDB do not have; stop it and run `make services` "
-        "(or `docker compose up -d moto`), which start helpers/stores/moto_server.py"
-    )
-
-
-def _identify_azurite(host: str, port: int) -> str | None:
-    answer = _http_get(f"http://{host}:{port}/{config.AZURITE_ACCOUNT_NAME}?comp=list")
-    if answer is None:
-        return None
-    server = next((v for k, v in answer[1].items() if k.lower() == "server"), "")
-    return server if server.startswith("Azurite-Blob") else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,14 +106,6 @@ AZURITE_FLAGS = (
 """Also in docker-compose.yml (tests/test_compose.py keeps them equal)."""
 
 
-def _identify_versitygw(host: str, port: int) -> str | None:
-    # An unsigned request gets an S3 error document, from a server that names itself
-    answer = _http_get(f"http://{host}:{port}/")
-    if answer is None or {k.lower(): v for k, v in answer[1].items()}.get("server") != "VERSITYGW":
-        return None
-    return "versitygw (a real S3 server)"
-
-
 def _versitygw_command(port: int) -> list[str]:
     if not versitygw.built():
         raise ServiceError(
@@ -240,31 +144,31 @@ def _azurite_command(port: int) -> list[str]:
     ]
 
 
-SERVICES: dict[str, Service] = {
-    "moto": Service(
+SERVICES: dict[str, service_process.Service] = {
+    "moto": service_process.Service(
         name="moto",
         provides=("s3", "dynamodb"),
         host=config.moto_host,
         port=config.moto_port,
-        identify=_identify_moto,
+        identify=service_probes.identify_moto,
         command=_moto_command,
         port_variable="WORKBOOK_MOTO_PORT",
     ),
-    "azurite": Service(
+    "azurite": service_process.Service(
         name="azurite",
         provides=("azure",),
         host=config.azurite_host,
         port=config.azurite_port,
-        identify=_identify_azurite,
+        identify=service_probes.identify_azurite,
         command=_azurite_command,
         port_variable="WORKBOOK_AZURITE_PORT",
     ),
-    "versitygw": Service(
+    "versitygw": service_process.Service(
         name="versitygw",
         provides=("s3",),
         host=config.versitygw_host,
         port=config.versitygw_port,
-        identify=_identify_versitygw,
+        identify=service_probes.identify_versitygw,
         command=_versitygw_command,
         port_variable="WORKBOOK_VERSITYGW_PORT",
         environment=versitygw.environment,
@@ -272,7 +176,7 @@ SERVICES: dict[str, Service] = {
 }
 
 
-def active() -> list[Service]:
+def active() -> list[service_process.Service]:
     """The services the workbook runs: moto and Azurite, and versitygw when it plays S3
     (``WORKBOOK_S3_SERVER=versitygw``; moto then plays DynamoDB alone)."""
     return [
@@ -282,12 +186,12 @@ def active() -> list[Service]:
     ]
 
 
-def plays(service: Service) -> tuple[str, ...]:
+def plays(service: service_process.Service) -> tuple[str, ...]:
     """What ``service`` plays now: moto leaves S3 to versitygw when that one plays it."""
     return tuple(p for p in service.provides if p != "s3" or service.name == config.s3_server())
 
 
-def _select(names: Sequence[str] | None) -> list[Service]:
+def _select(names: Sequence[str] | None) -> list[service_process.Service]:
     """The services ``names`` name (services or what they play); None: every one the workbook runs.
     An empty list names none."""
     if names is None:
@@ -305,64 +209,16 @@ def _select(names: Sequence[str] | None) -> list[Service]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pid files
-# ---------------------------------------------------------------------------------------------
-
-
-def _read_pid(service: Service) -> int | None:
-    """The pid of the process this module started for the service, if it is still alive."""
-    try:
-        pid = int(json.loads(service.pid_file.read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not process_alive(pid):
-        service.pid_file.unlink(missing_ok=True)
-        return None
-    return pid
-
-
-def _owner(service: Service) -> str | None:
-    """Which :func:`running` block started the service (its token), from its pid file."""
-    try:
-        return json.loads(service.pid_file.read_text()).get("owner")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _log_tail(service: Service, lines: int = 15) -> str:
-    try:
-        text = service.log_file.read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join("    " + line for line in text[-lines:]) or "    (log is empty)"
-
-
-# ---------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------
 
 
-def status(names: Sequence[str] | None = None) -> list[Status]:
+def status(names: Sequence[str] | None = None) -> list[service_process.Status]:
     """Where each service stands: answering or not, and whether this module started it."""
-    result = []
-    for service in _select(names):
-        host, port = service.host(), service.port()
-        identity = service.identify(host, port)
-        result.append(
-            Status(
-                service.name,
-                host,
-                port,
-                identity is not None,
-                identity,
-                _read_pid(service),
-                service.log_file,
-            )
-        )
-    return result
+    return [service_process.status_of(service) for service in _select(names)]
 
 
-def _start(service: Service) -> int:
+def _start(service: service_process.Service) -> int:
     host, port = service.host(), service.port()
     if host != config.LOCALHOST:
         raise ServiceError(
@@ -376,32 +232,7 @@ def _start(service: Service) -> int:
             f"`export {service.port_variable}=<free port>` and run again."
         )
     command = service.command(port)
-    service.log_file.parent.mkdir(parents=True, exist_ok=True)
-    service.data_dir.mkdir(parents=True, exist_ok=True)
-    with open(service.log_file, "ab") as log:
-        log.write(
-            f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(command)}\n".encode()
-        )
-        log.flush()
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=config.ROOT,
-            env=service.environment() if service.environment else None,
-            start_new_session=True,  # survives the notebook kernel or make that started it
-        )
-    service.pid_file.write_text(
-        json.dumps(
-            {
-                "pid": process.pid,
-                "port": port,
-                "command": command,
-                "owner": os.environ.get(OWNER_VARIABLE, ""),
-            }
-        )
-    )
+    process = service_process.spawn(service, command, port, os.environ.get(OWNER_VARIABLE, ""))
     timeout = (
         REPLAY_START_TIMEOUT_S if service.name == "moto" and durable_moto() else START_TIMEOUT_S
     )
@@ -411,7 +242,7 @@ def _start(service: Service) -> int:
             service.pid_file.unlink(missing_ok=True)
             raise ServiceError(
                 f"{service.name} exited with code {process.returncode} while starting. "
-                f"Last lines of {service.log_file}:\n{_log_tail(service)}"
+                f"Last lines of {service.log_file}:\n{service_process.log_tail(service)}"
             )
         if service.identify(host, port):
             return process.pid
@@ -420,7 +251,7 @@ def _start(service: Service) -> int:
     service.pid_file.unlink(missing_ok=True)
     raise ServiceError(
         f"{service.name} did not answer on {config.LOCALHOST}:{port} within {timeout:.0f} s. "
-        f"Last lines of {service.log_file}:\n{_log_tail(service)}"
+        f"Last lines of {service.log_file}:\n{service_process.log_tail(service)}"
     )
 
 
@@ -448,7 +279,7 @@ def down(names: Sequence[str] | None = None, quiet: bool = False) -> list[str]:
     """Stop the services this module started; return their names. Others are left alone."""
     stopped = []
     for service in _select(names):
-        pid = _read_pid(service)
+        pid = service_process.read_pid(service)
         if pid is None:
             if not quiet and service.identify(service.host(), service.port()):
                 print(
@@ -486,7 +317,7 @@ def reset(names: Sequence[str] | None = None) -> None:
                     "moto: not running; it keeps its state in memory, so there is nothing to wipe"
                 )
         else:
-            was_running = _read_pid(service) is not None
+            was_running = service_process.read_pid(service) is not None
             if service.identify(host, port) and not was_running:
                 raise ServiceError(
                     f"{service.name} answers on port {port} but was not started by the workbook; "
@@ -541,12 +372,14 @@ def running(names: Sequence[str] | None = None) -> Iterator[list[str]]:
         started = [
             s.name
             for s in status()
-            if s.managed and s.name not in before and _owner(SERVICES[s.name]) == token
+            if s.managed
+            and s.name not in before
+            and service_process.started_by(SERVICES[s.name]) == token
         ]
         down(started)
 
 
-def _print_status(states: list[Status]) -> None:
+def _print_status(states: list[service_process.Status]) -> None:
     for s in states:
         state = "answering" if s.answering else "not running"
         who = (

@@ -13,6 +13,10 @@ A table's files, wherever it lives, through one dispatch on its URI's scheme (:f
     storage.remove_table(uri)                     # empty it, so a notebook can run again
 
 Local paths and ``file://``, ``s3://`` / ``s3a://``, ``az://`` and ``abfs[s]://`` are understood.
+
+How a client is built is in :mod:`helpers.stores.store_clients`, what a StorageError says in
+:mod:`helpers.stores.store_trouble`, and the probe of a writer's store in
+:mod:`helpers.stores.store_check`.
 """
 
 from __future__ import annotations
@@ -22,75 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers.ground import config
+from helpers.stores import store_clients, store_trouble
 
 
 class StorageError(RuntimeError):
     """A store cannot be reached or used; the message says what to do."""
-
-
-AWS_REFUSALS = (
-    "403",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "AccessDenied",
-    "AccessDeniedException",
-    "ExpiredToken",
-    "UnrecognizedClientException",
-    "InvalidSignatureException",
-    "InvalidClientTokenId",
-)
-"""Error codes with which S3 or DynamoDB refuse a request's credentials or permissions."""
-
-
-def _unreachable(what: str, endpoint: str, error: Exception) -> StorageError:
-    """``what`` (S3, DynamoDB, Azure Blob) did not answer at ``endpoint``, the one actually used."""
-    if config.profile() == "local":
-        advice = (
-            "Start the emulators with `make services` (or `python -m helpers.stores.services up`), or check "
-            "WORKBOOK_MOTO_PORT and WORKBOOK_AZURITE_PORT."
-        )
-    else:
-        settings = (
-            config.CLOUD_AZURE_SETTINGS if what.startswith("Azure") else config.CLOUD_AWS_SETTINGS
-        )
-        advice = f"WORKBOOK_PROFILE=cloud: check {settings}."
-    return StorageError(
-        f"{what} does not answer at {endpoint} ({type(error).__name__}: {error}). {advice}"
-    )
-
-
-def _refused(what: str, endpoint: str, resource: str, code: str) -> StorageError:
-    """``what`` answered at ``endpoint`` but refused the credentials (or their permissions) for ``resource``."""
-    if config.profile() == "local":
-        advice = "Locally the emulators' keys come from helpers/ground/config.py; is WORKBOOK_PROFILE meant to be cloud?"
-    else:
-        credentials = (
-            config.CLOUD_AZURE_CREDENTIALS
-            if what.startswith("Azure")
-            else config.CLOUD_AWS_CREDENTIALS
-        )
-        advice = f'WORKBOOK_PROFILE=cloud: check {credentials}, and the permissions in docs/running.md ("Real cloud").'
-    return StorageError(
-        f"{what} at {endpoint} refused the credentials for {resource} ({code}). {advice}"
-    )
-
-
-def _aws_trouble(what: str, client, resource: str, error: Exception) -> StorageError | None:
-    """The StorageError for a botocore error that says the service is unreachable or refuses the
-    credentials; None for any other error (the caller decides)."""
-    from botocore.exceptions import ClientError, ConnectionError, NoCredentialsError
-
-    endpoint = client.meta.endpoint_url
-    if isinstance(error, ConnectionError):
-        return _unreachable(what, endpoint, error)
-    if isinstance(error, NoCredentialsError):
-        return _refused(what, endpoint, resource, "no credentials found")
-    if (
-        isinstance(error, ClientError)
-        and error.response.get("Error", {}).get("Code") in AWS_REFUSALS
-    ):
-        return _refused(what, endpoint, resource, error.response["Error"]["Code"])
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,51 +38,18 @@ def _aws_trouble(what: str, client, resource: str, error: Exception) -> StorageE
 # ---------------------------------------------------------------------------------------------
 
 
-def _aws_kwargs(service: str, endpoint_url: str | None = None) -> dict[str, str]:
-    kwargs = {"region_name": config.names().aws_region}
-    if config.profile() == "local":
-        kwargs.update(
-            endpoint_url=endpoint_url or config.aws_endpoint(service),
-            aws_access_key_id=config.EMULATOR_AWS_ACCESS_KEY_ID,
-            aws_secret_access_key=config.EMULATOR_AWS_SECRET_ACCESS_KEY,
-        )
-    return kwargs
-
-
-def _aws_client(service: str, **kwargs):
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        service, config=Config(retries={"max_attempts": 2}, connect_timeout=5), **kwargs
-    )
-
-
 def s3_client(endpoint_url: str | None = None):
     """A boto3 S3 client for the emulator (or real S3 in the cloud profile); ``endpoint_url``:
     another door to the emulator, such as the commit gate's."""
-    return _aws_client("s3", **_aws_kwargs("s3", endpoint_url))
+    return store_clients.aws_client("s3", **store_clients.aws_kwargs("s3", endpoint_url))
 
 
 def dynamodb_client(endpoint_url: str | None = None):
     """A boto3 DynamoDB client for the emulator (or real DynamoDB in the cloud profile); ``endpoint_url``
     as for :func:`s3_client`."""
-    return _aws_client("dynamodb", **_aws_kwargs("dynamodb", endpoint_url))
-
-
-def _aws_client_for_options(service: str, options: dict[str, str]):
-    """A boto3 client that reaches ``service`` where delta-rs would with these ``storage_options``
-    (what they leave out comes from the environment, as it does for delta-rs)."""
-    kwargs = {"region_name": options.get("AWS_REGION") or config.names().aws_region}
-    endpoint = options.get(f"AWS_ENDPOINT_URL_{service.upper()}") or options.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        kwargs["endpoint_url"] = endpoint
-    if options.get("AWS_ACCESS_KEY_ID"):
-        kwargs.update(
-            aws_access_key_id=options["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=options.get("AWS_SECRET_ACCESS_KEY"),
-        )
-    return _aws_client(service, **kwargs)
+    return store_clients.aws_client(
+        "dynamodb", **store_clients.aws_kwargs("dynamodb", endpoint_url)
+    )
 
 
 def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
@@ -160,9 +67,9 @@ def ensure_bucket(bucket: str | None = None, *, versioned: bool = True) -> str:
     try:
         client.head_bucket(Bucket=bucket)
     except (BotoCoreError, ClientError) as error:
-        trouble = _aws_trouble("S3", client, f"bucket {bucket!r}", error)
+        trouble = store_trouble.aws_trouble("S3", client, f"bucket {bucket!r}", error)
         if trouble:
-            raise trouble from error
+            raise StorageError(trouble) from error
         code = (
             error.response.get("Error", {}).get("Code") if isinstance(error, ClientError) else None
         )
@@ -200,9 +107,9 @@ def ensure_lock_table(name: str | None = None) -> str:
     try:
         client.describe_table(TableName=name)
     except (BotoCoreError, ClientError) as error:
-        trouble = _aws_trouble("DynamoDB", client, f"table {name!r}", error)
+        trouble = store_trouble.aws_trouble("DynamoDB", client, f"table {name!r}", error)
         if trouble:
-            raise trouble from error
+            raise StorageError(trouble) from error
         if (
             not isinstance(error, ClientError)
             or error.response.get("Error", {}).get("Code") != "ResourceNotFoundException"
@@ -301,20 +208,6 @@ def delete_lock_entries(
 # ---------------------------------------------------------------------------------------------
 
 
-def _blob_client(endpoint: str, credential):
-    """A BlobServiceClient that gives up on an endpoint that does not answer within about 20 s, as
-    the boto3 clients do: 5 s to connect, 3 attempts, 1 s and 3 s between them (the SDK's default
-    waits 15 s, 18 s and 24 s between 4 attempts, about 90 s in all)."""
-    from azure.storage.blob import BlobServiceClient, ExponentialRetry
-
-    retry = ExponentialRetry(
-        initial_backoff=1, increment_base=2, retry_total=2, random_jitter_range=1
-    )
-    return BlobServiceClient(
-        endpoint, credential=credential, retry_policy=retry, connection_timeout=5
-    )
-
-
 def blob_service(endpoint_url: str | None = None):
     """An azure-storage-blob BlobServiceClient for Azurite (or a real account in the cloud profile).
     ``endpoint_url``: another door to Azurite (e.g. the benchmark's request meter), as ``http://host:port``."""
@@ -324,7 +217,7 @@ def blob_service(endpoint_url: str | None = None):
             if endpoint_url
             else config.azurite_blob_endpoint()
         )
-        return _blob_client(
+        return store_clients.blob_client(
             blob_endpoint,
             {
                 "account_name": config.AZURITE_ACCOUNT_NAME,
@@ -334,21 +227,14 @@ def blob_service(endpoint_url: str | None = None):
     account = config.azure_account_name()
     key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY")
     if key:
-        return _blob_client(config.blob_endpoint(), {"account_name": account, "account_key": key})
+        return store_clients.blob_client(
+            config.blob_endpoint(), {"account_name": account, "account_key": key}
+        )
     from azure.identity import (
         DefaultAzureCredential,
     )  # az login, a managed identity, AZURE_CLIENT_*
 
-    return _blob_client(config.blob_endpoint(), DefaultAzureCredential())
-
-
-AZURE_REFUSALS = (
-    "AuthorizationFailure",
-    "AuthenticationFailed",
-    "AuthorizationPermissionMismatch",
-    "InvalidAuthenticationInfo",
-)
-"""Error codes with which Azure Blob refuses a request's credentials or permissions."""
+    return store_clients.blob_client(config.blob_endpoint(), DefaultAzureCredential())
 
 
 def ensure_container(container: str | None = None) -> str:
@@ -370,106 +256,8 @@ def ensure_container(container: str | None = None) -> str:
     except ResourceExistsError:
         pass
     except AzureError as error:
-        raise _azure_trouble(what, endpoint, container, error) from error
+        raise StorageError(store_trouble.azure_trouble(what, endpoint, container, error)) from error
     return container
-
-
-def _azure_trouble(what: str, endpoint: str, container: str, error: Exception) -> StorageError:
-    """The StorageError for an azure-core error met on ``container``: missing, unreachable, refused."""
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        HttpResponseError,
-        ResourceNotFoundError,
-        ServiceRequestError,
-    )
-
-    if isinstance(error, ResourceNotFoundError):
-        return StorageError(
-            f"Container {container!r} does not exist at {endpoint}. Create it (`az storage container create "
-            f"--name {container}`) or point WORKBOOK_AZURE_CONTAINER at yours."
-        )
-    if isinstance(error, ServiceRequestError):
-        return _unreachable(what, endpoint, error)
-    code = getattr(error, "error_code", None)
-    if (
-        isinstance(error, ClientAuthenticationError)
-        or code in AZURE_REFUSALS
-        or not isinstance(error, HttpResponseError)
-    ):
-        return _refused(what, endpoint, f"container {container!r}", code or type(error).__name__)
-    return StorageError(f"Cannot use container {container!r} at {endpoint}: {error}")
-
-
-def check_store(
-    table_uri: str | os.PathLike, storage_options: dict[str, str] | None = None
-) -> None:
-    """Raise StorageError, naming the endpoint actually used and the settings to check, unless the
-    store of ``table_uri`` answers and accepts the credentials, reached as delta-rs would reach it
-    with ``storage_options`` (and, when it locks through DynamoDB, its lock table too). Local
-    paths pass. A quick probe before an era's writer starts: some eras' own errors name no endpoint
-    (deltalake 1.5.1: "error in DynamoDb")."""
-    from urllib.parse import urlparse
-
-    parsed = urlparse(str(table_uri))
-    options = dict(storage_options or {})
-    upper = {key.upper(): value for key, value in options.items()}
-    if parsed.scheme in ("s3", "s3a"):
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        probes = [
-            (
-                "S3",
-                "s3",
-                f"bucket {parsed.netloc!r}",
-                lambda client: client.head_bucket(Bucket=parsed.netloc),
-            )
-        ]
-        lock_table = upper.get("DELTA_DYNAMO_TABLE_NAME") or upper.get("DYNAMO_LOCK_TABLE_NAME")
-        if upper.get("AWS_S3_LOCKING_PROVIDER") == "dynamodb" and lock_table:
-            probes.append(
-                (
-                    "DynamoDB",
-                    "dynamodb",
-                    f"table {lock_table!r}",
-                    lambda client: client.describe_table(TableName=lock_table),
-                )
-            )
-        for what, service, resource, probe in probes:
-            client = _aws_client_for_options(service, upper)
-            try:
-                probe(client)
-            except (BotoCoreError, ClientError) as error:
-                trouble = _aws_trouble(what, client, resource, error)
-                if trouble:
-                    raise trouble from error
-                if (
-                    isinstance(error, ClientError)
-                    and error.response.get("Error", {}).get("Code") == "ResourceNotFoundException"
-                ):
-                    continue  # it answered; a writer whose lock creates its table will do so
-                raise StorageError(
-                    f"Cannot use {resource} at {client.meta.endpoint_url}: {error}"
-                ) from error
-    elif parsed.scheme in ("az", "azure", "abfs", "abfss"):
-        from azure.core.exceptions import AzureError
-
-        container = parsed.netloc.split("@")[0]
-        lower = {key.lower(): value for key, value in options.items()}
-        if lower.get("account_key"):
-            service = _blob_client(
-                lower.get("azure_storage_endpoint") or config.blob_endpoint(),
-                {
-                    "account_name": lower.get("account_name") or config.azure_account_name(),
-                    "account_key": lower["account_key"],
-                },
-            )
-        else:
-            service = blob_service()
-        endpoint = service.url.rstrip("/")
-        try:
-            service.get_container_client(container).get_container_properties()
-        except AzureError as error:
-            raise _azure_trouble("Azure Blob", endpoint, container, error) from error
 
 
 # ---------------------------------------------------------------------------------------------
