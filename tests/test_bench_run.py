@@ -8,12 +8,12 @@ import uuid
 import pytest
 
 from helpers.bench import __main__ as cli
-from helpers.bench import run, stats
+from helpers.bench import one_run, protocols, run, stats
 from helpers.bench.meter import RequestMeter, upstream
 
 
 def test_each_writer_appends_batches_of_its_own():
-    batches = run.batches_of(3, 4)
+    batches = one_run.batches_of(3, 4)
     assert batches == {"w1": [1, 2, 3, 4], "w2": [5, 6, 7, 8], "w3": [9, 10, 11, 12]}
     assert len({b for bs in batches.values() for b in bs}) == 12
 
@@ -66,27 +66,27 @@ def test_the_command_line_says_what_is_wrong(argv, message, capsys):
 
 def test_each_s3_protocol_runs_once_per_server_and_the_others_once():
     chosen = [run.protocol(name) for name in ("azure", "s3-conditional-put", "s3-dynamodb-lock")]
-    assert run.on_servers(chosen, None) == chosen
-    both = run.on_servers(chosen, ["moto", "versitygw"])
+    assert protocols.on_servers(chosen, None) == chosen
+    both = protocols.on_servers(chosen, ["moto", "versitygw"])
     assert [p.name for p in both] == [
         "azure",
         "s3-conditional-put@moto",
         "s3-conditional-put@versitygw",
         "s3-dynamodb-lock@moto",
     ]  # the lock protocol breaks on versitygw: left out, said why
-    assert list(run.left_out(chosen, ["moto", "versitygw"])) == ["s3-dynamodb-lock@versitygw"]
+    assert list(protocols.left_out(chosen, ["moto", "versitygw"])) == ["s3-dynamodb-lock@versitygw"]
     assert (
         "findings/deltalake-dynamodb-reclaim-after-a-refused-copy"
-        in run.left_out(chosen, ["versitygw"])["s3-dynamodb-lock@versitygw"]
+        in protocols.left_out(chosen, ["versitygw"])["s3-dynamodb-lock@versitygw"]
     )
-    assert run.left_out(chosen, None) == {}
+    assert protocols.left_out(chosen, None) == {}
     assert [p.s3_server for p in both[1:3]] == ["moto", "versitygw"]
     assert both[2].label.endswith(" on versitygw") and both[0].s3_server == ""
     for bad in (["minio"], ["moto", "moto"]):
         with pytest.raises(
             stats.BenchError, match="S3 servers must be distinct names from moto, versitygw"
         ):
-            run.on_servers(chosen, bad)
+            protocols.on_servers(chosen, bad)
 
 
 def test_a_protocol_known_to_break_on_the_chosen_server_is_refused_before_anything_runs(
@@ -138,7 +138,9 @@ def test_one_spark_driver_with_writer_threads_commits_everything_once_and_its_cl
     two writer threads of one driver, two appends each, through the meter in front of moto."""
     proto = run.PROTOCOLS["spark-threads"]
     with RequestMeter(upstream(proto.backend), claim_style=proto.claim_style) as meter:
-        row, commits = run.run_once(proto, 2, 2, run_id=f"test-{uuid.uuid4().hex[:8]}", meter=meter)
+        row, commits = one_run.run_once(
+            proto, 2, 2, run_id=f"test-{uuid.uuid4().hex[:8]}", meter=meter
+        )
     assert (row["commits"], row["committed"], row["lost"], row["duplicated"], row["versions"]) == (
         4,
         4,
