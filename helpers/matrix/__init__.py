@@ -18,6 +18,7 @@ Modules, one job each: :mod:`~helpers.matrix.operations` (the catalogue), :mod:`
 (the engine interface and register), :mod:`~helpers.matrix.deltars` (delta-rs, every era),
 :mod:`~helpers.matrix.pairs` (the pair runner), :mod:`~helpers.matrix.worker` (one engine's process),
 :mod:`~helpers.matrix.classify` (the oracle's verdict), :mod:`~helpers.matrix.documented` (the docs'
-table and the comparison), :mod:`~helpers.matrix.run` (every engine, the CSV), :mod:`~helpers.matrix.plots`
-(the grids).
+table and the comparison), :mod:`~helpers.matrix.run` (every engine's workers),
+:mod:`~helpers.matrix.tidy` (the CSV's rows), :mod:`~helpers.matrix.outputs` (the CSV, its meta and
+the grids, written), :mod:`~helpers.matrix.plots` (the grids).
 """

@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 from helpers.ground import config
-from helpers.matrix import classify, run, worker
+from helpers.matrix import classify, tidy, worker
 from helpers.matrix import mixed_engines as me
 from helpers.matrix import operations as ops
 from helpers.matrix.ddb_hold import ClaimHold
@@ -94,12 +94,12 @@ OUT = config.BUILD_DIR / "matrix" / "mixed-dynamodb"
 DATA_CSV = config.DATA_DIR / "conflict_matrix_mixed_dynamodb.csv"
 DATA_META = config.DATA_DIR / "conflict_matrix_mixed_dynamodb_meta.json"
 LOCK_COLUMNS = ("lock_commits", "lock_table_paths", "lock_problems")
-CSV_COLUMNS = ("order", "engine_first", "engine_second", *run.CSV_COLUMNS, *LOCK_COLUMNS)
+CSV_COLUMNS = ("order", "engine_first", "engine_second", *tidy.CSV_COLUMNS, *LOCK_COLUMNS)
 
 
 def row_of(record: dict, order: str, base: dict, version: str, rs: str = me.RS) -> dict:
-    """One CSV row: the matrix's (:func:`helpers.matrix.run.tidy_row`) with the lock table's evidence."""
-    row = run.tidy_row({**record, "engine": engine_name(order, rs)}, base, version)
+    """One CSV row: the matrix's (:func:`helpers.matrix.tidy.tidy_row`) with the lock table's evidence."""
+    row = tidy.tidy_row({**record, "engine": engine_name(order, rs)}, base, version)
     row.update(
         order=order,
         engine_first=record.get("engine_first", ""),
@@ -154,7 +154,7 @@ def run_mixed(
                 lock = f" | lock: {row.get('lock_commits', '')}" + (
                     f" PROBLEMS {row['lock_problems']}" if row.get("lock_problems") else ""
                 )
-                echo(run.progress_line(row, done, len(pairs)) + lock)
+                echo(tidy.progress_line(row, done, len(pairs)) + lock)
             write(folder, rows, pairs, time.perf_counter() - started, version, rs_name)
     finally:
         rs.close()

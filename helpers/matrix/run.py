@@ -6,10 +6,12 @@ a session), at most ``jobs`` at a time; it reads their JSON lines as they come, 
 (:mod:`helpers.matrix.classify`), sets it against the documentation (:mod:`helpers.matrix.documented`),
 prints one line per pair, and writes into ``build/matrix/<name>/``:
 
-* ``matrix.csv``: one row per engine × first × second (:data:`CSV_COLUMNS`);
+* ``matrix.csv``: one row per engine × first × second (:data:`helpers.matrix.tidy.CSV_COLUMNS`);
 * ``pairs.jsonl``: every pair's raw record (each table's rows, errors, log problems);
 * ``grid-<engine>.png``: the grid of :func:`helpers.matrix.plots.grid`;
 * ``meta.json``: engines and versions, operations, wall time, the documentation's pages.
+
+All but ``pairs.jsonl`` are written at the end, by :mod:`helpers.matrix.outputs`.
 
 Tables go to ``tables/<engine>/`` (an engine on S3: a prefix of the emulator's bucket,
 :func:`helpers.matrix.worker.s3_root`); a pair's tables are kept only when its verdict is an
@@ -19,7 +21,6 @@ the same engine's local cells (:func:`confirmations`).
 
 from __future__ import annotations
 
-import csv
 import json
 import queue
 import shutil
@@ -27,10 +28,12 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TextIO
 
 from helpers.ground import config, eras
-from helpers.matrix import classify, documented, engines
+from helpers.matrix import classify, engines, outputs, tidy
 from helpers.matrix import operations as ops
 
 DEFAULT_OUT = config.BUILD_DIR / "matrix"
@@ -39,120 +42,10 @@ DEFAULT_JOBS = 3
 about one core busy, and the delta-rs eras one after the other beside them."""
 SILENCE_LIMIT_S = 300.0
 """A worker that reports nothing for this long is stuck: it is stopped and the run fails."""
-CSV_COLUMNS = (
-    "engine",
-    "engine_version",
-    "layout",
-    "interleaving",
-    "first",
-    "second",
-    "outcome",
-    "error_class",
-    "conflict",
-    "anomaly_kind",
-    "matched",
-    "rows_race",
-    "rows_serial_ab",
-    "rows_serial_ba",
-    "rows_a_alone",
-    "docs_category_first",
-    "docs_category_second",
-    "docs_delta_io",
-    "docs_write_serializable",
-    "docs_serializable",
-    "agrees_with_docs",
-    "disagreement",
-    "retry_after_reload",
-    "retry_after_reload_kind",
-    "b_read_version",
-    "b_operations",
-    "b_note",
-    "error_serial_ab",
-    "error_serial_ba",
-    "detail",
-    "seconds",
-)
 
 
 class MatrixError(RuntimeError):
     """An engine's worker could not run; the message names the engine and its error."""
-
-
-def _rows(state: dict | None) -> int | str:
-    if not state:
-        return ""
-    return "unreadable" if "unreadable" in state else len(state["rows"])
-
-
-def _error(step: dict | None) -> str:
-    """``"SchemaMismatchError: <message>"`` for a serial step that raised, else ``""``."""
-    error = (step or {}).get("error")
-    return f"{error['class']}: {error['message']}" if error else ""
-
-
-def tidy_row(record: dict, base: dict, version: str) -> dict:
-    """One ``matrix.csv`` row from a worker's pair record."""
-    verdict = classify.classify(record, base)
-    spec = engines.ENGINES.get(record["engine"])
-    expected = documented.expectation(
-        record["first"], record["second"], spec.layout if spec else ops.SHARED_FILES.name
-    )
-    agrees, disagreement = documented.compare(verdict, expected)
-    reload = classify.retry_after_reload(record, base)
-    race = record.get("race", {})
-    first, second = ops.OPERATIONS[record["first"]], ops.OPERATIONS[record["second"]]
-    return {
-        "engine": record["engine"],
-        "engine_version": version,
-        "layout": spec.layout if spec else "",
-        "interleaving": spec.interleaving if spec else "",
-        "first": record["first"],
-        "second": record["second"],
-        "outcome": verdict.outcome,
-        "error_class": verdict.error_class,
-        "conflict": verdict.conflict,
-        "anomaly_kind": verdict.kind,
-        "matched": verdict.matched,
-        "rows_race": _rows(race.get("state")),
-        "rows_serial_ab": _rows(record.get("serial_ab", {}).get("state")),
-        "rows_serial_ba": _rows(record.get("serial_ba", {}).get("state")),
-        "rows_a_alone": _rows(record.get("alone_a")),
-        "docs_category_first": first.category or "",
-        "docs_category_second": second.category or "",
-        "docs_delta_io": expected.delta_io,
-        "docs_write_serializable": expected.write_serializable,
-        "docs_serializable": expected.serializable,
-        "agrees_with_docs": agrees,
-        "disagreement": disagreement,
-        "retry_after_reload": reload.outcome if reload else "",
-        "retry_after_reload_kind": reload.kind if reload else "",
-        "b_read_version": "" if race.get("b_read_version") is None else race["b_read_version"],
-        "b_operations": " ".join(o or "?" for o in race.get("b_operations", [])),
-        "b_note": race.get("note") or "",
-        "error_serial_ab": _error(record.get("serial_ab")),
-        "error_serial_ba": _error(record.get("serial_ba")),
-        "detail": verdict.detail
-        + (
-            f" | after reloading: {reload.outcome}{': ' + reload.detail if reload.detail else ''}"
-            if reload
-            else ""
-        ),
-        "seconds": record.get("seconds", ""),
-    }
-
-
-def progress_line(row: dict, done: int, total: int) -> str:
-    what = row["outcome"]
-    if row["outcome"] == "refused":
-        what += f" ({row['conflict'] or row['error_class']})"
-    elif row["outcome"] == "anomaly":
-        what += f": {row['anomaly_kind']}"
-    elif row["matched"] == "B→A":
-        what += " (equals B→A)"
-    if row["retry_after_reload"]:
-        what += f"; after reloading: {row['retry_after_reload']}"
-    flag = "  ≠ docs" if row["agrees_with_docs"] == "no" else ""
-    return f"[{row['engine']}] {done:>3}/{total} {row['first']} → {row['second']}: {what}{flag}"
 
 
 def _reader(process: subprocess.Popen, name: str, lines: queue.Queue) -> None:
@@ -185,6 +78,138 @@ def _remove_table(folder: str) -> None:
         shutil.rmtree(config.ROOT / folder, ignore_errors=True)
 
 
+def _todo(
+    engine_names: list[str],
+    op_names: list[str],
+    only: list[tuple[str, str]] | dict[str, list[tuple[str, str]]] | None,
+    also: dict[str, list[tuple[str, str]]] | None,
+) -> tuple[list[str], list[str], list[tuple[str, str]], dict[str, list[tuple[str, str]]]]:
+    """(engines, operations, their pairs, ``{engine: the pairs it races}``) for :func:`run`'s
+    arguments: ``also`` adds its pairs, and its engines and operations to the run's."""
+    pairs = ops.pairs(op_names)
+    wanted = {name: only.get(name, ()) if isinstance(only, dict) else only for name in engine_names}
+    todo = {
+        name: [
+            pair
+            for pair in engines.ENGINES[name].chosen(pairs)
+            if wanted[name] is None or pair in {tuple(p) for p in wanted[name]}
+        ]
+        for name in engine_names
+    }
+    for name, extra in (also or {}).items():
+        mine = todo.get(name, [])
+        todo[name] = mine + [pair for pair in dict.fromkeys(map(tuple, extra)) if pair not in mine]
+    if also:
+        engine_names = list(todo)
+        op_names = [
+            name
+            for name in ops.CHOICES
+            if any(name in pair for mine in todo.values() for pair in mine)
+        ]
+        pairs = ops.pairs(op_names)
+    return engine_names, op_names, pairs, todo
+
+
+@dataclass
+class _Tally:
+    """What the workers have said so far: each engine's version, base table and number of pairs,
+    the tidy rows, how many each engine has given, and the problems that fail the run."""
+
+    totals: dict[str, int]
+    echo: Callable[[str], object]
+    rows: list[dict] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    bases: dict[str, dict] = field(default_factory=dict)
+    counts: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    def take(self, key: str, event: dict, raw: TextIO) -> None:
+        """One event of the worker ``key``: an engine's start, a pair (its raw record into
+        ``raw``, its row printed, its tables removed unless they show an anomaly or an error), a
+        fatal error, or the worker's exit (a problem for each of its engines that gave fewer pairs
+        than it had)."""
+        name = event.get("engine", key)
+        if event["event"] == "start":
+            self.versions[name], self.bases[name], self.totals[name] = (
+                event["version"],
+                event["base"],
+                event["pairs"],
+            )
+        elif event["event"] == "pair":
+            raw.write(json.dumps(event, default=str) + "\n")
+            row = tidy.tidy_row(event, self.bases[name], self.versions[name])
+            self.rows.append(row)
+            self.counts[name] += 1
+            self.echo(tidy.progress_line(row, self.counts[name], self.totals[name]))
+            if row["outcome"] not in (classify.ANOMALY, classify.ERROR) and event.get("folder"):
+                _remove_table(event["folder"])
+        elif event["event"] == "fatal":
+            self.problems.append(f"{name}: {event['error']}")
+        elif event["event"] == "exit":
+            for member in key.split(","):
+                if self.counts[member] < self.totals[member] and not any(
+                    p.startswith(f"{member}:") for p in self.problems
+                ):
+                    self.problems.append(
+                        f"{member}: its worker exited ({event['code']}) after {self.counts[member]} of "
+                        f"{self.totals[member]} pairs: {event['stderr'].strip()[-600:]}"
+                    )
+
+
+def _start_worker(
+    era: str, group: list[str], todo: dict[str, list[tuple[str, str]]], tables: Path
+) -> subprocess.Popen:
+    """The worker process of the engines ``group``, in ``era``'s Python, given their pairs."""
+    return eras.start_in_era(
+        era,
+        [
+            "-u",
+            "-m",
+            "helpers.matrix.worker",
+            ",".join(group),
+            str(tables),
+            json.dumps({name: todo[name] for name in group}),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=worker_env(group),
+    )
+
+
+def _race_all(
+    waiting: list[tuple[str, list[str]]],
+    todo: dict[str, list[tuple[str, str]]],
+    tables: Path,
+    jobs: int,
+    tally: _Tally,
+    raw: TextIO,
+) -> None:
+    """Run the ``waiting`` worker processes, at most ``jobs`` at once, each event they send into
+    ``tally``, until every one has exited; MatrixError (and every running worker stopped) when none
+    has said a word for :data:`SILENCE_LIMIT_S`."""
+    lines: queue.Queue = queue.Queue()
+    running: dict[str, subprocess.Popen] = {}
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            era, group = waiting.pop(0)
+            key = ",".join(group)
+            process = _start_worker(era, group, todo, tables)
+            running[key] = process
+            threading.Thread(target=_reader, args=(process, key, lines), daemon=True).start()
+        try:
+            key, event = lines.get(timeout=SILENCE_LIMIT_S)
+        except queue.Empty:
+            for process in running.values():
+                process.kill()
+            raise MatrixError(
+                f"no word from {', '.join(running)} for {SILENCE_LIMIT_S:.0f} s: stopped"
+            ) from None
+        if event["event"] == "exit":
+            running.pop(key)
+        tally.take(key, event, raw)
+
+
 def run(
     engine_names: list[str],
     op_names: list[str],
@@ -207,37 +232,15 @@ def run(
     Engines that share a process (:func:`helpers.matrix.engines.processes`) run in one worker (up to
     :attr:`~helpers.matrix.engines.EngineSpec.threads` of them at once); at most ``jobs`` workers run
     at once, the largest groups first."""
-    pairs = ops.pairs(op_names)
-    wanted = {name: only.get(name, ()) if isinstance(only, dict) else only for name in engine_names}
-    todo = {
-        name: [
-            pair
-            for pair in engines.ENGINES[name].chosen(pairs)
-            if wanted[name] is None or pair in {tuple(p) for p in wanted[name]}
-        ]
-        for name in engine_names
-    }
-    for name, extra in (also or {}).items():
-        mine = todo.get(name, [])
-        todo[name] = mine + [pair for pair in dict.fromkeys(map(tuple, extra)) if pair not in mine]
-    if also:
-        engine_names = list(todo)
-        op_names = [
-            name
-            for name in ops.CHOICES
-            if any(name in pair for mine in todo.values() for pair in mine)
-        ]
-        pairs = ops.pairs(op_names)
+    engine_names, op_names, pairs, todo = _todo(engine_names, op_names, only, also)
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(
-        "grid-*.png"
-    ):  # an earlier run's grids, of engines this run may not have
+    # an earlier run's grids, of engines this run may not have
+    for stale in folder.glob("grid-*.png"):
         stale.unlink()
-    started, rows, versions, bases = time.perf_counter(), [], {}, {}
-    lines: queue.Queue = queue.Queue()
+    started = time.perf_counter()
     totals = {name: len(todo[name]) for name in engine_names}
-    waiting, running, problems = engines.processes(list(engine_names), totals), {}, []
-    counts: Counter = Counter()
+    waiting = engines.processes(list(engine_names), totals)
+    tally = _Tally(totals, echo)
     counted = (
         f"{len(pairs)} pairs × {len(engine_names)} engine(s)"
         if only is None and not also
@@ -248,67 +251,12 @@ def run(
     if tables.resolve().is_relative_to(config.ROOT):  # the worker runs in the workbook's folder
         tables = tables.resolve().relative_to(config.ROOT)
     with (folder / "pairs.jsonl").open("w", encoding="utf-8") as raw:
-        while waiting or running:
-            while waiting and len(running) < jobs:
-                era, group = waiting.pop(0)
-                key = ",".join(group)
-                process = eras.start_in_era(
-                    era,
-                    [
-                        "-u",
-                        "-m",
-                        "helpers.matrix.worker",
-                        key,
-                        str(tables),
-                        json.dumps({name: todo[name] for name in group}),
-                    ],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=worker_env(group),
-                )
-                running[key] = process
-                threading.Thread(target=_reader, args=(process, key, lines), daemon=True).start()
-            try:
-                key, event = lines.get(timeout=SILENCE_LIMIT_S)
-            except queue.Empty:
-                for process in running.values():
-                    process.kill()
-                raise MatrixError(
-                    f"no word from {', '.join(running)} for {SILENCE_LIMIT_S:.0f} s: stopped"
-                ) from None
-            name = event.get("engine", key)
-            if event["event"] == "start":
-                versions[name], bases[name], totals[name] = (
-                    event["version"],
-                    event["base"],
-                    event["pairs"],
-                )
-            elif event["event"] == "pair":
-                raw.write(json.dumps(event, default=str) + "\n")
-                row = tidy_row(event, bases[name], versions[name])
-                rows.append(row)
-                counts[name] += 1
-                echo(progress_line(row, counts[name], totals[name]))
-                if row["outcome"] not in (classify.ANOMALY, classify.ERROR) and event.get("folder"):
-                    _remove_table(event["folder"])
-            elif event["event"] == "fatal":
-                problems.append(f"{name}: {event['error']}")
-            elif event["event"] == "exit":
-                running.pop(key)
-                for member in key.split(","):
-                    if counts[member] < totals[member] and not any(
-                        p.startswith(f"{member}:") for p in problems
-                    ):
-                        problems.append(
-                            f"{member}: its worker exited ({event['code']}) after {counts[member]} of "
-                            f"{totals[member]} pairs: {event['stderr'].strip()[-600:]}"
-                        )
+        _race_all(waiting, todo, tables, jobs, tally, raw)
     seconds = time.perf_counter() - started
-    write_outputs(folder, rows, engine_names, versions, op_names, seconds)
-    if problems:
-        raise MatrixError("; ".join(problems))
-    return rows
+    outputs.write_outputs(folder, tally.rows, engine_names, tally.versions, op_names, seconds)
+    if tally.problems:
+        raise MatrixError("; ".join(tally.problems))
+    return tally.rows
 
 
 def worker_env(group: list[str]) -> dict[str, str] | None:
@@ -325,62 +273,6 @@ def worker_env(group: list[str]) -> dict[str, str] | None:
     from helpers.matrix import commit_hold
 
     return commit_hold.preload()
-
-
-def write_outputs(
-    folder: Path,
-    rows: list[dict],
-    engine_names: list[str],
-    versions: dict,
-    op_names: list[str],
-    seconds: float,
-) -> None:
-    """``matrix.csv`` (rows in engine, then pair order), ``meta.json`` and one grid per engine."""
-    order = {pair: i for i, pair in enumerate(ops.pairs(op_names))}
-    rows.sort(key=lambda r: (engine_names.index(r["engine"]), order[(r["first"], r["second"])]))
-    with (folder / "matrix.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    meta = {
-        "engines": {name: versions.get(name) for name in engine_names},
-        "operations": list(op_names),
-        "pairs_per_engine": len(order),
-        "pairs": {name: sum(1 for r in rows if r["engine"] == name) for name in engine_names},
-        "layouts": {layout.name: layout.what for layout in ops.LAYOUTS.values()},
-        "interleavings": dict(ops.INTERLEAVINGS),
-        "wall_seconds": round(seconds, 1),
-        "run_on": time.strftime("%Y-%m-%d"),
-        "documentation": [
-            {"page": page, "read_on": read_on} for page, read_on in documented.sources()
-        ],
-    }
-    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    import matplotlib
-
-    if "inline" not in matplotlib.get_backend():  # a notebook keeps its inline plots
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from helpers.matrix import plots
-
-    for name in engine_names:
-        if any(r["engine"] == name for r in rows):
-            figure = plots.grid(rows, name, title=grid_title(name, versions.get(name) or ""))
-            figure.savefig(folder / f"grid-{name}.png", dpi=110)
-            plt.close(figure)
-
-
-def grid_title(name: str, version: str) -> str | None:
-    """A grid's title for an engine the plain title would misname (a mixed pair, Spark, a run on S3);
-    None for a delta-rs era on local disk (the grid's own title)."""
-    spec = engines.ENGINES.get(name)
-    if spec is None or (spec.module == "helpers.matrix.deltars" and spec.store == "local"):
-        return None
-    where = " on the S3 emulator" if spec.store == "s3" else ""
-    if spec.parts:
-        return f"A by {spec.parts[0]}, then B by {spec.parts[1]} from the older snapshot{where}\n({version})"
-    return f"{name.split('@')[0]}{where} ({version}): A commits, then B from the older snapshot"
 
 
 def is_anomaly(row: dict) -> bool:

@@ -1,0 +1,121 @@
+"""The conflict matrix's tidy rows: the columns of ``matrix.csv`` (:data:`CSV_COLUMNS`), one row
+from a worker's pair record (:func:`tidy_row`: its verdict, set against the documentation), and
+the line printed for it as the run goes (:func:`progress_line`). Used by the matrix's run
+(:mod:`helpers.matrix.run`) and by the mixed-engine pairs (:mod:`helpers.matrix.mixed`).
+"""
+
+from __future__ import annotations
+
+from helpers.matrix import classify, documented, engines
+from helpers.matrix import operations as ops
+
+CSV_COLUMNS = (
+    "engine",
+    "engine_version",
+    "layout",
+    "interleaving",
+    "first",
+    "second",
+    "outcome",
+    "error_class",
+    "conflict",
+    "anomaly_kind",
+    "matched",
+    "rows_race",
+    "rows_serial_ab",
+    "rows_serial_ba",
+    "rows_a_alone",
+    "docs_category_first",
+    "docs_category_second",
+    "docs_delta_io",
+    "docs_write_serializable",
+    "docs_serializable",
+    "agrees_with_docs",
+    "disagreement",
+    "retry_after_reload",
+    "retry_after_reload_kind",
+    "b_read_version",
+    "b_operations",
+    "b_note",
+    "error_serial_ab",
+    "error_serial_ba",
+    "detail",
+    "seconds",
+)
+
+
+def _rows(state: dict | None) -> int | str:
+    if not state:
+        return ""
+    return "unreadable" if "unreadable" in state else len(state["rows"])
+
+
+def _error(step: dict | None) -> str:
+    """``"SchemaMismatchError: <message>"`` for a serial step that raised, else ``""``."""
+    error = (step or {}).get("error")
+    return f"{error['class']}: {error['message']}" if error else ""
+
+
+def tidy_row(record: dict, base: dict, version: str) -> dict:
+    """One ``matrix.csv`` row from a worker's pair record."""
+    verdict = classify.classify(record, base)
+    spec = engines.ENGINES.get(record["engine"])
+    expected = documented.expectation(
+        record["first"], record["second"], spec.layout if spec else ops.SHARED_FILES.name
+    )
+    agrees, disagreement = documented.compare(verdict, expected)
+    reload = classify.retry_after_reload(record, base)
+    race = record.get("race", {})
+    first, second = ops.OPERATIONS[record["first"]], ops.OPERATIONS[record["second"]]
+    return {
+        "engine": record["engine"],
+        "engine_version": version,
+        "layout": spec.layout if spec else "",
+        "interleaving": spec.interleaving if spec else "",
+        "first": record["first"],
+        "second": record["second"],
+        "outcome": verdict.outcome,
+        "error_class": verdict.error_class,
+        "conflict": verdict.conflict,
+        "anomaly_kind": verdict.kind,
+        "matched": verdict.matched,
+        "rows_race": _rows(race.get("state")),
+        "rows_serial_ab": _rows(record.get("serial_ab", {}).get("state")),
+        "rows_serial_ba": _rows(record.get("serial_ba", {}).get("state")),
+        "rows_a_alone": _rows(record.get("alone_a")),
+        "docs_category_first": first.category or "",
+        "docs_category_second": second.category or "",
+        "docs_delta_io": expected.delta_io,
+        "docs_write_serializable": expected.write_serializable,
+        "docs_serializable": expected.serializable,
+        "agrees_with_docs": agrees,
+        "disagreement": disagreement,
+        "retry_after_reload": reload.outcome if reload else "",
+        "retry_after_reload_kind": reload.kind if reload else "",
+        "b_read_version": "" if race.get("b_read_version") is None else race["b_read_version"],
+        "b_operations": " ".join(o or "?" for o in race.get("b_operations", [])),
+        "b_note": race.get("note") or "",
+        "error_serial_ab": _error(record.get("serial_ab")),
+        "error_serial_ba": _error(record.get("serial_ba")),
+        "detail": verdict.detail
+        + (
+            f" | after reloading: {reload.outcome}{': ' + reload.detail if reload.detail else ''}"
+            if reload
+            else ""
+        ),
+        "seconds": record.get("seconds", ""),
+    }
+
+
+def progress_line(row: dict, done: int, total: int) -> str:
+    what = row["outcome"]
+    if row["outcome"] == "refused":
+        what += f" ({row['conflict'] or row['error_class']})"
+    elif row["outcome"] == "anomaly":
+        what += f": {row['anomaly_kind']}"
+    elif row["matched"] == "B→A":
+        what += " (equals B→A)"
+    if row["retry_after_reload"]:
+        what += f"; after reloading: {row['retry_after_reload']}"
+    flag = "  ≠ docs" if row["agrees_with_docs"] == "no" else ""
+    return f"[{row['engine']}] {done:>3}/{total} {row['first']} → {row['second']}: {what}{flag}"
