@@ -6,7 +6,7 @@ import pytest
 
 from helpers import writers as w
 from helpers.ground import eras
-from helpers.runs import audit, runner
+from helpers.runs import audit, audit_record, runner
 from helpers.stores import tables
 
 N = 4
@@ -33,7 +33,7 @@ def test_unsafe_rename_in_the_seeds_era_loses_rows_silently(stores, table_name):
         "writer_id"
     ].tolist()
     assert survivor == list(
-        checked.writers.loc[checked.writers["verdict"] == audit.OK_COMMITTED, "writer_id"]
+        checked.writers.loc[checked.writers["verdict"] == audit_record.OK_COMMITTED, "writer_id"]
     )
     assert len(checked.overwrites) == 1 and checked.overwrites[0].endswith(
         f"{survivor[0]} (last one kept)"
@@ -120,8 +120,8 @@ def test_parse_commit_reads_tags_rows_and_retries():
     assert commit.added == ["part-1.parquet"] and commit.rows_added == 10
 
 
-def _commit(version: int, writer_id: str | None, added: list[str]) -> audit.Commit:
-    return audit.Commit(
+def _commit(version: int, writer_id: str | None, added: list[str]) -> audit_record.Commit:
+    return audit_record.Commit(
         version=version,
         operation="WRITE",
         engine="delta-rs.1.6.6",

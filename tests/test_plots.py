@@ -8,7 +8,7 @@ import matplotlib
 import pandas as pd
 import pytest
 
-from helpers.runs import audit, plots, runner
+from helpers.runs import audit_record, plots, run_result
 
 matplotlib.use("Agg")
 
@@ -43,7 +43,7 @@ def _row(
 
 
 def _run(rows: list[dict], **extra):
-    frame = pd.DataFrame(rows).reindex(columns=runner.RESULT_COLUMNS)
+    frame = pd.DataFrame(rows).reindex(columns=run_result.RESULT_COLUMNS)
     frame["reported_version"] = frame["reported_version"].astype(
         "Int64"
     )  # as the runner's frame has it
@@ -97,14 +97,19 @@ def test_the_audit_turns_reported_success_into_rows_lost_and_adds_attempts():
     ]
     verdicts = pd.DataFrame(
         [
-            {"writer_id": "w1", "verdict": audit.OK_COMMITTED, "commit_in_log": 2, "attempts": 3},
+            {
+                "writer_id": "w1",
+                "verdict": audit_record.OK_COMMITTED,
+                "commit_in_log": 2,
+                "attempts": 3,
+            },
             {
                 "writer_id": "w2",
-                "verdict": audit.SILENT_LOSS,
+                "verdict": audit_record.SILENT_LOSS,
                 "commit_in_log": None,
                 "attempts": None,
             },
-            {"writer_id": "w3", "verdict": audit.PHANTOM, "commit_in_log": 3, "attempts": 1},
+            {"writer_id": "w3", "verdict": audit_record.PHANTOM, "commit_in_log": 3, "attempts": 1},
         ]
     )
     figure = plots.timeline(_run(rows), audit=SimpleNamespace(writers=verdicts), title="audited")
@@ -123,7 +128,14 @@ def test_the_audit_turns_reported_success_into_rows_lost_and_adds_attempts():
 
 def test_a_commit_the_log_puts_elsewhere_shows_both_versions():
     verdicts = pd.DataFrame(
-        [{"writer_id": "w1", "verdict": audit.OK_COMMITTED, "commit_in_log": 3, "attempts": 1}]
+        [
+            {
+                "writer_id": "w1",
+                "verdict": audit_record.OK_COMMITTED,
+                "commit_in_log": 3,
+                "attempts": 1,
+            }
+        ]
     )
     figure = plots.timeline(
         _run([_row("w1", "committed", version=1)]), audit=SimpleNamespace(writers=verdicts)

@@ -226,6 +226,41 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
     """:func:`check_table` on a folder already listed (``files``, relative to the table)."""
     present = set(files)
     problems: list[Problem] = []
+    commits, checkpoints, leftovers = _log_files(files, problems)
+    versions = sorted(commits)
+    _check_gaps(versions, problems)
+    _check_last_checkpoint(store, present, checkpoints, problems)
+    # the state: from version 0, or from the latest checkpoint the commits after it continue
+    start, live = _start(commits, versions, checkpoints, problems), {}
+    for version, parts in sorted(checkpoints.items()):
+        state = _checkpoint_state(store, sorted(parts), version, problems)
+        if version == start:
+            live = state or {}
+    bodies = {version: store.read(commits[version]) for version in versions}
+    adders = _replay(commits, bodies, start, live, problems)
+    # older commits: still read, so a broken one is named
+    for version in (v for v in versions if v <= start):
+        _actions(commits[version], version, bodies[version], problems)
+    _check_live_files(live, adders, present, start, problems)
+    return Check(
+        table_uri=str(table_uri),
+        commit_versions=versions,
+        checkpoint_versions=sorted(checkpoints),
+        start=start if versions else None,
+        live_files=live,
+        staged_leftovers=leftovers,
+        commit_bodies=bodies,
+        problems=sorted(
+            problems, key=lambda p: (p.version is None, p.version or 0, p.kind, p.file)
+        ),
+    )
+
+
+def _log_files(
+    files: list[str], problems: list[Problem]
+) -> tuple[dict[int, str], dict[int, list[str]], list[str]]:
+    """The files of ``_delta_log/`` by kind: (commit files by version, checkpoint parts by version,
+    staged leftovers); each file of no known kind becomes a stray-file problem."""
     commits: dict[int, str] = {}
     checkpoints: dict[int, list[str]] = {}
     leftovers: list[str] = []
@@ -256,8 +291,11 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
                     f"not a commit, checkpoint, checksum or any other file of the Delta log{hint}",
                 )
             )
+    return commits, checkpoints, leftovers
 
-    versions = sorted(commits)
+
+def _check_gaps(versions: list[int], problems: list[Problem]) -> None:
+    """A version-gap problem for each run of commit versions missing between the first and the last."""
     if versions:
         missing = sorted(set(range(versions[0], versions[-1] + 1)) - set(versions))
         for low, high in _runs(missing):
@@ -271,10 +309,17 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
                     f"{delta_log.commit_file_name(high + 1)}",
                 )
             )
-    _check_last_checkpoint(store, present, checkpoints, problems)
 
-    # the state: from version 0, or from the latest checkpoint the commits after it continue
-    start, live, adders, removers = -1, {}, {}, {}
+
+def _start(
+    commits: dict[int, str],
+    versions: list[int],
+    checkpoints: dict[int, list[str]],
+    problems: list[Problem],
+) -> int:
+    """The version the current state is built from: -1 when the log starts at version 0, else the
+    latest checkpoint the commits continue (-1 and a no-starting-point problem when there is none)."""
+    start = -1
     if versions and versions[0] > 0:
         usable = [v for v in checkpoints if versions[0] - 1 <= v <= versions[-1]]
         if not usable:
@@ -289,12 +334,21 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
             )
         else:
             start = max(usable)
-    for version, parts in sorted(checkpoints.items()):
-        state = _checkpoint_state(store, sorted(parts), version, problems)
-        if version == start:
-            live = state or {}
-    bodies = {version: store.read(commits[version]) for version in versions}
-    for version in (v for v in versions if v > start):
+    return start
+
+
+def _replay(
+    commits: dict[int, str],
+    bodies: dict[int, bytes],
+    start: int,
+    live: dict[str, int | None],
+    problems: list[Problem],
+) -> dict[str, int]:
+    """Apply the commits after ``start`` to ``live`` in version order, naming a version 0 without
+    its table definition and a file removed twice; return the version that added each live file."""
+    adders: dict[str, int] = {}
+    removers: dict[str, int] = {}
+    for version in (v for v in sorted(commits) if v > start):
         actions = _actions(commits[version], version, bodies[version], problems)
         kinds = {next(iter(a)) for a in actions}
         if version == 0 and actions and not {"protocol", "metaData"} <= kinds:
@@ -326,11 +380,17 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
                     )
                 live.pop(path, None)
                 removers.setdefault(path, version)
-    for version in (
-        v for v in versions if v <= start
-    ):  # older commits: still read, so a broken one is named
-        _actions(commits[version], version, bodies[version], problems)
+    return adders
 
+
+def _check_live_files(
+    live: dict[str, int | None],
+    adders: dict[str, int],
+    present: set[str],
+    start: int,
+    problems: list[Problem],
+) -> None:
+    """A missing-data-file problem for each file the current state references that storage lacks."""
     for path in sorted(live):
         if "://" in path:
             continue  # an absolute path (a shallow clone's file) lives in another table's folder
@@ -348,18 +408,6 @@ def check_files(table_uri: str, store: storage.TableStore, files: list[str]) -> 
                     f"the current state references it ({origin}) and storage does not have it",
                 )
             )
-    return Check(
-        table_uri=str(table_uri),
-        commit_versions=versions,
-        checkpoint_versions=sorted(checkpoints),
-        start=start if versions else None,
-        live_files=live,
-        staged_leftovers=leftovers,
-        commit_bodies=bodies,
-        problems=sorted(
-            problems, key=lambda p: (p.version is None, p.version or 0, p.kind, p.file)
-        ),
-    )
 
 
 def _check_last_checkpoint(
