@@ -24,7 +24,20 @@ import pytest
 
 from helpers.ground import config, eras
 from helpers.jupyter import workbook
-from helpers.page import answer, answer_matrix, answer_page, answer_settings, boundaries
+from helpers.page import (
+    answer,
+    answer_advice,
+    answer_columns,
+    answer_engines,
+    answer_evidence,
+    answer_matrix,
+    answer_page,
+    answer_rows,
+    answer_sections,
+    answer_settings,
+    answer_table,
+    boundaries,
+)
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\"")
@@ -37,7 +50,7 @@ def _page() -> str:
 def _matrix_rows() -> list[dict]:
     """The conflict matrix's rows, then the mixed run's (the page reads both)."""
     rows = []
-    for path in (answer.MATRIX_CSV, answer.MIXED_CSV):
+    for path in (answer.MATRIX_CSV, answer_engines.MIXED_CSV):
         with path.open(newline="", encoding="utf-8") as handle:
             rows += list(csv.DictReader(handle))
     return rows
@@ -100,15 +113,15 @@ def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
     part it leaves out is the row's."""
     lines = page.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| engine |"))
-    body = lines[start + 2 : start + 2 + len(answer.ROWS)]
+    body = lines[start + 2 : start + 2 + len(answer_rows.ROWS)]
     cells = {}
-    for row, line in zip(answer.ROWS, body, strict=True):
+    for row, line in zip(answer_rows.ROWS, body, strict=True):
         parts = [part.strip() for part in line.strip()[1:-1].split(" | ")]
         assert parts[:4] == [row.engine, row.versions, row.store, row.setting], (
             f"rows out of order at {parts[:4]}"
         )
         shared = _evidence(parts[4].split(" · ") if parts[4] != "none" else [])
-        for column, text in zip(answer.COLUMNS, parts[5:], strict=True):
+        for column, text in zip(answer_columns.COLUMNS, parts[5:], strict=True):
             verdict, *own = text.split(" · ")
             mine = _evidence(own)
             cells[row.key, column.key] = [
@@ -123,7 +136,7 @@ def _evidence(parts: list[str]) -> list[str | None]:
     found: list[str | None] = [None, None, None]
     for part in parts:
         part = re.sub(r"[;\[].*$", "", part).strip()  # a condition or a note's mark after it
-        if part in answer_page.HOW:
+        if part in answer_table.HOW:
             found[2] = part
         elif SECTION_LABEL.match(part):
             found[1] = part
@@ -142,10 +155,10 @@ def assert_matrix_cells_follow(page: str, matrix_rows: list[dict]) -> None:
     names = list(dict.fromkeys(row["engine"] for row in matrix_rows))
     by_pair = {(row["engine"], row["first"], row["second"]): row for row in matrix_rows}
     checked = 0
-    for row in answer.ROWS:
-        for column in answer.COLUMNS:
+    for row in answer_rows.ROWS:
+        for column in answer_columns.COLUMNS:
             cited = answer.evidence(row, column)
-            if not isinstance(cited, answer.MatrixCells):
+            if not isinstance(cited, answer_evidence.MatrixCells):
                 continue
             present = [
                 n
@@ -263,7 +276,7 @@ def check_names(notebook: dict) -> set[str]:
     }
 
 
-def has_section(notebook: dict, section: answer.Section) -> bool:
+def has_section(notebook: dict, section: answer_sections.Section) -> bool:
     """A heading ``## 5. Title``, with or without its anchor (``<a id="section-5"></a>``) after it:
     tests/test_references.py checks the anchor the page links."""
     heading = re.compile(
@@ -277,17 +290,23 @@ def has_section(notebook: dict, section: answer.Section) -> bool:
     )
 
 
-def cited_checks() -> list[answer.Check]:
-    found = [answer.evidence(row, column) for row in answer.ROWS for column in answer.COLUMNS]
-    return list(dict.fromkeys(e for e in found if isinstance(e, answer.Check)))
+def cited_checks() -> list[answer_evidence.Check]:
+    found = [
+        answer.evidence(row, column)
+        for row in answer_rows.ROWS
+        for column in answer_columns.COLUMNS
+    ]
+    return list(dict.fromkeys(e for e in found if isinstance(e, answer_evidence.Check)))
 
 
-def linked_sections() -> list[answer.Section]:
+def linked_sections() -> list[answer_sections.Section]:
     cells = answer.grid_of(answer.Results.load()).values()
     return list(dict.fromkeys(c.section for c in cells if c.section))
 
 
-def assert_checks_exist(checks: list[answer.Check], sections: list[answer.Section]) -> None:
+def assert_checks_exist(
+    checks: list[answer_evidence.Check], sections: list[answer_sections.Section]
+) -> None:
     for check in checks:
         names = check_names(_notebook(check.section.notebook))
         assert check.check in names, f"{check.section.notebook} has no check named {check.check!r}"
@@ -374,9 +393,10 @@ def test_a_version_from_nowhere_is_caught():
 def test_every_cell_has_a_known_verdict_and_a_loss_row_loses_everywhere():
     grid = answer.grid_of(answer.Results.load())
     assert {cell.verdict for cell in grid.values()} <= set(answer.VERDICTS)
-    for row in answer.ROWS:
+    for row in answer_rows.ROWS:
         if row.loses:
-            assert {grid[row.key, c.key].verdict for c in answer.COLUMNS} == {answer.LOSES}, row.key
+            verdicts = {grid[row.key, c.key].verdict for c in answer_columns.COLUMNS}
+            assert verdicts == {answer.LOSES}, row.key
 
 
 def test_the_module_rule_agrees_with_the_rule_written_out_here():
@@ -402,7 +422,7 @@ def notebook_link_problems(page: str) -> list[str]:
     C`` at ``#appendix-c``) and one into ``notebooks/`` says it is the solutions edition."""
     problems, label = [], ""
     for text, edition, notebook, anchor in NOTEBOOK_LINK.findall(page):
-        if edition == "notebooks" and text != answer.SOLUTIONS_EDITION:
+        if edition == "notebooks" and text != answer_sections.SOLUTIONS_EDITION:
             problems.append(f"{text} links the solutions edition without saying so")
         if edition == "student":
             label = text
@@ -428,7 +448,7 @@ def test_every_notebook_link_opens_its_section_and_names_its_edition():
 
 
 def test_a_link_to_the_top_of_a_notebook_or_an_unnamed_edition_is_found():
-    edition = answer.SOLUTIONS_EDITION
+    edition = answer_sections.SOLUTIONS_EDITION
     page = (
         f"[13 §5](../student/13_conflict_matrix.ipynb#section-5) "
         f"([{edition}](../notebooks/13_conflict_matrix.ipynb)); "
@@ -490,7 +510,7 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
     that apply are named; the retry advice quotes notebook 11's committed run."""
     problems = []
     for setting in answer_settings.SETTINGS:
-        row = next(r for r in answer.ROWS if r.key == setting.row)
+        row = next(r for r in answer_rows.ROWS if r.key == setting.row)
         text = paragraphs[setting.row]
         title = re.match(r"\*\*(.+?)\*\*", text).group(1)
         for versions in row.versions.split(" + "):
@@ -532,10 +552,10 @@ def by_design_problems(key: str, text: str, grid: dict) -> list[str]:
     allowed on this table", with every operation it refuses, and its race under no other heading: never
     under "rerun it", never under "May run at once"."""
     problems = []
-    row = next(r for r in answer.ROWS if r.key == key)
+    row = next(r for r in answer_rows.ROWS if r.key == key)
     headings = HEADINGS.findall(text)
     barred = " ".join(BRACKETS.sub("", races) for h, races in headings if h == NOT_ALLOWED)
-    for column in answer.COLUMNS:
+    for column in answer_columns.COLUMNS:
         cell = grid[key, column.key]
         if cell.verdict != answer.BY_DESIGN:
             continue
@@ -616,10 +636,10 @@ def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_
     results = answer.Results.load()
     grid = answer.grid_of(results)
     measured = 0
-    for row in answer.ROWS:
+    for row in answer_rows.ROWS:
         cell = grid[row.key, "backfill"]
-        cited = answer.evidence(row, next(c for c in answer.COLUMNS if c.key == "backfill"))
-        if not isinstance(cited, answer.MatrixCells) or row.loses:
+        cited = answer.evidence(row, next(c for c in answer_columns.COLUMNS if c.key == "backfill"))
+        if not isinstance(cited, answer_evidence.MatrixCells) or row.loses:
             continue
         assert (
             all(e.endswith("+partitions") for e in cited.engines)
@@ -643,7 +663,7 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
     """The cells of Delta Spark and deltalake through one lock table follow the mixed run's rows: a crafted
     row that changes a class changes the cells, and without that CSV they are not measured."""
     rows = _matrix_rows()
-    mixed = set(answer.MIXED_LOCK_ENGINES)
+    mixed = set(answer_engines.MIXED_LOCK_ENGINES)
     assert any(r["engine"] in mixed for r in rows), "no rows of the mixed run in data/"
     grid = answer.grid_of(answer.Results(rows))
     assert grid["mixed-lock", "optimize_append"].verdict == answer.SAFE
@@ -651,7 +671,7 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
     for key in ("rs-lock-interop", "spark-dynamodb"):
         cell = grid[key, "other"]
         assert cell.engines and set(cell.engines) <= mixed, (key, cell.engines)
-        assert (answer.WITH_VACUUM, answer.LOSES) in cell.conditions, (key, cell.conditions)
+        assert (answer_rows.WITH_VACUUM, answer.LOSES) in cell.conditions, (key, cell.conditions)
 
     def crafted(engine: str, first: str, second: str, **changes) -> list[dict]:
         out = [dict(r) for r in rows]
@@ -660,7 +680,7 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
         hits[0].update(changes)
         return out
 
-    spark_first = answer.MIXED_LOCK_ENGINES[0]
+    spark_first = answer_engines.MIXED_LOCK_ENGINES[0]
     grid = answer.grid_of(
         answer.Results(
             crafted(
@@ -683,7 +703,8 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
     grid = answer.grid_of(results := answer.Results(healed))
     assert never not in answer_settings.setting_paragraph(setting, grid, results)
     assert grid["mixed-lock", "vacuum"].verdict != answer.LOSES
-    assert (answer.WITH_VACUUM, answer.LOSES) not in grid["rs-lock-interop", "other"].conditions
+    conditions = grid["rs-lock-interop", "other"].conditions
+    assert (answer_rows.WITH_VACUUM, answer.LOSES) not in conditions
     without = answer.grid_of(answer.Results([r for r in rows if r["engine"] not in mixed]))
     assert without["mixed-lock", "rewrite"].verdict == answer.NOT_MEASURED
     assert without["rs-lock-interop", "other"].verdict == answer.NOT_MEASURED
@@ -694,10 +715,10 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
 
 def _by_design_vacuum(results: answer.Results) -> dict:
     """The grid with deltalake's VACUUM on S3 crafted as refused by design (its own check and note)."""
-    row = next(r for r in answer.ROWS if r.key == "rs-put-today")
-    column = next(c for c in answer.COLUMNS if c.key == "vacuum")
-    check = answer.Check(
-        answer.S13_5,
+    row = next(r for r in answer_rows.ROWS if r.key == "rs-put-today")
+    column = next(c for c in answer_columns.COLUMNS if c.key == "vacuum")
+    check = answer_evidence.Check(
+        answer_sections.S13_5,
         "a crafted check",
         answer.BY_DESIGN,
         "1.6.6",
@@ -722,7 +743,7 @@ def test_a_row_refused_by_design_stands_under_its_own_heading():
     race = answer_settings.race_words("vacuum")
     assert all(race not in BRACKETS.sub("", races) for _, races in HEADINGS.findall(text)), text
     assert by_design_problems("rs-put-today", text, grid) == []
-    items = answer_page.by_design(grid, [r for r in answer.ROWS if not r.loses])
+    items = answer_advice.by_design(grid, [r for r in answer_rows.ROWS if not r.loses])
     assert any(i.startswith("Do not run VACUUM with deltalake 1.6.4–1.6.6 on S3:") for i in items)
 
 
@@ -780,12 +801,12 @@ def test_the_catalog_rows_other_engine_is_the_one_raced_beside_it():
     would be named as deltalake's, and this test says so."""
     grid = answer.grid_of(answer.Results.load())
     cell = grid["spark-catalog", "other"]
-    assert (cell.verdict, cell.section) == (answer.SAFE, answer.S15_9)
+    assert (cell.verdict, cell.section) == (answer.SAFE, answer_sections.S15_9)
     assert cell.evidence.check == "kernel race: problems found reading storage and the catalog"
     assert "deltalake 1.6.6 neither reads nor writes a catalog-managed table (15 §6)" in cell.note
     text = _paragraphs(_page())["spark-catalog"]
     may = BRACKETS.sub("", dict(HEADINGS.findall(text))["May run at once"])
     assert "Java Delta Kernel 4.4.0 writing the same table" in may and "deltalake" not in may
-    row = next(r for r in answer.ROWS if r.key == "spark-catalog")
+    row = next(r for r in answer_rows.ROWS if r.key == "spark-catalog")
     unnamed = answer_settings.race_words("other", dataclasses.replace(row, other_engine=""), cell)
     assert "Java Delta Kernel" not in unnamed and unnamed.startswith("deltalake")

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from helpers.ground import config
-from helpers.page import answer
+from helpers.page import answer, answer_sections
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
 ANCHOR = re.compile(r"\s*<a id=\"[\w-]+\"></a>$")
@@ -89,7 +89,7 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def section_sentences(notebook: dict, section: answer.Section) -> list[str]:
+def section_sentences(notebook: dict, section: answer_sections.Section) -> list[str]:
     """The sentences of a section: its markdown, sentence by sentence, and its committed outputs (text
     and Markdown), line by line; from its heading to the next heading of the same or a higher level."""
     level, found = None, []
@@ -172,14 +172,14 @@ def test_a_section_that_says_nothing_lost_cannot_back_a_loses_data_cell():
     the page's Delta Spark cells said it loses data. Say so again in 13 §5 and the test fails."""
     grid = answer.grid_of(answer.Results.load())
     broken = _with_sentence(
-        answer.N13,
+        answer_sections.N13,
         answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
         "the append then commits a version whose data file is gone: loudly, nothing lost.",
     )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\): 13 §5 does not say"):
         assert_cells_agree_with_their_sections(grid, broken)
     kept = _with_sentence(
-        answer.N13, "the append then commits", "nothing lost: the append then commits"
+        answer_sections.N13, "the append then commits", "nothing lost: the append then commits"
     )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\).*reads as .*'no loss'"):
         assert_cells_agree_with_their_sections(grid, kept)
@@ -250,7 +250,7 @@ def test_a_refused_by_design_cell_whose_section_says_both_commit_is_caught():
     assert grid["spark-catalog", "optimize"].verdict == answer.BY_DESIGN
     assert agrees(answer.BY_DESIGN, {"refused"}) and not agrees(answer.BY_DESIGN, {"both commit"})
     broken = _with_sentence(
-        answer.S15_8.notebook,
+        answer_sections.S15_8.notebook,
         "OPTIMIZE (Z-order too) and REORG are refused with",
         "OPTIMIZE (Z-order too) and REORG are refused once, then both commit, with",
     )

@@ -18,7 +18,7 @@ from test_references import anchors
 
 from helpers.ground import config
 from helpers.jupyter import lab_check
-from helpers.page import answer, answer_html
+from helpers.page import answer, answer_html, answer_rows, answer_sections
 
 PAGE = answer_html.PAGE
 HANG_BOUND_S = 300
@@ -52,7 +52,7 @@ def expected_cases(results: answer.Results) -> list[dict]:
     """Every cell that is not safe, every fifth safe one; with what the page must show."""
     copies = answer_html._copy_cells()
     cases, safe_seen = [], 0
-    for row in answer.ROWS:
+    for row in answer_rows.ROWS:
         for layout in answer_html.LAYOUTS:
             for first in answer_html.OPERATIONS:
                 for second in answer_html.LATER:
@@ -115,7 +115,7 @@ for (const r of JSON.parse(arguments[0])) {
   document.querySelectorAll("a[href]").forEach((a) => seen.add(a.getAttribute("href")));
 }
 return [...seen];""",
-        json.dumps([row.key for row in answer.ROWS]),
+        json.dumps([row.key for row in answer_rows.ROWS]),
     )
     problems = []
     for href in hrefs:
@@ -192,7 +192,7 @@ def test_the_evidence_links_both_editions_at_the_section(browser):
     links = browser.find_element(By.ID, "evidence").find_elements(By.TAG_NAME, "a")
     assert [(a.get_attribute("href").split("/")[-2:], a.text) for a in links] == [
         (["student", "13_conflict_matrix.ipynb#section-5"], "13 §5"),
-        (["notebooks", "13_conflict_matrix.ipynb#section-5"], answer.SOLUTIONS_EDITION),
+        (["notebooks", "13_conflict_matrix.ipynb#section-5"], answer_sections.SOLUTIONS_EDITION),
     ]
 
 
@@ -238,7 +238,7 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     (the matrix's ``<op>_apart`` pairs, both interleavings); a MERGE names what comes of one whose
     condition does not name the partition; with the shared layout, the two jobs touch the same files."""
     results = answer.Results.load()
-    row = next(r for r in answer.ROWS if r.key == "rs-put-today")
+    row = next(r for r in answer_rows.ROWS if r.key == "rs-put-today")
     apart = [
         r
         for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
@@ -246,7 +246,7 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     ]
     assert len(apart) == 2
     shown = answer_html.cell(row, "replace_where", "replace_where", "partitions", results)
-    assert shown.verdict == answer.verdict_of(apart) and shown.label == answer.S13_6.label
+    assert shown.verdict == answer.verdict_of(apart) and shown.label == answer_sections.S13_6.label
     assert shown.sentence.startswith(
         "each job on a partition of its own named in its condition: both commit"
     )
@@ -269,13 +269,14 @@ def test_refused_by_design_has_its_own_colour_label_and_advice():
     assert data["short"][mine] not in [data["short"][v] for v in others]
     assert "rerun it" not in data["todo"][mine] and "refused again" in data["todo"][mine]
     results = answer.Results.load()
-    row = next(r for r in answer.ROWS if r.key == "spark-catalog")
+    row = next(r for r in answer_rows.ROWS if r.key == "spark-catalog")
+    label = answer_sections.S15_8.label
     for first, second in (("optimize", "append"), ("zorder", "update"), ("merge", "vacuum")):
         for layout in answer_html.LAYOUTS:
             shown = answer_html.cell(row, first, second, layout, results)
-            assert shown.verdict == mine and shown.label == answer.S15_8.label, (first, second)
+            assert shown.verdict == mine and shown.label == label, (first, second)
     assert answer_html.cell(row, "append", "append", "shared", results).verdict == answer.SAFE
-    plain = next(r for r in answer.ROWS if r.key == "spark-one")
+    plain = next(r for r in answer_rows.ROWS if r.key == "spark-one")
     assert answer_html.refused_by_design(plain, "optimize", "vacuum") is None
 
 
@@ -289,7 +290,7 @@ def test_the_page_shows_refused_by_design_in_its_colour_with_its_advice(browser)
         'return window.answerPage.show("spark-catalog", "optimize", "append", "shared")'
     )
     assert seen["verdict"] == answer.BY_DESIGN
-    assert seen["evidence"] == answer.S15_8.target
+    assert seen["evidence"] == answer_sections.S15_8.target
     assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in seen["sentence"]
     assert browser.find_element(By.ID, "todo").text == answer_html.TODO[answer.BY_DESIGN]
     colour = browser.execute_script(

@@ -26,7 +26,7 @@ import uuid
 import pytest
 
 from helpers.ground import config, eras
-from helpers.page import answer
+from helpers.page import answer, answer_rows
 from helpers.stores import tables
 
 COPY_OFFER = re.compile(
@@ -64,7 +64,7 @@ def copy_cells(notebooks: dict[str, dict]) -> list[tuple[str, int, dict, str]]:
 
 def copy_problems(notebooks: dict[str, dict]) -> list[str]:
     grid = answer.grid_of(results := answer.Results.load())
-    rows = {row.key: row for row in answer.ROWS}
+    rows = {row.key: row for row in answer_rows.ROWS}
     problems = []
     for name, index, settings, source in copy_cells(notebooks):
         where = f"{name} cell {index}"

@@ -5,8 +5,9 @@ notebooks' README and ``docs/``, all but the generated answer page) that names a
 operations and says what came of it (a loss, rows twice, rows back, a refusal, both committing,
 nothing lost) must carry a tag, an HTML comment right after it, which renders as nothing:
 
-* ``<!-- verdict: rs-put-today/optimize -->`` binds it to a cell of the answer page (row key /
-  column key, :mod:`helpers.page.answer`); ``<!-- verdict: deltalake-1.6.6:delete/delete -->`` to pairs of
+* ``<!-- verdict: rs-put-today/optimize -->`` binds it to a cell of the answer page (row key of
+  :mod:`helpers.page.answer_rows` / column key of :mod:`helpers.page.answer_columns`);
+  ``<!-- verdict: deltalake-1.6.6:delete/delete -->`` to pairs of
   the conflict matrix (engine or fnmatch pattern : first / second), several separated by ``;``. The
   sentence is classed with the vocabulary of ``tests/test_answer_claims.py`` and must agree with each
   cell's verdict, or with the verdict the cell gives under one of its conditions or in one order.

@@ -24,7 +24,17 @@ from pathlib import Path
 
 from helpers.ground import config, eras
 from helpers.matrix.operations import MATRIX_OPS
-from helpers.page import answer, answer_page, answer_settings, boundaries
+from helpers.page import (
+    answer,
+    answer_columns,
+    answer_engines,
+    answer_page,
+    answer_rows,
+    answer_sections,
+    answer_settings,
+    boundaries,
+)
+from helpers.page.answer_evidence import Check, Row, Unmeasured
 from helpers.page.answer_matrix import OP_WORDS, UNNAMED_MERGE, met
 
 PAGE = config.ROOT / "docs" / "answer.html"
@@ -38,7 +48,7 @@ WORDS = {
     "delete": "DELETE with a predicate",
 }
 WORDS.update(
-    {second: f"{WORDS[first]} on a partition of its own" for first, second in answer.APART}
+    {second: f"{WORDS[first]} on a partition of its own" for first, second in answer_columns.APART}
 )
 WORDS["merge_on_id_apart"] = "MERGE on a partition of its own, its condition naming only the key"
 LAYOUTS = {
@@ -137,7 +147,7 @@ def _sentence(rows: list[dict], verdict: str) -> str:
     )
 
 
-def _checked(check: answer.Check) -> Shown:
+def _checked(check: Check) -> Shown:
     sentence = {
         answer.SAFE: "both commit, and nothing is lost",
         answer.LOSES: "rows are lost, and every job is told it committed",
@@ -153,14 +163,14 @@ def _listed(names: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-def refused_by_design(row: answer.Row, *operations: str) -> answer.Check | None:
+def refused_by_design(row: Row, *operations: str) -> Check | None:
     """The row's check that refuses one of these operations (the matrix's names) by design, if any: a
     pair with such an operation is no race on this setting, whatever the other job runs."""
     return next(
         (
             check
             for check in row.cells.values()
-            if isinstance(check, answer.Check)
+            if isinstance(check, Check)
             and check.verdict == answer.BY_DESIGN
             and any(WORDS.get(op) in check.refuses for op in operations)
         ),
@@ -168,13 +178,13 @@ def refused_by_design(row: answer.Row, *operations: str) -> answer.Check | None:
     )
 
 
-def _link(section: answer.Section | None) -> str:
+def _link(section: answer_sections.Section | None) -> str:
     """The section in the learner's edition, at its heading's anchor; the page links the same section
     in the solutions edition beside it."""
     return section.target if section else ""
 
 
-def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.Results) -> Shown:
+def cell(row: Row, first: str, second: str, layout: str, results: answer.Results) -> Shown:
     """The one resolution of a race for the page: the row's loss, its checked or unmeasured cell, or
     the conflict matrix's rows of its engines (with ``layout="partitions"``, their partitioned variants)."""
     if row.loses:
@@ -183,19 +193,20 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
     if barred:
         return _checked(barred)
     pair = (first, second)
-    column = next((c for c in answer.COLUMNS if pair in c.pairs), None)
+    column = next((c for c in answer_columns.COLUMNS if pair in c.pairs), None)
     if second == "retry":
-        column = next(c for c in answer.COLUMNS if c.key == "retry")
+        column = next(c for c in answer_columns.COLUMNS if c.key == "retry")
         pair = ("append", "retry")
     found = row.cells.get(column.key) if column else None
-    if isinstance(found, answer.Check) and (layout == "shared" or column.key == "other"):
+    if isinstance(found, Check) and (layout == "shared" or column.key == "other"):
         return _checked(found)
-    if isinstance(found, answer.Unmeasured):
+    if isinstance(found, Unmeasured):
         return Shown(answer.NOT_MEASURED, found.note or "nothing here races it for this setting")
     engines = results.engines(row.engines)
     if not engines:
         why = next(
-            (c.note for c in row.cells.values() if isinstance(c, answer.Unmeasured) and c.note), ""
+            (c.note for c in row.cells.values() if isinstance(c, Unmeasured) and c.note),
+            "",
         )
         return Shown(answer.NOT_MEASURED, why or "nothing here races it for this setting")
     names = (
@@ -204,14 +215,14 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
         else engines
     )
     apart = (
-        next((p for p in answer.APART if p[0] == first == second), None)
+        next((p for p in answer_columns.APART if p[0] == first == second), None)
         if layout == "partitions"
         else None
     )
     if apart:  # one operation from two jobs on partitions of their own: both interleavings (a job cannot choose)
         return _backfill(names, apart, results)
     rows = [r for e in names if (r := results.by_pair.get((e, *pair))) is not None]
-    if not rows and answer.mixed_run(tuple(engines)):
+    if not rows and answer_engines.mixed_run(tuple(engines)):
         return Shown(
             answer.NOT_MEASURED, "the mixed run (`make matrix-mixed`) does not race this pair"
         )
@@ -225,12 +236,12 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
     verdict = answer.verdict_of(rows)
     engines = sorted({r["engine"] for r in rows})
     # the mixed run on S3: its CSV is the evidence, no notebook section
-    if answer.mixed_run(tuple(engines)):
+    if answer_engines.mixed_run(tuple(engines)):
         by_order = {e: mine for e in engines if (mine := [r for r in rows if r["engine"] == e])}
         verdicts = {e: answer.verdict_of(mine) for e, mine in by_order.items()}
         sentence = (  # each order in its own words where the two orders differ
             "; ".join(
-                f"{answer.MIXED_ORDERS[e]}: {_sentence(mine, verdicts[e])}"
+                f"{answer_engines.MIXED_ORDERS[e]}: {_sentence(mine, verdicts[e])}"
                 for e, mine in by_order.items()
             )
             if len(set(verdicts.values())) > 1
@@ -239,11 +250,11 @@ def cell(row: answer.Row, first: str, second: str, layout: str, results: answer.
         return Shown(
             verdict,
             sentence,
-            "../" + answer.MIXED_CSV.relative_to(answer.config.ROOT).as_posix(),
+            "../" + answer_engines.MIXED_CSV.relative_to(config.ROOT).as_posix(),
             "make matrix-mixed",
             results.versions(engines),
         )
-    section = column.section if column else answer.S13_5
+    section = column.section if column else answer_sections.S13_5
     return Shown(
         verdict,
         _sentence(rows, verdict),
@@ -287,7 +298,11 @@ def _backfill(names: list[str], pair: tuple[str, str], results: answer.Results) 
             sentence += f"; {UNNAMED_MERGE[0]}, {other}: {_sentence(unnamed, other)}"
     engines = sorted({r["engine"] for r in rows})
     return Shown(
-        verdict, sentence, _link(answer.S13_6), answer.S13_6.label, results.versions(engines)
+        verdict,
+        sentence,
+        _link(answer_sections.S13_6),
+        answer_sections.S13_6.label,
+        results.versions(engines),
     )
 
 
@@ -320,7 +335,7 @@ def _span(versions: str) -> list[str]:
     return [low, high or low]
 
 
-def _engine_of(row: answer.Row) -> str:
+def _engine_of(row: Row) -> str:
     return "both" if "+" in row.engine and "Spark" in row.engine else row.engine.split(" + ")[0]
 
 
@@ -357,7 +372,7 @@ def page_data(results: answer.Results | None = None) -> dict:
     settings = {setting.row: setting for setting in answer_settings.SETTINGS}
     copies = _copy_cells()
     rows = []
-    for row in answer.ROWS:
+    for row in answer_rows.ROWS:
         setting = settings.get(row.key)
         source, notebook = copies.get(row.key, ("", ""))
         grid = {}
@@ -398,7 +413,7 @@ def page_data(results: answer.Results | None = None) -> dict:
         "short": SHORT,
         "todo": TODO,
         "strings": list(strings),
-        "solutionsEdition": answer.SOLUTIONS_EDITION,
+        "solutionsEdition": answer_sections.SOLUTIONS_EDITION,
     }
 
 

@@ -145,7 +145,7 @@ class Results:
 
     def cited(self, cells) -> tuple[list[str], list[dict | None]]:
         """The engines present, and for each of them and each pair of ``cells`` (a
-        :class:`helpers.page.answer.MatrixCells`) its row (None where missing)."""
+        :class:`helpers.page.answer_evidence.MatrixCells`) its row (None where missing)."""
         present = self.engines(cells.engines)
         found = [
             (e, self.by_pair.get((e, first, second)))

@@ -15,27 +15,24 @@ from helpers.ground import config
 from helpers.page import boundaries as b
 from helpers.page.answer import (
     BY_DESIGN,
-    COLUMNS,
-    CURRENT,
     DUPLICATES,
     LOSES,
     MISREPORTS,
-    MIXED_LINK,
-    MIXED_RUN,
     NOT_MEASURED,
     REFUSED,
-    ROWS,
     SAFE,
     WRONG,
     Cell,
-    Check,
     Results,
-    Section,
     link_of,
-    mixed_run,
     remedy,
 )
+from helpers.page.answer_columns import COLUMNS
+from helpers.page.answer_engines import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
+from helpers.page.answer_evidence import Check
 from helpers.page.answer_matrix import CONDITIONS, OP_WORDS
+from helpers.page.answer_rows import ROWS
+from helpers.page.answer_sections import Section
 from helpers.spark.sessions import (
     DELTA_DYNAMODB_LOG_STORE,
     DYNAMODB_LOG_STORE_PREFIX,
