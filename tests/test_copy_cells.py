@@ -296,7 +296,7 @@ def _cell(name: str) -> str:
         ),
         (
             lambda c: c.replace(
-                "import pyarrow as pa", "import pyarrow as pa\nfrom helpers import landing"
+                "import pyarrow as pa", "import pyarrow as pa\nfrom helpers.delta import landing"
             ),
             "imports from helpers",
         ),

@@ -89,10 +89,10 @@ def test_in_a_notebook_the_running_cell_says_which_emulator_stopped(own_settings
     own_moto = own_settings
     notebook = {
         "cells": [
-            _cell('from helpers import services\nservices.require("s3")'),
+            _cell('from helpers.stores import services\nservices.require("s3")'),
             _cell(
                 "import time\n"
-                "from helpers import service_watch\n"
+                "from helpers.stores import service_watch\n"
                 "t0 = time.monotonic()\n"
                 'services.down(["moto"], quiet=True)\n'
                 "t1 = time.monotonic()\n"

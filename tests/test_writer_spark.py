@@ -125,15 +125,15 @@ def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
 
 def test_user_metadata_carries_the_workbook_tags():
     spec = w.WriterSpec.from_dict(_spec(writer_id="w7", batch=7))
-    assert w.commit_tags({"userMetadata": spark_engine.SparkEngine.user_metadata(spec)}) == {
-        w.WRITER_TAG: "w7",
-        w.BATCH_TAG: "7",
+    assert delta_log.commit_tags({"userMetadata": spark_engine.SparkEngine.user_metadata(spec)}) == {
+        delta_log.WRITER_TAG: "w7",
+        delta_log.BATCH_TAG: "7",
     }
-    assert w.commit_tags({"userMetadata": "a note from someone"}) == {}
-    assert w.commit_tags({"userMetadata": None}) == {}
-    assert w.commit_tags({w.WRITER_TAG: "w2", w.BATCH_TAG: "2", "operation": "WRITE"}) == {
-        w.WRITER_TAG: "w2",
-        w.BATCH_TAG: "2",
+    assert delta_log.commit_tags({"userMetadata": "a note from someone"}) == {}
+    assert delta_log.commit_tags({"userMetadata": None}) == {}
+    assert delta_log.commit_tags({delta_log.WRITER_TAG: "w2", delta_log.BATCH_TAG: "2", "operation": "WRITE"}) == {
+        delta_log.WRITER_TAG: "w2",
+        delta_log.BATCH_TAG: "2",
     }
 
 
@@ -206,7 +206,7 @@ def test_a_spark_writer_reports_its_version_then_delta_rs_1_5_takes_its_turn_thr
     info = next(
         json.loads(line)["commitInfo"] for line in body.splitlines() if "commitInfo" in line
     )
-    assert w.commit_tags(info) == {w.WRITER_TAG: "w1", w.BATCH_TAG: "1"}
+    assert delta_log.commit_tags(info) == {delta_log.WRITER_TAG: "w1", delta_log.BATCH_TAG: "1"}
 
     rs = dict(
         spec,

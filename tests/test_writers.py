@@ -8,7 +8,7 @@ import time
 import pytest
 
 from helpers import writers as w
-from helpers.delta import landing
+from helpers.delta import delta_log, landing
 from helpers.ground import config, eras, local_processes
 from helpers.runs import runner
 from helpers.stores import tables
@@ -227,7 +227,7 @@ def test_the_deltalake_code_shown_commits_when_run_as_it_is(tmp_path):
     from deltalake import DeltaTable
 
     info = DeltaTable(table).history(1)[0]  # the commit the pasted code made, tagged
-    assert (info.get(w.WRITER_TAG), info.get(w.BATCH_TAG)) == ("w1", "3")
+    assert (info.get(delta_log.WRITER_TAG), info.get(delta_log.BATCH_TAG)) == ("w1", "3")
 
 
 @pytest.mark.parametrize(

@@ -210,7 +210,7 @@ class DaftEngine(Engine):
 
         settings = cls.s3_settings(spec)
         version = f"Daft over deltalake {eras.era(spec.era).deltalake_version}"
-        lines = ["import daft", "", "from helpers import landing"]
+        lines = ["import daft", "", "from helpers.delta import landing"]
         if settings is not None:
             lines[1:1] = ["from daft.io import IOConfig, S3Config"]
             lines += [

@@ -91,7 +91,7 @@ class DeltalakeEngine(Engine):
         lines = [
             f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
             "",
-            "from helpers import landing",
+            "from helpers.delta import landing",
             "",
             f"storage_options = {literal(config.masked(spec.storage_options))}",
             READ_LANDING,

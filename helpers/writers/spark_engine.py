@@ -221,7 +221,7 @@ class SparkEngine(Engine):
             [
                 "from pyspark.sql import SparkSession",
                 "",
-                "from helpers import landing",
+                "from helpers.delta import landing",
                 "",
                 "# every setting of the writer's session but one: its JVM also maps a class-data archive built",
                 "# for this machine (-XX:SharedArchiveFile, helpers/spark/spark_start.py), which only makes it start faster",
