@@ -163,7 +163,9 @@ def long_functions(root: Path) -> list[str]:
                 if lines > MAX_FUNCTION_LINES and not LONG_REASON.search(
                     ast.get_docstring(node) or ""
                 ):
-                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} {node.name}: {lines} lines")
+                    found.append(
+                        f"{path.relative_to(root.parent)}:{node.lineno} {node.name}: {lines} lines"
+                    )
     return found
 
 
@@ -186,7 +188,9 @@ def test_no_function_over_80_lines_without_its_reason():
 def test_each_package_says_what_it_holds_and_may_import():
     for package in LEVEL:
         doc = ast.get_docstring(ast.parse((HELPERS / package / "__init__.py").read_text())) or ""
-        assert "Imports:" in doc or package in ("bench", "catalog", "matrix", "probe", "producers", "torture", "writers"), package
+        assert doc and "Imports:" in doc, (
+            f"helpers/{package}/__init__.py: say what it holds and may import"
+        )
 
 
 def test_maintainers_page_draws_the_same_layers():

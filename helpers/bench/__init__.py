@@ -12,4 +12,6 @@ commit protocol as concurrent writers grow, with lost commits counted from stora
 * :mod:`helpers.bench.plots`: the curves and the breakdown.
 
 ``python -m helpers.bench`` (``make bench``) runs the full benchmark.
+
+Imports: :mod:`helpers.runs` and every layer below it.
 """

@@ -1,7 +1,7 @@
 """One benchmark process: open the table, wait at the barrier, make M appends back to back per
 writer, and record each commit's first try, finish and outcome.
 
-Started by :mod:`helpers.bench.run` in the era's Python, from the workbook's folder::
+Started by :mod:`helpers.bench.one_run` in the era's Python, from the workbook's folder::
 
     <era python> -m helpers.bench.worker SPEC_JSON_FILE
 

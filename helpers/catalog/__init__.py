@@ -7,5 +7,15 @@
 * :mod:`~helpers.catalog.tables`: Delta Spark sessions that commit through the server, and their tables;
 * :mod:`~helpers.catalog.writer` and :mod:`~helpers.catalog.race`: several drivers racing appends,
   and the checks read from storage and the catalog;
-* :mod:`~helpers.catalog.cost`: what a commit through the catalog costs beside put-if-absent.
+* :mod:`~helpers.catalog.cost`: what a commit through the catalog costs beside put-if-absent;
+* :mod:`~helpers.catalog.maintenance`: OPTIMIZE, VACUUM and REORG tried on such a table;
+* :mod:`~helpers.catalog.kernel_writer`: Java Delta Kernel's writer, raced beside Delta Spark;
+* :mod:`~helpers.catalog.failures`: the catalog failing at a known point behind a gate, with its
+  records (:mod:`~helpers.catalog.failure_records`), the server kept in SQLite
+  (:mod:`~helpers.catalog.persistent_server`) and the log read and written by hand
+  (:mod:`~helpers.catalog.log_by_hand`);
+* :mod:`~helpers.catalog.object_storage`: such tables on Azurite and S3, through the server's
+  credential vending.
+
+Imports: :mod:`helpers.bench` and every layer below it.
 """

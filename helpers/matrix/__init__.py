@@ -21,4 +21,6 @@ Modules, one job each: :mod:`~helpers.matrix.operations` (the catalogue), :mod:`
 table and the comparison), :mod:`~helpers.matrix.run` (every engine's workers),
 :mod:`~helpers.matrix.tidy` (the CSV's rows), :mod:`~helpers.matrix.outputs` (the CSV, its meta and
 the grids, written), :mod:`~helpers.matrix.plots` (the grids).
+
+Imports: the torture run's and the probe's layer and every layer below it.
 """

@@ -143,7 +143,7 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     out = [
         "# Is it safe to write to this Delta table from two jobs at once? The answer, on one page",
         "",
-        "<!-- Written by `python -m helpers.page.answer_page` from data/: change helpers/page/answer.py, not this file. -->",
+        "<!-- Written by `python -m helpers.page.answer_page` from data/: change helpers/page/answer_rows.py, not this file. -->",
         "",
         "To find your own setting, choose it in [answer.html](answer.html): the same answer as a page you query (open "
         "it in a browser). Below, a paragraph per setting, then every cell with its evidence. Every term this "

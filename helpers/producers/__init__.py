@@ -16,4 +16,6 @@ idempotent-write id, so a restart or a lost answer commits every batch exactly o
 * :mod:`helpers.producers.spark_stream`: Structured Streaming's ``foreachBatch`` with ``txnAppId`` / ``txnVersion``.
 
 ``python -m helpers.producers`` (``make producers``) makes the full run.
+
+Imports: the torture run's and the probe's layer and every layer below it.
 """

@@ -6,6 +6,8 @@
 * ``python -m helpers.writers``: the process itself (:mod:`helpers.writers.__main__`).
 
 The protocol's names are re-exported here: ``writers.WriterSpec``, ``writers.COMMITTED``, ...
+
+Imports: :mod:`helpers.spark` and every layer below it.
 """
 
 from helpers.writers.protocol import (  # noqa: F401

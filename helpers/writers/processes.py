@@ -1,6 +1,6 @@
 """The processes of a run: started in an era's Python, met at a barrier, waited for, and killed if
 they outstay the run. Shared by the writer runner (:mod:`helpers.runs.runner`, one append per process)
-and the benchmark (:mod:`helpers.bench.run`, many appends per process).
+and the benchmark (:mod:`helpers.bench.one_run`, many appends per process).
 
 Each process is started as ``<era python> -m <module> <spec file>`` from the workbook's folder,
 with the era's environment alone on its path (forked from the era's fork server,
