@@ -152,6 +152,92 @@ def headless_browser(chromium: str, driver_path: str, profile: Path):
     )
 
 
+def _watching(lab: Lab, condition):
+    """``condition`` for a wait that first asks the server's log and the kernel's state
+    (:meth:`Lab.kernel_trouble`): trouble ends the wait at once with :class:`KernelTrouble`."""
+
+    def check(b):
+        trouble = lab.kernel_trouble()
+        if trouble:
+            raise KernelTrouble(trouble)
+        return condition(b)
+
+    return check
+
+
+def _wait_for_kernel(browser, lab: Lab) -> None:
+    """Wait until the kernel connected and is idle, as the status bar says it ("<kernel> | Idle");
+    before that the Run menu's commands are disabled. Not within :data:`KERNEL_START_TIMEOUT_S`:
+    :class:`KernelTrouble` with the kernel's own error lines from the server's log."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        WebDriverWait(browser, KERNEL_START_TIMEOUT_S, poll_frequency=1).until(
+            _watching(
+                lab,
+                lambda b: any(
+                    e.text.strip().endswith("| Idle")
+                    for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")
+                ),
+            )
+        )
+    except TimeoutException:
+        raise KernelTrouble(
+            kernel_failure(
+                lab.log.read_text(encoding="utf-8", errors="replace"),
+                f"the notebook's kernel has not connected {KERNEL_START_TIMEOUT_S:.0f} s after the notebook opened "
+                f"(status bar: {_status_bar(browser) or 'empty'}; kernels: {', '.join(lab.kernel_states()) or 'none'})",
+            )
+            + f"\nThe server's whole log: {config.shown(lab.log)}."
+        ) from None
+
+
+def _prompts(browser) -> list[str]:
+    """The code cells' input prompts as the page shows them (:data:`PROMPT`)."""
+    from selenium.webdriver.common.by import By
+
+    return [
+        p.text.strip()
+        for p in browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt")
+    ]
+
+
+def _run_all(browser, wait, lab: Lab, code_cells: int) -> list[int]:
+    """Run all cells from the Run menu and wait until the kernel is idle and each of the
+    ``code_cells`` shows an execution count; return the counts, in the page's order."""
+    from selenium.webdriver.common.by import By
+
+    _menu_command(browser, wait, "Run", "runmenu:run-all")
+
+    def finished(b) -> bool:
+        idle = b.find_elements(
+            By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+        )
+        return (
+            bool(idle)
+            and len(shown := _prompts(b)) == code_cells
+            and all(PROMPT.match(p) for p in shown)
+        )
+
+    wait.until(_watching(lab, finished))
+    return [int(PROMPT.match(p).group(1)) for p in _prompts(browser)]
+
+
+def _errors_shown(browser) -> int:
+    """The error outputs on the page: a traceback is rendered as stderr with ANSI colours (a
+    warning has none)."""
+    from selenium.webdriver.common.by import By
+
+    return len(
+        browser.find_elements(
+            By.CSS_SELECTOR,
+            ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .ansi-red-fg",
+        )
+    )
+
+
 def _drive(
     lab: Lab, notebook: str, chromium: str, driver_path: str, screenshot: Path, saved: Path
 ) -> dict:
@@ -163,77 +249,22 @@ def _drive(
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser = headless_browser(chromium, driver_path, lab.work / "chromium-profile")
-
-    def watching(condition):
-        def check(b):
-            trouble = lab.kernel_trouble()
-            if trouble:
-                raise KernelTrouble(trouble)
-            return condition(b)
-
-        return check
-
     try:
         browser.get(lab.url(f"lab/tree/{notebook}"))
         wait = WebDriverWait(browser, RUN_TIMEOUT_S, poll_frequency=1)
         wait.until(
-            watching(
-                seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
+            _watching(
+                lab,
+                seen.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell")),
             )
         )
-        # the kernel connected and idle, as the status bar says it ("<kernel> | Idle"); before that
-        # the Run menu's commands are disabled
-        try:
-            WebDriverWait(browser, KERNEL_START_TIMEOUT_S, poll_frequency=1).until(
-                watching(
-                    lambda b: any(
-                        e.text.strip().endswith("| Idle")
-                        for e in b.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-TextItem")
-                    )
-                )
-            )
-        except TimeoutException:
-            raise KernelTrouble(
-                kernel_failure(
-                    lab.log.read_text(encoding="utf-8", errors="replace"),
-                    f"the notebook's kernel has not connected {KERNEL_START_TIMEOUT_S:.0f} s after the notebook opened "
-                    f"(status bar: {_status_bar(browser) or 'empty'}; kernels: {', '.join(lab.kernel_states()) or 'none'})",
-                )
-                + f"\nThe server's whole log: {config.shown(lab.log)}."
-            ) from None
+        _wait_for_kernel(browser, lab)
         kernel_shown = browser.find_element(
             By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar [data-jp-item-name='kernelName']"
         ).text
         code_cells = len(browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell"))
-        _menu_command(browser, wait, "Run", "runmenu:run-all")
-
-        def prompts(b) -> list[str]:
-            return [
-                p.text.strip()
-                for p in b.find_elements(
-                    By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt"
-                )
-            ]
-
-        def finished(b) -> bool:
-            idle = b.find_elements(
-                By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-            )
-            return (
-                bool(idle)
-                and len(shown := prompts(b)) == code_cells
-                and all(PROMPT.match(p) for p in shown)
-            )
-
-        wait.until(watching(finished))
-        counts = [int(PROMPT.match(p).group(1)) for p in prompts(browser)]
-        # a traceback is rendered as stderr with ANSI colours (a warning has none)
-        errors_shown = len(
-            browser.find_elements(
-                By.CSS_SELECTOR,
-                ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'] .ansi-red-fg",
-            )
-        )
+        counts = _run_all(browser, wait, lab, code_cells)
+        errors_shown = _errors_shown(browser)
         before = saved.stat().st_mtime_ns
         _menu_command(browser, wait, "File", "docmanager:save")
         wait.until(lambda b: saved.stat().st_mtime_ns != before)

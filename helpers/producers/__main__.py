@@ -34,6 +34,36 @@ LIMIT_FILES_PER_COMMIT = 10
 """The committer alone on staged files commits this many per commit (the 8 producers' 320 files: 32 commits)."""
 
 
+RUN_COLUMNS = [
+    "backend",
+    "producers",
+    "commits",
+    "rows",
+    "commits_per_s",
+    "rows_per_s",
+    "files_per_commit_mean",
+    "ratio_to_serial",
+    "rows_ratio_to_racing",
+    "marker_to_commit_p50_s",
+    "marker_to_commit_p99_s",
+    "producers_cpu_share",
+    "machine_cpu_share",
+    "exactly_once",
+]
+"""The columns of the producers' runs that ``python -m helpers.producers`` prints."""
+RACING_COLUMNS = [
+    "backend",
+    "protocol",
+    "writers",
+    "commits_per_s",
+    "rows_per_s",
+    "ratio_to_serial",
+    "lost",
+    "failed",
+]
+"""The racing writers' table: the benchmark's rows by store (:func:`results_module.racing_rows`)."""
+
+
 def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
     """``(backend, S3 server or None)`` for each store measured: S3 once per server when servers are named."""
     return [
@@ -43,102 +73,113 @@ def _stores(backends, s3_servers) -> list[tuple[str, str | None]]:
     ]
 
 
-def full_run(
-    name: str = "full",
-    *,
-    producer_counts=PRODUCER_COUNTS,
-    files: int = FILES_PER_PRODUCER,
-    appends: int = APPENDS,
-    backends=BACKENDS,
-    s3_servers=None,
-    with_profile: bool = True,
-) -> results_module.Results:
-    """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
-    ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
-    import pandas as pd
-
-    started = time.time()
+def _racing(backends, name: str, appends: int, s3_servers):
+    """One racing writer and :data:`results_module.RACING_WRITERS` of them on each store that has a
+    racing-writer protocol (:func:`helpers.bench.run.benchmark`); None when no store has one."""
     protocols = [p for p, b in results_module.BACKEND_OF_PROTOCOL.items() if b in backends]
-    racing = (
-        bench.benchmark(
-            protocols,
-            writer_counts=[1, results_module.RACING_WRITERS],
-            appends=appends,
-            name=f"producers-{name}",
-            probe_requests=10,
-            s3_servers=s3_servers,
+    if not protocols:
+        return None
+    return bench.benchmark(
+        protocols,
+        writer_counts=[1, results_module.RACING_WRITERS],
+        appends=appends,
+        name=f"producers-{name}",
+        probe_requests=10,
+        s3_servers=s3_servers,
+    )
+
+
+def _producer_rows(backend: str, store: str, where: str, producer_counts, files: int, meter):
+    """One :func:`throughput` row per producer count, each on a fresh table removed after."""
+    rows = []
+    for n in producer_counts:
+        table = Table.fresh(backend, f"{where}-n{n}")
+        row = throughput(
+            table,
+            producers=n,
+            files=files,
+            committer_options=table.route(meter) if meter else None,
         )
-        if protocols
-        else None
-    )
-    metered = config.profile() == "local"
-    rows, limit_rows, profile_rows, queue_rows = [], [], [], []
-    for backend, server in _stores(backends, s3_servers):
-        store = results_module.store(backend, server)
-        with config.s3_server_chosen(server) if server else contextlib.nullcontext():
-            meter = (
-                RequestMeter(upstream(backend), claim_style="object")
-                if metered and backend != "local"
-                else None
-            )
-            try:
-                where = f"producers/{name}/{store.replace('@', '-')}"
-                for n in producer_counts:
-                    table = Table.fresh(backend, f"{where}-n{n}")
-                    row = throughput(
-                        table,
-                        producers=n,
-                        files=files,
-                        committer_options=table.route(meter) if meter else None,
-                    )
-                    rows.append(
-                        {
-                            **row,
-                            "backend": store,
-                            "metered": meter is not None,
-                            "load_1min": os.getloadavg()[0],
-                        }
-                    )
-                    table.remove()
-                table = Table.fresh(backend, f"{where}-staged")
-                appended = Table.fresh(backend, f"{where}-append")
-                limit_rows.append(
-                    {
-                        **at_the_limit(
-                            table,
-                            appended,
-                            producers=max(producer_counts),
-                            files=files,
-                            max_files=LIMIT_FILES_PER_COMMIT,
-                        ),
-                        "backend": store,
-                        "load_1min": os.getloadavg()[0],
-                    }
-                )
-                table.remove()
-                appended.remove()
-                if with_profile:
-                    steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
-                    profile_rows += steps
-                    queue_rows += waiting
-            finally:
-                if meter is not None:
-                    meter.close()
-    racing_frame = pd.DataFrame(
-        results_module.racing_rows(racing.runs) if racing is not None else [],
-        columns=[
-            "backend",
-            "protocol",
-            "writers",
-            "commits_per_s",
-            "rows_per_s",
-            "ratio_to_serial",
-            "lost",
-            "failed",
-        ],
-    )
-    runs = results_module.with_ratios(pd.DataFrame(rows), racing_frame)
-    meta = {
+        rows.append(
+            {
+                **row,
+                "backend": store,
+                "metered": meter is not None,
+                "load_1min": os.getloadavg()[0],
+            }
+        )
+        table.remove()
+    return rows
+
+
+def _limit_row(backend: str, store: str, where: str, producers: int, files: int) -> dict:
+    """:func:`at_the_limit` on a staged table and a table of its own for the plain appends."""
+    table = Table.fresh(backend, f"{where}-staged")
+    appended = Table.fresh(backend, f"{where}-append")
+    row = {
+        **at_the_limit(
+            table,
+            appended,
+            producers=producers,
+            files=files,
+            max_files=LIMIT_FILES_PER_COMMIT,
+        ),
+        "backend": store,
+        "load_1min": os.getloadavg()[0],
+    }
+    table.remove()
+    appended.remove()
+    return row
+
+
+def _measure_store(
+    backend: str,
+    server: str | None,
+    *,
+    name: str,
+    producer_counts,
+    files: int,
+    metered: bool,
+    with_profile: bool,
+) -> tuple[list[dict], dict, list[dict], list[dict]]:
+    """One store's producer rows, its row at the limit, and (``with_profile``) the commit's steps
+    and the queue-length rows; requests metered when ``metered`` and the store is not local disk."""
+    store = results_module.store(backend, server)
+    with config.s3_server_chosen(server) if server else contextlib.nullcontext():
+        meter = (
+            RequestMeter(upstream(backend), claim_style="object")
+            if metered and backend != "local"
+            else None
+        )
+        try:
+            where = f"producers/{name}/{store.replace('@', '-')}"
+            rows = _producer_rows(backend, store, where, producer_counts, files, meter)
+            limit = _limit_row(backend, store, where, max(producer_counts), files)
+            steps, waiting = [], []
+            if with_profile:
+                steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
+            return rows, limit, steps, waiting
+        finally:
+            if meter is not None:
+                meter.close()
+
+
+def _meta(
+    name: str,
+    racing,
+    runs,
+    *,
+    producer_counts,
+    files: int,
+    appends: int,
+    backends,
+    metered: bool,
+    s3_servers,
+    with_profile: bool,
+    started: float,
+) -> dict:
+    """The run's settings, date, machine and versions, saved beside its tables."""
+    return {
         "run_id": name,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": bench.machine(),
@@ -156,6 +197,58 @@ def full_run(
         "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
         "wall_s": time.time() - started,
     }
+
+
+def full_run(
+    name: str = "full",
+    *,
+    producer_counts=PRODUCER_COUNTS,
+    files: int = FILES_PER_PRODUCER,
+    appends: int = APPENDS,
+    backends=BACKENDS,
+    s3_servers=None,
+    with_profile: bool = True,
+) -> results_module.Results:
+    """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
+    ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
+    import pandas as pd
+
+    started = time.time()
+    racing = _racing(backends, name, appends, s3_servers)
+    metered = config.profile() == "local"
+    rows, limit_rows, profile_rows, queue_rows = [], [], [], []
+    for backend, server in _stores(backends, s3_servers):
+        found, limit, steps, waiting = _measure_store(
+            backend,
+            server,
+            name=name,
+            producer_counts=producer_counts,
+            files=files,
+            metered=metered,
+            with_profile=with_profile,
+        )
+        rows += found
+        limit_rows.append(limit)
+        profile_rows += steps
+        queue_rows += waiting
+    racing_frame = pd.DataFrame(
+        results_module.racing_rows(racing.runs) if racing is not None else [],
+        columns=RACING_COLUMNS,
+    )
+    runs = results_module.with_ratios(pd.DataFrame(rows), racing_frame)
+    meta = _meta(
+        name,
+        racing,
+        runs,
+        producer_counts=producer_counts,
+        files=files,
+        appends=appends,
+        backends=backends,
+        metered=metered,
+        s3_servers=s3_servers,
+        with_profile=with_profile,
+        started=started,
+    )
     results = results_module.Results(
         runs,
         racing_frame,
@@ -168,9 +261,8 @@ def full_run(
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    import pandas as pd
-
+def _parser() -> argparse.ArgumentParser:
+    """The command line: producer counts, files, appends, backends, S3 servers, name, profile, publish."""
     parser = argparse.ArgumentParser(
         prog="python -m helpers.producers", description=__doc__.split("\n\n")[0]
     )
@@ -207,7 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="when every check holds, copy the tables to data/full_runs/producers/",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str], list[str]]:
+    """The producer counts, backends and S3 servers the arguments name; a wrong one ends the
+    program with its usage line (:meth:`argparse.ArgumentParser.error`)."""
     try:
         counts = [int(v) for v in args.producers.split(",")]
         backends = [b for b in args.backends.split(",") if b]
@@ -229,6 +326,27 @@ def main(argv: list[str] | None = None) -> int:
             "producer counts and files must be whole numbers >= 1, backends from "
             + ", ".join(BACKENDS)
         )
+    return counts, backends, servers
+
+
+def _print_tables(found: results_module.Results) -> None:
+    """The run's tables as text: the producers' runs, the racing writers, the limit, and the
+    profile and queue when the run has them."""
+    import pandas as pd
+
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(found.runs[RUN_COLUMNS].round(3).to_string(index=False))
+        print(found.racing.round(3).to_string(index=False))
+        print(found.limit.round(3).to_string(index=False))
+        if len(found.profile):
+            print(found.profile.drop(columns=["waiting"]).round(4).to_string(index=False))
+            print(found.queue.round(4).to_string(index=False))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    counts, backends, servers = _choices(parser, args)
     try:
         found = full_run(
             args.name,
@@ -242,29 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
         print(f"producers: {error}", file=sys.stderr)
         return 1
-    columns = [
-        "backend",
-        "producers",
-        "commits",
-        "rows",
-        "commits_per_s",
-        "rows_per_s",
-        "files_per_commit_mean",
-        "ratio_to_serial",
-        "rows_ratio_to_racing",
-        "marker_to_commit_p50_s",
-        "marker_to_commit_p99_s",
-        "producers_cpu_share",
-        "machine_cpu_share",
-        "exactly_once",
-    ]
-    with pd.option_context("display.width", 250, "display.max_columns", 30):
-        print(found.runs[columns].round(3).to_string(index=False))
-        print(found.racing.round(3).to_string(index=False))
-        print(found.limit.round(3).to_string(index=False))
-        if len(found.profile):
-            print(found.profile.drop(columns=["waiting"]).round(4).to_string(index=False))
-            print(found.queue.round(4).to_string(index=False))
+    _print_tables(found)
     print(f"Results: {config.shown(found.folder)}")
     bad = [t for t in (found.runs, found.limit) if len(t) and not t.exactly_once.astype(bool).all()]
     if bad or (len(found.racing) and found.racing.lost.sum()):

@@ -128,6 +128,39 @@ def _percentile(values: list[float], q: float) -> float:
     return percentile(values, q) if values else float("nan")
 
 
+def _busy_commits_per_s(commits: list[dict]) -> float:
+    """Commits/s from the committer's first commit to its last (from its first commit on, it
+    always had files waiting); NaN with fewer than two commits apart in time."""
+    done = sorted(c["t_done"] for c in commits)
+    return (
+        (len(done) - 1) / (done[-1] - done[0])
+        if len(done) > 1 and done[-1] > done[0]
+        else float("nan")
+    )
+
+
+def _marker_waits(phase: Phase, commits: list[dict]) -> list[float]:
+    """For each file a commit took: from its producer's handing it over (the marker) to the end of
+    that commit."""
+    handed = {
+        (int(p.name[1:]), f["seq"]): f["t_done"]
+        for p in phase.procs
+        if p.name != "committer"
+        for f in p.result()["files"]
+    }
+    return [
+        c["t_done"] - handed[(p, seq)]
+        for c in commits
+        for p, seq in c["staged"]
+        if (p, seq) in handed
+    ]
+
+
+def _machine_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the whole machine's CPU time busy between two :func:`_cpu_jiffies`."""
+    return (after[0] - before[0]) / (after[1] - before[1]) if after[1] > before[1] else float("nan")
+
+
 def throughput(
     table: Table,
     *,
@@ -159,33 +192,11 @@ def throughput(
     commits = [c for c in result["commits"] if c["outcome"] == "committed"]
     window = max(c["t_done"] for c in commits) - t_go
     latencies = sorted(c["t_done"] - c["t_start"] for c in commits)
-    done = sorted(
-        c["t_done"] for c in commits
-    )  # from its first commit on, the committer always had files waiting
-    busy = (
-        (len(done) - 1) / (done[-1] - done[0])
-        if len(done) > 1 and done[-1] > done[0]
-        else float("nan")
-    )
-    handed = {
-        (int(p.name[1:]), f["seq"]): f["t_done"]
-        for p in phase.procs
-        if p.name != "committer"
-        for f in p.result()["files"]
-    }
-    waited = [
-        c["t_done"] - handed[(p, seq)]
-        for c in commits
-        for p, seq in c["staged"]
-        if (p, seq) in handed
-    ]
+    busy = _busy_commits_per_s(commits)
+    waited = _marker_waits(phase, commits)
     cores = os.cpu_count() or 1
     producer_cpu = sum(p.result().get("cpu_s", 0.0) for p in phase.procs if p.name != "committer")
-    machine = (
-        (busy_after[0] - busy_before[0]) / (busy_after[1] - busy_before[1])
-        if busy_after[1] > busy_before[1]
-        else float("nan")
-    )
+    machine = _machine_share(busy_before, busy_after)
     verdict = table.verdict(counts)
     rows = sum(c["rows"] for c in commits)
     return {
