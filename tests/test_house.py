@@ -201,6 +201,18 @@ def test_maintainers_page_draws_the_same_layers():
     assert [tuple(line.split()) for line in lines if line] == [tuple(line) for line in LAYERS]
 
 
+def test_maintainers_page_lists_every_module_in_its_folder():
+    page = (config.ROOT / "docs" / "maintainers.md").read_text()
+    listed = {
+        row.group(1): set(re.findall(r"`(\w+)`", row.group(2)))
+        for row in re.finditer(r"^\| `(\w+)/` \| (.*) \|$", page.split("<!-- modules -->")[1], re.M)
+    }
+    assert listed == {
+        package: {path.stem for path in (HELPERS / package).glob("*.py") if path.stem != "__init__"}
+        for package in LEVEL
+    }
+
+
 # --- each check, failing on a crafted break ---------------------------------------------------
 
 
