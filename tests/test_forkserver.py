@@ -1,4 +1,4 @@
-"""helpers.writers.forkserver: a child forked from an era's fork server is the process `python -m` would
+"""helpers.ground.forkserver: a child forked from an era's fork server is the process `python -m` would
 have started (its module, arguments, environment, folder, output files and session; its own
 random numbers), and is waited for and killed as one."""
 
@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from helpers.ground import config, eras
-from helpers.writers import forkserver
+from helpers.ground import forkserver
 
 PROBE = "probe_forkserver_child"
 
@@ -143,7 +143,7 @@ def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
         [
             str(eras.python_for(eras.CURRENT)),
             "-c",
-            "import sys, runpy; sys.argv=['x']; import helpers.writers.forkserver as f; "
+            "import sys, runpy; sys.argv=['x']; import helpers.ground.forkserver as f; "
             "print(sorted(m for m in sys.modules if m.startswith('helpers')))",
         ],
         capture_output=True,
@@ -152,4 +152,4 @@ def test_the_server_is_the_workbook_module_run_in_an_era(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['helpers', 'helpers.writers.forkserver']"
+    assert done.stdout.strip() == "['helpers', 'helpers.ground', 'helpers.ground.forkserver']"

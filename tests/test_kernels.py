@@ -142,7 +142,7 @@ def test_preflight_says_when_the_clone_is_too_deep_and_what_the_workbook_does(
     monkeypatch.setattr(kernels, "candidate_parents", lambda: [deep])
     note = kernels.preflight_note(deep)
     assert "kernels talk over TCP on 127.0.0.1" in note and "Set TMPDIR" in note
-    monkeypatch.setattr(preflight, "ROOT", deep)
+    monkeypatch.setattr(config, "ROOT", deep)
     assert note in preflight.notes()
 
 

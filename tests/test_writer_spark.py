@@ -125,13 +125,17 @@ def test_the_delta_rs_dynamodb_options_select_the_multi_cluster_log_store():
 
 def test_user_metadata_carries_the_workbook_tags():
     spec = w.WriterSpec.from_dict(_spec(writer_id="w7", batch=7))
-    assert delta_log.commit_tags({"userMetadata": spark_engine.SparkEngine.user_metadata(spec)}) == {
+    assert delta_log.commit_tags(
+        {"userMetadata": spark_engine.SparkEngine.user_metadata(spec)}
+    ) == {
         delta_log.WRITER_TAG: "w7",
         delta_log.BATCH_TAG: "7",
     }
     assert delta_log.commit_tags({"userMetadata": "a note from someone"}) == {}
     assert delta_log.commit_tags({"userMetadata": None}) == {}
-    assert delta_log.commit_tags({delta_log.WRITER_TAG: "w2", delta_log.BATCH_TAG: "2", "operation": "WRITE"}) == {
+    assert delta_log.commit_tags(
+        {delta_log.WRITER_TAG: "w2", delta_log.BATCH_TAG: "2", "operation": "WRITE"}
+    ) == {
         delta_log.WRITER_TAG: "w2",
         delta_log.BATCH_TAG: "2",
     }

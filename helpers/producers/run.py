@@ -8,7 +8,7 @@
     row = run.throughput(table, producers=4, files=20)         # rows/s and commits/s, through one committer
 
 Each producer and the committer is a process of its own in the current era's Python
-(:mod:`helpers.writers.processes`, forked by :mod:`helpers.writers.forkserver`), in a process group of its own so
+(:mod:`helpers.writers.processes`, forked by :mod:`helpers.ground.forkserver`), in a process group of its own so
 a SIGKILL takes it whole. Processes meet at a barrier; once every producer has exited the runner
 writes ``stop`` and the committer exits when the queue is empty.
 """

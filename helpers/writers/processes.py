@@ -4,7 +4,7 @@ and the benchmark (:mod:`helpers.bench.one_run`, many appends per process).
 
 Each process is started as ``<era python> -m <module> <spec file>`` from the workbook's folder,
 with the era's environment alone on its path (forked from the era's fork server,
-:mod:`helpers.writers.forkserver`, unless ``WORKBOOK_FORKSERVER=0``), and announces itself in the barrier folder under
+:mod:`helpers.ground.forkserver`, unless ``WORKBOOK_FORKSERVER=0``), and announces itself in the barrier folder under
 its ``name``: ``ready-<name>`` once it waits for ``go``, ``gone-<name>`` if it failed before
 (:mod:`helpers.writers.protocol`). Whoever runs them decides when to open the barrier and how
 long a run may last; nothing here keeps a clock of its own beyond the deadline it is given.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from helpers.ground import config, eras
 from helpers.ground import progress as progress_display
-from helpers.writers import forkserver
+from helpers.ground import forkserver
 from helpers.writers.protocol import gone_file, one_line, ready_file, wait_at_barrier
 
 POLL_S = 0.005

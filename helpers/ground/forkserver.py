@@ -4,7 +4,7 @@ A writer, benchmark or torture process is ``<era python> -m <module> <spec file>
 its own, as each of the seeds' Lambda invocations was. Most of what one costs to start is
 importing pyarrow and deltalake: 0.2 to 0.4 CPU-seconds each, and a ``make test`` starts some 340
 of them. So each era gets one fork server per process that runs writers (a notebook's kernel, a
-test): ``python -m helpers.writers.forkserver`` imports those two libraries once (and nothing of the
+test): ``python -m helpers.ground.forkserver`` imports those two libraries once (and nothing of the
 workbook's, whose settings are read from the environment at import), then forks a child for each
 process asked for. The child takes its own environment, working folder, standard streams and
 session, seeds its random numbers afresh, and runs the module as ``python -m`` would. It is a
@@ -41,7 +41,7 @@ PRELOAD = ("pyarrow", "deltalake")
 
 
 # ---------------------------------------------------------------------------------------------
-# The server (``python -m helpers.writers.forkserver``, in an era's Python)
+# The server (``python -m helpers.ground.forkserver``, in an era's Python)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -222,7 +222,7 @@ class _Server:
 
     def __init__(self, python: Path, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [str(python), "-m", "helpers.writers.forkserver"],
+            [str(python), "-m", "helpers.ground.forkserver"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -281,7 +281,7 @@ class _Server:
 
 
 WORKBOOK = Path(__file__).resolve().parents[2]
-"""Where the server starts, so that ``-m helpers.writers.forkserver`` is found (each child changes to its own folder)."""
+"""Where the server starts, so that ``-m helpers.ground.forkserver`` is found (each child changes to its own folder)."""
 _SERVERS: dict[tuple[int, str], _Server] = {}
 _SERVERS_LOCK = threading.Lock()
 
