@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from helpers.ground import config
+from helpers.producers import __main__ as cli
 from helpers.producers import (
     answer,
     cleanup,
@@ -24,6 +25,7 @@ from helpers.producers import (
     queue,
     results,
     run,
+    scenarios,
     spark_stream,
 )
 from helpers.producers.check import exactly_once
@@ -361,3 +363,38 @@ def test_the_inputs_hold_the_producers_ids(tmp_path):
     ids = spark_stream.stage_inputs(tmp_path / "inbox", producers=2, files=3, rows=10)
     read = pq.read_table(tmp_path / "inbox").column("id").to_pylist()
     assert sorted(read) == sorted(ids) and len(ids) == 60
+
+
+def test_the_run_at_the_limit_plans_only_commits_its_staged_files_can_fill(monkeypatch):
+    # the committer makes one warm-up commit and `rounds` blocks of `block` commits, each of
+    # max_files files; a commit it cannot fill waits for files nobody stages (it hung with 6)
+    for staged in range(scenarios.limit_files_needed(10), 400):
+        block = scenarios.limit_block(staged, 10)
+        assert block >= 1 and (1 + scenarios.LIMIT_ROUNDS * block) * 10 <= staged
+    assert scenarios.limit_block(8 * 40, 10) == 7  # the full run: 29 of its 32 commits measured
+    with pytest.raises(run.ProducersError, match="at least 50 staged files"):
+        scenarios.limit_block(2 * 3, 10)
+
+    def staged_anyway(*args, **kwargs):
+        raise AssertionError("files were staged for a run that cannot use them")
+
+    monkeypatch.setattr(scenarios, "Phase", staged_anyway)
+    with pytest.raises(run.ProducersError, match="not 6"):
+        scenarios.at_the_limit(None, None, producers=2, files=3, max_files=10)
+
+
+def test_too_few_files_for_the_run_at_the_limit_are_refused_before_anything_starts(
+    monkeypatch, capsys
+):
+    def started(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(cli, "full_run", started)
+    given = ["--producers", "1,2", "--files", "3", "--backends", "local", "--no-profile"]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(given)
+    assert stopped.value.code == 2
+    assert "pass --files 25 or more" in capsys.readouterr().err
+    parser = cli._parser()
+    enough = parser.parse_args(["--producers", "1,2", "--files", "25"])
+    assert cli._choices(parser, enough)[0] == [1, 2]

@@ -3,7 +3,7 @@ through one committer on local disk, Azure (Azurite) and S3 (moto; and versitygw
 serial limit and 8 racing writers on the same stores, in one run.
 
     python -m helpers.producers --publish                 # the full run, results in build/producers/full/, published
-    python -m helpers.producers --producers 1,2 --files 5 --name try
+    python -m helpers.producers --producers 1,2 --files 25 --name try
 
 The emulators must be running (``make producers`` starts and stops them). Exits 1 unless every
 run kept every row exactly once and no racing writer lost a commit.
@@ -24,7 +24,7 @@ from helpers.ground import config
 from helpers.producers import profile
 from helpers.producers import results as results_module
 from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
-from helpers.producers.scenarios import at_the_limit, throughput
+from helpers.producers.scenarios import at_the_limit, limit_files_needed, throughput
 from helpers.stores import storage
 
 PRODUCER_COUNTS = (1, 2, 4, 8)
@@ -303,8 +303,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str], list[str]]:
-    """The producer counts, backends and S3 servers the arguments name; a wrong one ends the
-    program with its usage line (:meth:`argparse.ArgumentParser.error`)."""
+    """The producer counts, backends and S3 servers the arguments name; a wrong one, or too few
+    files for the run at the limit (:func:`limit_files_needed`), ends the program with its usage
+    line (:meth:`argparse.ArgumentParser.error`), before anything starts."""
     try:
         counts = [int(v) for v in args.producers.split(",")]
         backends = [b for b in args.backends.split(",") if b]
@@ -325,6 +326,13 @@ def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str
         parser.error(
             "producer counts and files must be whole numbers >= 1, backends from "
             + ", ".join(BACKENDS)
+        )
+    needed = limit_files_needed(LIMIT_FILES_PER_COMMIT)
+    if max(counts) * args.files < needed:
+        parser.error(
+            f"--files {args.files}: the committer at the limit commits {LIMIT_FILES_PER_COMMIT} "
+            f"staged files per commit and needs at least {needed} staged by {max(counts)} "
+            f"producers; pass --files {-(-needed // max(counts))} or more"
         )
     return counts, backends, servers
 

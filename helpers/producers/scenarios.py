@@ -224,6 +224,30 @@ def throughput(
     }
 
 
+LIMIT_ROUNDS = 4
+"""The turns :func:`at_the_limit` takes by default (a block of the committer's and one of plain appends each)."""
+
+
+def limit_files_needed(max_files: int, rounds: int = LIMIT_ROUNDS) -> int:
+    """The staged files :func:`at_the_limit` needs at least: one warm-up commit and ``rounds``
+    blocks of at least one commit, each commit of ``max_files`` files."""
+    return (1 + rounds) * max_files
+
+
+def limit_block(staged: int, max_files: int, rounds: int = LIMIT_ROUNDS) -> int:
+    """The committer's commits per block in :func:`at_the_limit` with ``staged`` files: as many
+    whole commits of ``max_files`` as the files allow after one warm-up, shared out over
+    ``rounds`` blocks. Raises ProducersError when the files cannot fill one commit per block
+    (the committer would wait for files nobody stages)."""
+    needed = limit_files_needed(max_files, rounds)
+    if staged < needed:
+        raise ProducersError(
+            f"The committer at the limit needs at least {needed} staged files (a warm-up commit "
+            f"and {rounds} blocks, {max_files} files each), not {staged}: stage more files."
+        )
+    return (staged // max_files - 1) // rounds
+
+
 def at_the_limit(
     table: Table,
     appended: Table,
@@ -231,17 +255,19 @@ def at_the_limit(
     producers: int,
     files: int,
     max_files: int,
-    rounds: int = 4,
+    rounds: int = LIMIT_ROUNDS,
 ) -> dict:
     """The files staged first (``producers`` producers, ``files`` each, none running after), then,
     in one process, the committer alone (``max_files`` files per commit, back to back) and one
     writer appending alone to ``appended`` (a table of its own on the same store), in ``rounds`` turns of equal
     blocks (:func:`helpers.producers.profile.alternate`): each one's commits/s over its own blocks,
-    their ratio, and whether storage holds every row exactly once."""
+    their ratio, and whether storage holds every row exactly once. Fewer than
+    :func:`limit_files_needed` files are refused (ProducersError) before anything starts."""
     import json
     import subprocess
     import sys
 
+    block = limit_block(producers * files, max_files, rounds)  # before anything is staged
     counts = {p: files for p in range(1, producers + 1)}
     staging = Phase(table, "staged")
     for p in counts:
@@ -251,7 +277,6 @@ def at_the_limit(
     problems = staging.failed()
     if problems:
         raise ProducersError("; ".join(problems))
-    block = max(1, (producers * files // max_files - 1) // rounds)  # after one warm-up commit
     spec_path, result_path = table.run_dir / "limit.json", table.run_dir / "limit.result.json"
     spec_path.write_text(
         json.dumps(
