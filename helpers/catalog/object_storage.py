@@ -13,17 +13,20 @@ operator registers theirs:
   ``olai-uc-server-s3-vending-only-through-aws-sts``); the workbook's patched build calls the STS
   named by :data:`~helpers.catalog.server.STS_ENDPOINT_VARIABLE`, here the emulator's.
 
-Delta Spark reaches the store with the workbook's own settings (:mod:`helpers.spark.sessions`, stores
-``azure`` and ``s3``), not with the vended credential: the coordinator Delta registers for the
+Delta Spark reaches the store with the workbook's own settings (:func:`helpers.catalog.tables.spark_session`
+with the stores ``azure`` and ``s3``), not with the vended credential: the coordinator Delta registers for the
 session catalog asks the catalog to ratify commits, and Unity Catalog's Spark connector, which
 would hand the vended credential to Hadoop, is not obtainable here.
 
-Command line: ``<python> -m helpers.catalog.object_storage SPEC_JSON_FILE`` is one racing driver
+:func:`race_on` is one store's whole run (server, registration, table, race, checks), as notebook
+15's appendix C and ``tests/test_catalog_object_storage.py`` run it. Command line:
+``<python> -m helpers.catalog.object_storage SPEC_JSON_FILE`` is one racing driver
 (:func:`run_writer`), started by :func:`run_race`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -33,7 +36,7 @@ from urllib.parse import urlparse
 
 from helpers.catalog import server, tables
 from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
-from helpers.catalog.rest import API, DELTA, StagedTable, UnityCatalog
+from helpers.catalog.rest import API, DELTA, CatalogError, StagedTable, UnityCatalog
 from helpers.catalog.tables import COLUMNS
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
 from helpers.ground import config
@@ -162,7 +165,11 @@ def check(
 
 def start_server(root: Path, store: str) -> tuple[server.UCServer, str]:
     """A server whose managed tables live on ``store``, its state under ``root``; returns it and
-    its managed storage root. For S3 the patched build's setting names the emulator's STS."""
+    its managed storage root, on the workbook's bucket or container (made if missing). For S3 the
+    patched build's setting names the emulator's STS."""
+    from helpers.stores import storage
+
+    storage.ensure_container() if store == "azure" else storage.ensure_bucket()
     base = managed_root(store, uuid.uuid4().hex[:8])
     environment = {}
     if store == "s3" and config.profile() == "local":
@@ -238,23 +245,6 @@ def masked(vended: list[dict]) -> list[dict]:
     ]
 
 
-def session(
-    uri: str,
-    *stores: str,
-    creates_tables: bool = False,
-    app_name: str = "catalog-store",
-    extra_conf=None,
-):
-    """A Delta Spark session for ``stores`` whose catalog-managed tables commit through the server at
-    ``uri`` (a session already running takes the new server, as in :func:`helpers.catalog.tables.spark_session`)."""
-    from helpers.spark import sessions
-
-    conf = {**tables.session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
-    spark = sessions.spark_session(*stores, app_name=app_name, extra_conf=conf)
-    spark.conf.set(tables.URI_KEY, uri)
-    return spark
-
-
 def create(spark, catalog: UnityCatalog, staged: StagedTable, columns: str = COLUMNS) -> None:
     """Steps 2 and 3 of a table's creation on the store: Delta writes version 0 at the staged
     location, then the catalog registers it (:func:`helpers.catalog.tables.create` on local disk)."""
@@ -303,7 +293,7 @@ def run_writer(spec: dict) -> dict:
     result = new_result(spec)
 
     def prepare():
-        spark = session(
+        spark = tables.spark_session(
             spec["uri"],
             spec["store"],
             app_name=f"catalog-{spec['store']}-{spec['process']}",
@@ -347,6 +337,140 @@ def run_race(
     results, seconds = run_drivers(catalog, specs, run_dir, f"{writers} drivers on {store}")
     expected = {(w, b): ROWS_PER_BATCH for w, bs in batches.items() for b in bs}
     return Race(batches, results, check(catalog, name, run_dir / "store-copy", expected), seconds)
+
+
+def without_the_setting(root: Path) -> CatalogError:
+    """What the patched build answers when its setting is not set: a table staged on S3 from a server
+    started without :data:`~helpers.catalog.server.STS_ENDPOINT_VARIABLE`, the call it makes to
+    AWS's STS sent to a port of 127.0.0.1 where nothing listens (so nothing leaves the machine).
+    Returns the catalog's refusal."""
+    from helpers.ground import local_processes
+
+    base = managed_root("s3", "unset")
+    environment = {
+        server.STS_ENDPOINT_VARIABLE: "",
+        "HTTPS_PROXY": f"http://{config.LOCALHOST}:{local_processes.free_port()}",
+    }
+    with server.start(root, managed_storage_root=base, environment=environment) as uc:
+        catalog = UnityCatalog(uc.uri)
+        register_store(catalog, "s3", base)
+        try:
+            stage(catalog, "orders")
+        except CatalogError as refused:
+            return refused
+    raise AssertionError(
+        "the server staged a table on S3 without the setting: the patch is not inert"
+    )
+
+
+# -- one store's whole run --------------------------------------------------------------------------
+
+
+@dataclass
+class StoreRun:
+    """A catalog-managed table on one store, created through the catalog and raced: what the catalog
+    vended for it, what the store holds, and the race's checks."""
+
+    store: str
+    root: str
+    """The server's managed storage root on the store."""
+    location: str
+    """Where the catalog put the table."""
+    vended: list[dict]
+    """The credentials the catalog vended with the table, masked (:func:`masked`)."""
+    sts_minted: bool
+    """S3 only: the vended key is a session key from the store's STS (``ASIA...``), not the server's own."""
+    race: Race
+    keys: list[str]
+    """The table's objects on the store after the race, relative to its location."""
+    on_local_disk: list[str]
+    """Files the server's local folder holds for tables: none when the table lives on the store."""
+
+    def row(self) -> dict:
+        found = self.race.check
+        return {
+            "store": self.store,
+            "credential vended": ", ".join(sorted(k for c in self.vended for k in c["config"])),
+            "for exactly the table": [c["prefix"] for c in self.vended] == [self.location],
+            "versions published": f"0..{max(found.published)}" if found.published else "none",
+            "catalog's latest": found.catalog.latest_version,
+            "staged commits": sum(k.startswith("_delta_log/_staged_commits/") for k in self.keys),
+            "losers": len(found.losers),
+            "rows per batch": sorted(set(found.rows.values())),
+            "problems": len(found.problems),
+        }
+
+
+@contextlib.contextmanager
+def store_server(store: str, root: Path):
+    """A server whose managed storage is on ``store`` (:func:`start_server`), with the store
+    registered (:func:`register_store`); yields it and its managed storage root, then stops it."""
+    uc, base = start_server(root, store)
+    try:
+        register_store(UnityCatalog(uc.uri), store, base)
+        yield uc, base
+    finally:
+        uc.stop()
+
+
+def race_on(
+    spark,
+    store: str,
+    run_dir: Path,
+    *,
+    writers: int,
+    batches_per_writer: int,
+    running: tuple[server.UCServer, str] | None = None,
+) -> StoreRun:
+    """A table ``default.orders_<store>`` created through a server whose managed storage is on
+    ``store`` (``running``, from :func:`store_server`, or one of its own, stopped at the end) by
+    ``spark`` (a session that creates tables, with the store's jars:
+    :func:`helpers.catalog.tables.spark_session`), then raced by ``writers`` drivers, each appending
+    ``batches_per_writer`` batches, and checked from the store and the catalog."""
+    if running is None:
+        with store_server(store, run_dir / "server") as own:
+            return race_on(
+                spark,
+                store,
+                run_dir,
+                writers=writers,
+                batches_per_writer=batches_per_writer,
+                running=own,
+            )
+    uc, base = running
+    catalog = UnityCatalog(uc.uri)
+    name = f"orders_{store}"  # one session names both stores' tables in its session catalog
+    tables.forget(spark, name)
+    staged, vended = stage(catalog, name)
+    key = next((c["config"].get("s3.access-key-id", "") for c in vended), "")
+    previous = spark.conf.get(tables.URI_KEY, None)
+    spark.conf.set(tables.URI_KEY, uc.uri)
+    try:
+        create(spark, catalog, staged)
+    finally:
+        if previous is not None:
+            spark.conf.set(tables.URI_KEY, previous)
+    race = run_race(
+        catalog,
+        store,
+        name,
+        staged.location,
+        writers=writers,
+        batches_per_writer=batches_per_writer,
+        run_dir=run_dir / "race",
+    )
+    return StoreRun(
+        store,
+        base,
+        staged.location,
+        masked(vended),
+        key.startswith("ASIA") and key != config.EMULATOR_AWS_ACCESS_KEY_ID,
+        race,
+        list_keys(staged.location),
+        sorted(str(p.relative_to(uc.tables)) for p in uc.tables.rglob("*") if p.is_file())
+        if uc.tables.exists()
+        else [],
+    )
 
 
 if __name__ == "__main__":

@@ -76,14 +76,16 @@ def session_conf(uri: str, *, creates_tables: bool = False) -> dict[str, str]:
 
 def spark_session(
     uri: str,
-    *,
+    *stores: str,
     creates_tables: bool = False,
     app_name: str = "catalog-managed",
     extra_conf: dict[str, str] | None = None,
 ):
-    """A local Delta Spark session whose catalog-managed tables commit through the server at ``uri``."""
+    """A Delta Spark session whose catalog-managed tables commit through the server at ``uri``, with
+    the settings and jars of ``stores`` (default: local disk only; ``"azure"``, ``"s3"`` for tables
+    on object storage, :mod:`helpers.catalog.object_storage`)."""
     conf = {**session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
-    spark = sessions.spark_session("local", app_name=app_name, extra_conf=conf)
+    spark = sessions.spark_session(*(stores or ("local",)), app_name=app_name, extra_conf=conf)
     spark.conf.set(
         URI_KEY, uri
     )  # a session already running (a notebook run again) takes the new server
