@@ -2,10 +2,10 @@
 
 ::
 
-    from helpers.producers import run
+    from helpers.producers import run, scenarios
     table = run.Table.fresh("s3", "notebook-14/demo")
-    shown = run.survive_faults(table, producers=3, files=4)   # kills, a lost answer, clean-up, the verdict
-    row = run.throughput(table, producers=4, files=20)         # rows/s and commits/s, through one committer
+    shown = scenarios.survive_faults(table, producers=3, files=4)  # kills, a lost answer, the verdict
+    row = scenarios.throughput(table, producers=4, files=20)       # rows/s and commits/s, one committer
 
 Each producer and the committer is a process of its own in the current era's Python
 (:mod:`helpers.writers.processes`, forked by :mod:`helpers.ground.forkserver`), in a process group of its own so
