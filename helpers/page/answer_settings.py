@@ -13,24 +13,22 @@ from dataclasses import dataclass
 from helpers.catalog import server as uc_server
 from helpers.ground import config
 from helpers.page import boundaries as b
-from helpers.page.answer import (
+from helpers.page.answer import Cell, Results, link_of, remedy
+from helpers.page.answer_columns import COLUMNS
+from helpers.page.answer_engines import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
+from helpers.page.answer_evidence import Check
+from helpers.page.answer_matrix import (
     BY_DESIGN,
+    CONDITIONS,
     DUPLICATES,
     LOSES,
     MISREPORTS,
     NOT_MEASURED,
+    OP_WORDS,
     REFUSED,
     SAFE,
     WRONG,
-    Cell,
-    Results,
-    link_of,
-    remedy,
 )
-from helpers.page.answer_columns import COLUMNS
-from helpers.page.answer_engines import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
-from helpers.page.answer_evidence import Check
-from helpers.page.answer_matrix import CONDITIONS, OP_WORDS
 from helpers.page.answer_rows import ROWS
 from helpers.page.answer_sections import Section
 from helpers.spark.sessions import (

@@ -125,16 +125,7 @@ class RunResult:
 
     def table(self):
         """The columns worth showing, one row per writer (a pandas DataFrame)."""
-        shown = [
-            "writer_id",
-            "batch",
-            "outcome",
-            "snapshot_version",
-            "reported_version",
-            "rows",
-            "error_class",
-            "error_message",
-        ]
+        shown = RESULT_COLUMNS[: RESULT_COLUMNS.index("error_message") + 1]  # a new list
         if self.results["engine"].nunique() > 1 or self.results["era"].nunique() > 1:
             shown[1:1] = ["engine", "era"]
         frame = self.results[shown].copy()
