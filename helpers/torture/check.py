@@ -126,3 +126,16 @@ def incomplete_lock_items(table_uris: list[str]) -> list[str]:
     return sorted(
         item["fileName"] for item in items if str(item.get("complete", "")).lower() != "true"
     )
+
+
+def complete_items_without_commit(table_uris: list[str], commit_versions) -> list[str]:
+    """DynamoDB log-store items marked complete whose ``N.json`` is not in the log: a log store
+    that reads the lock table fails every later commit on them ("Invalid table version: N";
+    ``findings/deltalake-dynamodb-reclaim-after-a-refused-copy``)."""
+    items = [item for uri in table_uris for item in storage.lock_entries(uri)]
+    return sorted(
+        item["fileName"]
+        for item in items
+        if str(item.get("complete", "")).lower() == "true"
+        and delta_log.commit_version(delta_log.LOG_DIR + item["fileName"]) not in commit_versions
+    )

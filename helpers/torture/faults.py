@@ -27,7 +27,9 @@ awaiting its answer, where a lost answer makes deltalake commit one operation tw
 (``findings/deltalake-lost-commit-response-commits-twice``, shown on purpose by its reproducer),
 and, for deltalake's DynamoDB log store, the gap between its copy of a staged commit to ``N.json``
 and its delete of the staged file, which deltalake 1.5.1 cannot repair (``helpers/torture/wedge.py``
-shows it). No kill point lies in either, and a restart never lands in one by chance.
+shows it). No kill point lies in either, and a restart never lands in one by chance. For
+deltalake's DynamoDB log store they also hold a reader's repair of a commit its writer is still
+making (:mod:`helpers.torture.repair_hold`).
 """
 
 from __future__ import annotations
@@ -176,11 +178,18 @@ class KillGate(CommitGate):
     text); unarmed, a plain pass-through."""
 
     def __init__(
-        self, upstream: str, *, claim_style: str, windows: StopWindows | None = None
+        self,
+        upstream: str,
+        *,
+        claim_style: str,
+        windows: StopWindows | None = None,
+        repairs=None,
     ) -> None:
         super().__init__(upstream)
         self.claim_style = claim_style
         self.windows = windows
+        self.repairs = repairs
+        """A :class:`helpers.torture.repair_hold.RepairHold` shared by the protocol's gates, or None."""
         self.point: str | None = None
         self.pgid: int | None = None
         self.killed: dict | None = None
@@ -219,6 +228,18 @@ class KillGate(CommitGate):
         return lock is not None and self._own_claim is not None and lock.version == self._own_claim
 
     def forward(self, method: str, path: str, headers, body):
+        if self.repairs is None:
+            return self._forward_in_windows(method, path, headers, body)
+        self.repairs.before(self, method, path, headers, body)
+        status = None
+        try:
+            answer = self._forward_in_windows(method, path, headers, body)
+            status = answer[0]
+            return answer
+        finally:
+            self.repairs.after(self, method, path, headers, body, status)
+
+    def _forward_in_windows(self, method: str, path: str, headers, body):
         if self.windows is None:
             return self._forward(
                 method, path, headers, body, step_of(method, path, headers, body, self.claim_style)

@@ -17,7 +17,7 @@ from helpers.ground import config, local_processes
 from helpers.ground.progress import RunProgress
 from helpers.runs import runner
 from helpers.stores import services, storage
-from helpers.torture import faults, plan
+from helpers.torture import faults, plan, repair_hold
 from helpers.torture.plan import Group, Protocol
 from helpers.writers import processes
 from helpers.writers.protocol import open_barrier
@@ -152,6 +152,8 @@ class ProtocolRun:
         """The process whose gate is armed, until it is killed or ends."""
         self.restarts_made: list[dict] = []
         self.stop_windows = faults.StopWindows()
+        self.repair_hold = repair_hold.RepairHold(alive=self._gate_alive)
+        """Shared by the gates of deltalake's DynamoDB log store (:mod:`helpers.torture.repair_hold`)."""
         self.slots: list[_Slot] = []
         ids = iter(self.operations)
         for group in proto.groups:
@@ -226,6 +228,9 @@ class ProtocolRun:
                 config.azurite_endpoint() if backend == "azure" else config.s3_emulator_endpoint(),
                 claim_style="dynamodb" if slot.group.commit == "s3-dynamodb" else "object",
                 windows=self.stop_windows,
+                repairs=self.repair_hold
+                if slot.group.engine == "deltalake" and slot.group.commit == "s3-dynamodb"
+                else None,
             )
             options = (
                 gate.route_azure(options)
@@ -265,6 +270,16 @@ class ProtocolRun:
             gate.pgid = inc.process.pid
         slot.incarnations.append(inc)
         return inc
+
+    def _gate_alive(self, gate: faults.KillGate) -> bool:
+        """Whether the process behind ``gate`` runs (or is being started: its gate comes first)."""
+        if gate.killed is not None:
+            return False
+        for slot in self.slots:
+            for inc in slot.incarnations:
+                if inc.gate is gate:
+                    return inc.process.poll() is None
+        return True
 
     def _failure(self, inc: _Incarnation) -> TortureError:
         try:

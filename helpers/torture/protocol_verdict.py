@@ -140,6 +140,7 @@ class Verdict:
             "restarts_planned": prun.restarts_planned,
             "restarts": len(prun.restarts_made),
             "open_retries": sum(1 for e in outcome["events"] if e["event"] == "open_retry"),
+            "repairs_held": prun.repair_hold.held,
         }
         self.problems: list[str] = []
         self.readers: dict[str, dict] = {}
@@ -153,13 +154,10 @@ class Verdict:
         the operations, the orphans; then VACUUM (delta-rs protocols; Spark's come with the Spark read)."""
         first = self.proto.groups[0]
         table = {"table_uri": self.prun.uri(first), "storage_options": first.storage_options()}
-        folder = self.prun.folder
         stores = (
             ("s3", "dynamodb") if first.commit == "s3-dynamodb" else ("s3",)
         )  # for a Spark reader
-        self.readers["recovery"] = run_reader(
-            folder, "recovery", first.era, first.engine, [table], stores
-        )[0]
+        self._read("recovery", first.era, first.engine, [table], stores)
         self.row["recovered_by"] = f"{first.engine} ({first.era})"
         check = integrity.check_table(self.uri)
         self.problems += integrity_findings("table", check)
@@ -200,12 +198,29 @@ class Verdict:
                 self.problems.append(
                     f"{len(incomplete)} DynamoDB item(s) still incomplete after the next reader: {incomplete[:5]}"
                 )
+            phantom = checker.complete_items_without_commit(
+                [*self.prun.table_uris, spark_uri(self.uri)], check.commit_versions
+            )
+            self.row["complete_items_without_commit"] = len(phantom)
+            if phantom:
+                self.problems.append(
+                    f"{len(phantom)} DynamoDB item(s) complete without their commit file "
+                    f"({phantom[:5]}): every later commit through the lock table fails "
+                    "(findings/deltalake-dynamodb-reclaim-after-a-refused-copy)"
+                )
         if first.engine == "deltalake" and self.proto.safe:
-            self.readers["vacuum"] = run_reader(
-                folder, "vacuum", first.era, "deltalake", [{**table, "vacuum": True}]
-            )[0]
+            self._read("vacuum", first.era, "deltalake", [{**table, "vacuum": True}])
         _, kernel = audit.rows_by_batch(self.uri, first.storage_options(), None)
         self.readers["kernel deltalake"] = {"rows_by_batch": kernel}
+
+    def _read(self, name: str, era: str, engine: str, tables: list[dict], stores=()) -> None:
+        """One of the checker's readers (:func:`run_reader`) on the table: its result in
+        ``readers``, or its failure among the problems (a table its own library cannot read or
+        vacuum has broken a promise; the run goes on, so that its figures are saved)."""
+        try:
+            self.readers[name] = run_reader(self.prun.folder, name, era, engine, tables, stores)[0]
+        except TortureError as failed:
+            self.problems.append(str(failed))
 
     def spark_table(self) -> dict:
         return {

@@ -172,19 +172,22 @@ def _run_protocols(
             verdict = Verdict(prun, prun.run())
             verdict.recover_and_check()
             verdicts.append(verdict)
-        spark_results = (
-            run_reader(
-                folder,
-                "spark-reader",
-                plan.CURRENT,
-                "spark",
-                [v.spark_table() for v in verdicts],
-                ("s3", "dynamodb", "azure"),
-            )
-            if spark_read
-            else [None] * len(verdicts)
-        )
+        spark_results, spark_failed = [None] * len(verdicts), None
+        if spark_read:
+            try:
+                spark_results = run_reader(
+                    folder,
+                    "spark-reader",
+                    plan.CURRENT,
+                    "spark",
+                    [v.spark_table() for v in verdicts],
+                    ("s3", "dynamodb", "azure"),
+                )
+            except TortureError as failed:  # every table's Spark read is missing: say so for each
+                spark_failed = str(failed)
         for verdict, spark_result in zip(verdicts, spark_results):
+            if spark_failed:
+                verdict.problems.append(spark_failed)
             verdict.finish(spark_result)
     return verdicts
 

@@ -22,8 +22,9 @@ def check_run(check, results, *, min_commits: int) -> None:
       version 0 is tagged;
     * a safe protocol: no acknowledged operation lost; at least ``min_commits`` commits;
       commits = acknowledged + landed unacknowledged; no problem the checker found; some deletes
-      committed; no orphan after VACUUM; no incomplete DynamoDB item; the planned kill points hit,
-      no killed operation in two commits; the planned restarts made;
+      committed; no orphan after VACUUM; no DynamoDB item incomplete, nor complete without its
+      commit file; the planned kill points hit, no killed operation in two commits; the planned
+      restarts made;
     * an unsafe protocol: the checker finds the acknowledged operations it lost.
     """
     meta = results.meta
@@ -105,6 +106,14 @@ def _check_safe_protocol(
     check.equal(f"{name}: orphaned files left after VACUUM", int(row["orphans_after_vacuum"]), 0)
     if proto.dynamodb:
         check.equal(f"{name}: DynamoDB items left incomplete", int(row["incomplete_lock_items"]), 0)
+        if (
+            "complete_items_without_commit" in row.index
+        ):  # runs before 2026-11-28 did not count them
+            check.equal(
+                f"{name}: DynamoDB items complete without their commit file",
+                int(row["complete_items_without_commit"]),
+                0,
+            )
     if proto.kill_points:
         check.equal(
             f"{name}: kill points hit",
