@@ -540,3 +540,29 @@ def test_no_report_or_reproducer_names_the_workbooks_internals():
         if hits:
             found[str(path.relative_to(FINDINGS))] = hits
     assert not found, f"workbook internals named where a maintainer reads: {found}"
+
+
+def test_create_write_transaction_still_leaves_its_table_behind(tmp_path):
+    """The Python binding drops the finalized commit of ``create_write_transaction``: the object stays
+    at version 0 after committing version 1, and the next batch with the same app id is refused as
+    concurrent with its own previous commit (measured by hand: 1.6.3 the same, 1.5.1 stale too but
+    writes no ``txn`` action, so its next batch commits)."""
+    current = eras.era(eras.CURRENT)
+    done = _reproduce(
+        "deltalake-create-write-transaction-leaves-the-table-behind",
+        eras.python_for(eras.CURRENT),
+        tmp_path,
+    )
+    assert f"deltalake {current.deltalake_version}," in done.stdout, done.stdout + done.stderr
+    _assert_still_reproduces(
+        done,
+        f"create_write_transaction leaving its DeltaTable behind (deltalake {current.deltalake_version})",
+    )
+    for line in (
+        "   dt says:                 version() = 0, transaction_version('nightly-ingest') = None",
+        "   a new DeltaTable says:   version() = 1, transaction_version('nightly-ingest') = 1",
+        "2. dt.create_write_transaction(batch 2, Transaction('nightly-ingest', 2)): refused: "
+        "CommitFailedError: Failed to commit transaction: Concurrent transaction failed.",
+        "dt2 says: version() = 2, transaction_version('nightly-ingest') = 2",
+    ):
+        assert line in done.stdout, f"missing: {line}\n{done.stdout}"
