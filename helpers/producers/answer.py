@@ -80,7 +80,7 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
         "producer running, in turns with one writer appending alone to a table of its own, so that both meet the "
         "same load.",
         "",
-        _targets(top, alone) + _per_commit(found),
+        _targets(top, alone) + _per_commit(found) + _refresh_cause(found),
         "",
     ]
     lines += _more_cores(found)
@@ -139,6 +139,35 @@ def _per_commit(found) -> str:
             + " for one plain append (its refresh reads its own commit back; one listing of a page of "
             "markers serves several commits; notebook 14 §4 has every step)."
         )
+        if parts
+        else ""
+    )
+
+
+def _refresh_cause(found) -> str:
+    """Where a committer's commit pays more than a plain append's: its refresh, from the run's profile."""
+    if found.profile is None or not len(found.profile):
+        return ""
+    refresh = found.profile[found.profile.step == "refresh"].set_index(["backend", "variant"])
+    parts = [
+        f"{STORES.get(backend, backend)} {mine.seconds_median * 1000:.1f} ms"
+        + (f" and {mine.requests_median:g} requests" if backend != "local" else "")
+        + f" against {plain.seconds_median * 1000:.1f} ms"
+        + (f" and {plain.requests_median:g}" if backend != "local" else "")
+        for backend in dict.fromkeys(found.profile.backend)
+        if (backend, "committer") in refresh.index and (backend, "plain append") in refresh.index
+        for mine, plain in [
+            (refresh.loc[(backend, "committer")], refresh.loc[(backend, "plain append")])
+        ]
+    ]
+    return (
+        " The cause measured: after each commit the committer reads its table again, because "
+        "deltalake 1.6.6's `create_write_transaction` leaves the `DeltaTable` at the version it "
+        "read ([a finding](../findings/deltalake-create-write-transaction-leaves-the-table-behind/"
+        "REPORT.md): without that refresh its next commit is refused as concurrent with its own "
+        "last one), where `write_deltalake` keeps its table current; its refresh took "
+        + "; ".join(parts)
+        + " for a plain append's."
         if parts
         else ""
     )
