@@ -109,7 +109,7 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3; about 5 min on 2 cores; CI runs it after make test)
+test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver; about 6 min on 2 cores; CI runs it after make test)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)

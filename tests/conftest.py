@@ -48,24 +48,23 @@ def table_name(request) -> str:
 
 # `make test` runs pytest-xdist with three workers, one file (one notebook) at a time each, in the
 # order below (`--dist loadfile --no-loadscope-reorder`). xdist gives each worker one file, then a
-# second to any worker with at most two tests left: so 09 and 12, the longest, start at once on
-# a worker each (with TEST_WORKERS=2, 12 queues behind the trivial file), and the other worker
-# takes everything else meanwhile; the rest follow, slowest first, so that no worker is left with a long file at the end
-# (seconds: a warm `make test` on the 2-core machine, 2026-11-28).
+# second to any worker with at most two tests left: so 09 and 12 start at once on a worker each
+# (with TEST_WORKERS=2, 12 queues behind the trivial file), and the other worker takes everything
+# else meanwhile; the rest follow, slowest first. Notebook 15, now the longest, waits for one of
+# the first: started first, beside 09 and 13 (three files of Spark drivers at once on 2 cores), it
+# took 450 s instead of 370 s and the run was no shorter (seconds: a warm `make test` on the
+# 2-core machine, 2026-11-28, three files at once).
 RUN_FIRST = (
-    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~230 s: 8 Spark drivers
+    "notebooks/09_spark_multi_cluster_s3.ipynb",  # ~210 s: 8 Spark drivers
     "tests/test_preflight.py",  # < 1 s: queues behind 09 with two workers, so keep it trivial
-    "notebooks/12_torture.ipynb",  # ~165 s: the delta-rs protocols' bounded torture subset (emulators of its own)
+    "notebooks/12_torture.ipynb",  # ~140 s: the delta-rs protocols' bounded torture subset (emulators of its own)
     "notebooks/13_conflict_matrix.ipynb",  # ~150 s: pairs raced in deltalake 1.6.6 and Delta Spark, and the full matrix's anomalies again
-    "notebooks/10_small_files.ipynb",  # ~130 s: Spark maintenance on a twin table
-    "notebooks/15_catalog_managed_tables.ipynb",  # ~120 s: Spark drivers through the Unity Catalog server
-    "notebooks/14_many_producers.ipynb",  # ~90 s: producers, the committer, kills, and Spark's foreachBatch
-    "tests/test_bench_run.py",  # one Spark driver with writer threads, through the request meter
+    "notebooks/10_small_files.ipynb",  # ~115 s: Spark maintenance on a twin table
+    "notebooks/15_catalog_managed_tables.ipynb",  # ~370 s: Spark drivers and Java Delta Kernel through Unity Catalog servers, on local disk, Azurite and S3
+    "notebooks/14_many_producers.ipynb",  # ~60 s: producers, the committer, kills, and Spark's foreachBatch
     "tests/test_copy_safe.py",  # the copy cells run against the emulators, Spark's among them
     "notebooks/08_s3_conditional_writes_today.ipynb",
-    "tests/test_writer_spark.py",
     "notebooks/00_environment_check.ipynb",
-    "tests/test_matrix_mixed.py",  # one mixed pair: deltalake 1.5.1 and a held Spark driver
     "notebooks/11_commit_throughput.ipynb",  # the benchmark's small run: writer processes on moto and Azurite
     "tests/test_lessons_follow_parameters.py",
     "tests/test_privacy.py",  # Daft writers and notebook 00 under the no-egress hook
@@ -76,13 +75,17 @@ RUN_FIRST = (
 )
 
 
-# Tests that hold the evidence of a finding or a store rather than a lesson, and take minutes of
-# Spark: marked `heavy`, so that `make test` (`-m "not heavy"`) keeps within its 10 minutes and
-# `make test-heavy` (`-m heavy`, which CI runs after make test) runs them. Run alone by path, they run.
+# Tests that hold the evidence of a finding, a store or a harness rather than a lesson, and take
+# minutes of Spark: marked `heavy`, so that `make test` (`-m "not heavy"`) keeps within its 10
+# minutes and `make test-heavy` (`-m heavy`, which CI runs after make test) runs them. Run alone by
+# path, they run.
 HEAVY = (
     "tests/test_findings.py",  # ~105 s: each finding's reproducer, with the era it names
     "tests/test_spark_dynamodb_log_store.py",  # ~110 s: two Spark drivers against the unfinished-commit states
     "tests/test_catalog_object_storage.py",  # ~75 s: catalog-managed tables raced on Azurite and on S3
+    "tests/test_writer_spark.py",  # ~45 s: Spark writer processes, and deltalake 1.5.1 taking its turn through Spark's lock table
+    "tests/test_matrix_mixed.py",  # ~35 s: one mixed pair, deltalake 1.5.1 and a held Spark driver (`make matrix-mixed`'s evidence)
+    "tests/test_bench_run.py",  # ~30 s: one Spark driver with writer threads, through the benchmark's request meter
 )
 
 
