@@ -483,7 +483,8 @@ def test_orphans_are_the_data_files_no_commit_ever_added(tmp_path):
 @pytest.mark.services
 def test_incomplete_lock_items_are_those_not_marked_complete(stores, table_name):
     """A DynamoDB log store's item is written incomplete, then marked ``complete=true`` once its
-    commit file is copied; a writer that died in between leaves it incomplete."""
+    commit file is copied; a writer that died in between leaves it incomplete. An item complete
+    for a version the log does not hold is the other way a table is stuck."""
     from helpers.stores import storage, tables
 
     uri, lock_table = tables.s3_uri(table_name), config.names().dynamodb_lock_table
@@ -503,11 +504,16 @@ def test_incomplete_lock_items_are_those_not_marked_complete(stores, table_name)
             item["complete"] = {"S": complete}
         client.put_item(TableName=lock_table, Item=item)
     try:
-        assert check.incomplete_lock_items([uri]) == [
+        found = check.lock_items([uri])
+        assert check.incomplete_lock_items(found) == [
             delta_log.commit_file_name(2),
             delta_log.commit_file_name(3),
         ]
-        assert check.incomplete_lock_items([uri + "-other"]) == []
+        assert check.complete_items_without_commit(found, commit_versions=[0, 2, 3]) == [
+            delta_log.commit_file_name(1)
+        ]  # 1 is complete, and the log has no 1.json
+        assert check.complete_items_without_commit(found, commit_versions=[0, 1]) == []
+        assert check.lock_items([uri + "-other"]) == []
     finally:
         storage.delete_lock_entries(uri)
 

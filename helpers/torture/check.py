@@ -120,19 +120,22 @@ def orphans(table_uri: str, check: integrity.Check) -> list[str]:
     )
 
 
-def incomplete_lock_items(table_uris: list[str]) -> list[str]:
-    """DynamoDB log-store items of the table not marked complete (the item's file name each)."""
-    items = [item for uri in table_uris for item in storage.lock_entries(uri)]
+def lock_items(table_uris: list[str]) -> list[dict]:
+    """The DynamoDB log-store items of the tables (:func:`helpers.stores.storage.lock_entries`)."""
+    return [item for uri in table_uris for item in storage.lock_entries(uri)]
+
+
+def incomplete_lock_items(items: list[dict]) -> list[str]:
+    """The items (:func:`lock_items`) not marked complete (the item's file name each)."""
     return sorted(
         item["fileName"] for item in items if str(item.get("complete", "")).lower() != "true"
     )
 
 
-def complete_items_without_commit(table_uris: list[str], commit_versions) -> list[str]:
-    """DynamoDB log-store items marked complete whose ``N.json`` is not in the log: a log store
-    that reads the lock table fails every later commit on them ("Invalid table version: N";
+def complete_items_without_commit(items: list[dict], commit_versions) -> list[str]:
+    """The items (:func:`lock_items`) marked complete whose ``N.json`` is not in the log: a log
+    store that reads the lock table fails every later commit on them ("Invalid table version: N";
     ``findings/deltalake-dynamodb-reclaim-after-a-refused-copy``)."""
-    items = [item for uri in table_uris for item in storage.lock_entries(uri)]
     return sorted(
         item["fileName"]
         for item in items

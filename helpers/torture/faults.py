@@ -96,12 +96,15 @@ def copy_completion(method: str, path: str, headers) -> bool:
     )
 
 
+def staged_name(key: str) -> str | None:
+    """The staged commit file's name (``_commit_<uuid>.json.tmp``) if ``key`` (a path, URL-quoted
+    or not; a DynamoDB item's ``tempPath``) names one, else None."""
+    name = unquote(key).rsplit("/", 1)[-1]
+    return name if integrity.KNOWN_LOG_FILES["staged file"].match(name) else None
+
+
 def _is_staged(key: str) -> bool:
-    return (
-        delta_log.LOG_DIR in key
-        and integrity.KNOWN_LOG_FILES["staged file"].match(key.split(delta_log.LOG_DIR, 1)[1])
-        is not None
-    )
+    return delta_log.LOG_DIR in key and staged_name(key) is not None
 
 
 def staged_cleanup(method: str, path: str, body: bytes | None = None) -> bool:

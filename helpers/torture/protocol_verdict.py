@@ -192,15 +192,14 @@ class Verdict:
             any(e in (o["error"] or "") for e in endpoints) for o in down
         )
         if self.proto.dynamodb:
-            incomplete = checker.incomplete_lock_items([*self.prun.table_uris, spark_uri(self.uri)])
+            items = checker.lock_items([*self.prun.table_uris, spark_uri(self.uri)])
+            incomplete = checker.incomplete_lock_items(items)
             self.row["incomplete_lock_items"] = len(incomplete)
             if incomplete:
                 self.problems.append(
                     f"{len(incomplete)} DynamoDB item(s) still incomplete after the next reader: {incomplete[:5]}"
                 )
-            phantom = checker.complete_items_without_commit(
-                [*self.prun.table_uris, spark_uri(self.uri)], check.commit_versions
-            )
+            phantom = checker.complete_items_without_commit(items, check.commit_versions)
             self.row["complete_items_without_commit"] = len(phantom)
             if phantom:
                 self.problems.append(

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from helpers.bench.meter import COPY_SOURCE_HEADERS, claim_of_request, header_value
-from helpers.delta import delta_log, integrity
+from helpers.delta import delta_log
 from helpers.runs.gate_log import parse_lock_request
-from helpers.torture.faults import staged_cleanup
+from helpers.torture.faults import staged_cleanup, staged_name
 
 RECHECK_S = 0.1
 """How often a held copy looks again whether its writer still lives (not a deadline: it waits
@@ -47,16 +47,16 @@ class _Move:
     version: int
 
 
-def staged_name(key: str) -> str | None:
-    """The staged commit file's name if ``key`` (a path, URL-quoted or not) is one, else None."""
-    name = unquote(key).rsplit("/", 1)[-1]
-    return name if integrity.KNOWN_LOG_FILES["staged file"].match(name) else None
-
-
 def copy_source(headers) -> str | None:
     """The staged file a copy request reads from, or None for any other request."""
     source = next((v for h in COPY_SOURCE_HEADERS if (v := header_value(headers, h))), None)
     return staged_name(urlparse(source).path) if source else None
+
+
+def _marks(move: _Move, headers, body) -> bool:
+    """Does the request mark the move's lock item complete?"""
+    lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
+    return lock is not None and lock.operation == "UpdateItem" and lock.version == move.version
 
 
 class RepairHold:
@@ -82,10 +82,7 @@ class RepairHold:
         key = unquote(urlparse(path).path)
         if key.rsplit("/", 1)[-1] == delta_log.commit_file_name(move.version):
             return True  # the copy to N.json: its upload, its part, its completion or abort
-        if staged_cleanup(method, path, body):
-            return True
-        lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
-        return lock is not None and lock.operation == "UpdateItem" and lock.version == move.version
+        return staged_cleanup(method, path, body) or _marks(move, headers, body)
 
     def before(self, gate, method: str, path: str, headers, body) -> None:
         """Called by a gate before it forwards a request: ends its move if the request is not part
@@ -122,6 +119,5 @@ class RepairHold:
             if claim is not None and (status is None or status >= 300):
                 self._end(gate)
                 return
-            lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
-            if lock is not None and lock.operation == "UpdateItem" and lock.version == move.version:
+            if _marks(move, headers, body):
                 self._end(gate)

@@ -106,9 +106,8 @@ def _check_safe_protocol(
     check.equal(f"{name}: orphaned files left after VACUUM", int(row["orphans_after_vacuum"]), 0)
     if proto.dynamodb:
         check.equal(f"{name}: DynamoDB items left incomplete", int(row["incomplete_lock_items"]), 0)
-        if (
-            "complete_items_without_commit" in row.index
-        ):  # runs before 2026-11-28 did not count them
+        # runs saved before 2026-11-28 did not count them
+        if "complete_items_without_commit" in row.index:
             check.equal(
                 f"{name}: DynamoDB items complete without their commit file",
                 int(row["complete_items_without_commit"]),
