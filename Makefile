@@ -116,7 +116,7 @@ bench: install ## the commit-throughput benchmark, every protocol and writer cou
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 	$(PY) -m helpers.runs.full_runs publish bench build/bench/full
 
-producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with a commit profiled step by step, its cost against the queue's length and the committer alone on staged files (11 min on a shared 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
+producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with 100 commits profiled step by step, their cost against the queue's length and the committer alone on staged files (11 min on an idle 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
 	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw --publish $(PRODUCERS_ARGS)
 
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)

@@ -18,10 +18,11 @@ from helpers.producers import __main__ as cli
 from helpers.producers import (
     answer,
     cleanup,
+    commit_steps,
     committer,
+    figures,
     layout,
     producer,
-    profile,
     queue,
     results,
     run,
@@ -179,11 +180,11 @@ def test_on_a_store_that_lists_in_order_each_marker_is_listed_once_and_one_hande
 ):
     table = run.Table.fresh(backend, f"test-producers/queue-{uuid.uuid4().hex[:8]}")
     try:
-        profile.stage(table, 2, range(1, 26), data=False)
+        commit_steps.stage(table, 2, range(1, 26), data=False)
         found = queue.open_queue(table.uri, table.options)
         seen: list[str] = []
         first = found.waiting(10)
-        profile.stage(
+        commit_steps.stage(
             table, 1, (1,), data=False
         )  # handed over mid-pass, named before every marker listed
         batch = first
@@ -225,9 +226,9 @@ def test_a_store_listing_that_never_starts_again_from_the_first_name_fails_the_e
             {"committer": "c1", "table_uri": table.uri, "storage_options": table.options}
         )
         found.queue = _never_from_the_start(queue.open_queue(table.uri, table.options))
-        profile.stage(table, 2, (1, 2))
+        commit_steps.stage(table, 2, (1, 2))
         _drain(found, tmp_path)
-        profile.stage(table, 1, (1,))  # handed over later, named before producer 2's: skipped
+        commit_steps.stage(table, 1, (1,))  # handed over later, named before producer 2's: skipped
         _drain(found, tmp_path)
         verdict = table.verdict({1: 1, 2: 2})
         assert (verdict.missing_ids, verdict.exactly_once) == (10, False)
@@ -287,12 +288,49 @@ def test_the_answer_section_is_rendered_from_the_committed_run():
     text = answer.what_to_build(found)
     assert text.startswith(answer.HEADING)
     top = found.runs[found.runs.producers == found.runs.producers.max()]
-    assert text.count("\n| ") == 2 + len(top)  # the header, its rule, one row per store
+    assert text.count("\n| ") == 2 * (2 + len(top))  # two tables: a header, its rule, a row a store
     for store, row in top.set_index("backend").iterrows():  # s3, or s3@moto and s3@versitygw
         assert (
             f"| {answer.STORES[store]} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} |" in text
         )
     assert found.meta["date"][:10] in text
+
+
+def test_the_answer_section_sets_each_queue_length_beside_a_plain_append_and_times_the_refresh():
+    found = results.load(config.DATA_DIR / "full_runs" / results.KIND)
+    text = answer.what_to_build(found)
+    whole = found.queue[found.queue.step == "whole commit"]
+    for backend, group in whole.groupby("backend", sort=False):
+        ms = {
+            v: " / ".join(
+                f"{t * 1000:.0f}"
+                for t in group[group.variant == v].sort_values("waiting").seconds_median
+            )
+            for v in ("committer", "plain append")
+        }
+        assert (
+            f"{answer.STORES[backend]} {ms['committer']} ms against {ms['plain append']} (" in text
+        )
+    assert set(whole[whole.variant == "committer"].markers_listed_median) == {10}
+    table = figures.queue_table(found.queue)
+    assert (table["committer / plain append"] > 0).all() and len(table) == len(whole) // 3
+    refresh = found.profile[
+        (found.profile.step == "refresh") & (found.profile.variant == "committer")
+    ]
+    assert (refresh.commits == 100).all() and refresh.seconds_median_late.notna().all()
+    assert "first 20 commits → commits 80 to 99" in text
+    header, *cause_rows = [
+        line for line in text.splitlines() if line.startswith("| ") and " → " in line
+    ]
+    assert "first 20 commits → commits 80 to 99 |" in header
+    assert len(cause_rows) == len(refresh)  # the cause's table: one row a store
+    for backend, row in refresh.set_index("backend").iterrows():
+        early, late = row.seconds_median_early * 1000, row.seconds_median_late * 1000
+        assert any(
+            line.startswith(f"| {answer.STORES[backend]} | ")
+            and line.endswith(f"| {early:.1f} → {late:.1f} |")
+            for line in cause_rows
+        )
 
 
 # -- §5, Spark: the pure parts (the run itself is the notebook's) --------------------------------------
@@ -368,11 +406,11 @@ def test_the_inputs_hold_the_producers_ids(tmp_path):
 def test_the_run_at_the_limit_plans_only_commits_its_staged_files_can_fill(monkeypatch):
     # the committer makes one warm-up commit and `rounds` blocks of `block` commits, each of
     # max_files files; a commit it cannot fill waits for files nobody stages (it hung with 6)
-    for staged in range(scenarios.limit_files_needed(10), 400):
-        block = scenarios.limit_block(staged, 10)
-        assert block >= 1 and (1 + scenarios.LIMIT_ROUNDS * block) * 10 <= staged
-    assert scenarios.limit_block(8 * 40, 10) == 7  # the full run: 29 of its 32 commits measured
-    with pytest.raises(run.ProducersError, match="at least 50 staged files"):
+    for staged in range(scenarios.limit_files_needed(10, rounds=4), 400):
+        block = scenarios.limit_block(staged, 10, rounds=4)
+        assert block >= 1 and (1 + 4 * block) * 10 <= staged
+    assert scenarios.limit_block(8 * 40, 10, rounds=4) == 7  # 4 rounds: 29 of 32 commits measured
+    with pytest.raises(run.ProducersError, match="at least 110 staged files"):
         scenarios.limit_block(2 * 3, 10)
 
     def staged_anyway(*args, **kwargs):
@@ -383,18 +421,13 @@ def test_the_run_at_the_limit_plans_only_commits_its_staged_files_can_fill(monke
         scenarios.at_the_limit(None, None, producers=2, files=3, max_files=10)
 
 
-def test_too_few_files_for_the_run_at_the_limit_are_refused_before_anything_starts(
-    monkeypatch, capsys
-):
-    def started(*args, **kwargs):
-        raise AssertionError("the run started")
-
-    monkeypatch.setattr(cli, "full_run", started)
-    given = ["--producers", "1,2", "--files", "3", "--backends", "local", "--no-profile"]
-    with pytest.raises(SystemExit) as stopped:
-        cli.main(given)
-    assert stopped.value.code == 2
-    assert "pass --files 25 or more" in capsys.readouterr().err
+def test_the_run_at_the_limit_stages_its_own_files_whatever_files_says():
+    # --files sets the producers' runs; the limit's producers stage a warm-up commit and
+    # LIMIT_ROUNDS blocks of LIMIT_BLOCK commits, so 3 files each is no longer refused
     parser = cli._parser()
-    enough = parser.parse_args(["--producers", "1,2", "--files", "25"])
-    assert cli._choices(parser, enough)[0] == [1, 2]
+    few = parser.parse_args(["--producers", "1,2", "--files", "3"])
+    assert cli._choices(parser, few)[0] == [1, 2]
+    for producers in (1, 2, 3, 8):
+        files = scenarios.limit_files_per_producer(producers, 10)
+        assert scenarios.limit_block(producers * files, 10) == scenarios.LIMIT_BLOCK
+        assert (files - 1) * producers < (1 + scenarios.LIMIT_ROUNDS * scenarios.LIMIT_BLOCK) * 10

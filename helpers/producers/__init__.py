@@ -13,6 +13,8 @@ idempotent-write id, so a restart or a lost answer commits every batch exactly o
 * :mod:`helpers.producers.results`, :mod:`helpers.producers.answer`: the full run's tables, and the answer page's section;
 * :mod:`helpers.producers.profile`, :mod:`helpers.producers.figures`: a commit step by step beside a plain append, its
   cost against the queue's length; their tables, plot and the model for more cores;
+  :mod:`helpers.producers.commit_steps`: the process that commits and times each step, for the
+  profile and for the committer alone at the serial limit;
 * :mod:`helpers.producers.spark_stream`: Structured Streaming's ``foreachBatch`` with ``txnAppId`` / ``txnVersion``.
 
 ``python -m helpers.producers`` (``make producers``) makes the full run.

@@ -21,10 +21,10 @@ from datetime import datetime, timezone
 from helpers.bench import run as bench
 from helpers.bench.meter import RequestMeter, upstream
 from helpers.ground import config
-from helpers.producers import profile
+from helpers.producers import profile, scenarios
 from helpers.producers import results as results_module
 from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
-from helpers.producers.scenarios import at_the_limit, limit_files_needed, throughput
+from helpers.producers.scenarios import at_the_limit, limit_files_per_producer, throughput
 from helpers.stores import storage
 
 PRODUCER_COUNTS = (1, 2, 4, 8)
@@ -112,8 +112,10 @@ def _producer_rows(backend: str, store: str, where: str, producer_counts, files:
     return rows
 
 
-def _limit_row(backend: str, store: str, where: str, producers: int, files: int) -> dict:
-    """:func:`at_the_limit` on a staged table and a table of its own for the plain appends."""
+def _limit_row(backend: str, store: str, where: str, producers: int) -> dict:
+    """:func:`at_the_limit` on a staged table (``producers`` stage the files of
+    :data:`~helpers.producers.scenarios.LIMIT_BLOCK` commits a block) and a table of its own for
+    the plain appends."""
     table = Table.fresh(backend, f"{where}-staged")
     appended = Table.fresh(backend, f"{where}-append")
     row = {
@@ -121,7 +123,7 @@ def _limit_row(backend: str, store: str, where: str, producers: int, files: int)
             table,
             appended,
             producers=producers,
-            files=files,
+            files=limit_files_per_producer(producers, LIMIT_FILES_PER_COMMIT),
             max_files=LIMIT_FILES_PER_COMMIT,
         ),
         "backend": store,
@@ -154,7 +156,7 @@ def _measure_store(
         try:
             where = f"producers/{name}/{store.replace('@', '-')}"
             rows = _producer_rows(backend, store, where, producer_counts, files, meter)
-            limit = _limit_row(backend, store, where, max(producer_counts), files)
+            limit = _limit_row(backend, store, where, max(producer_counts))
             steps, waiting = [], []
             if with_profile:
                 steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
@@ -194,6 +196,8 @@ def _meta(
         "s3_server": config.s3_server(),
         "s3_servers": list(s3_servers or [config.s3_server()]),
         "limit_files_per_commit": LIMIT_FILES_PER_COMMIT,
+        "limit_rounds": scenarios.LIMIT_ROUNDS,
+        "limit_block": scenarios.LIMIT_BLOCK,
         "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
         "wall_s": time.time() - started,
     }
@@ -272,7 +276,10 @@ def _parser() -> argparse.ArgumentParser:
         help="producer counts (default 1,2,4,8)",
     )
     parser.add_argument(
-        "--files", type=int, default=FILES_PER_PRODUCER, help="data files per producer (default 40)"
+        "--files",
+        type=int,
+        default=FILES_PER_PRODUCER,
+        help="data files per producer in the producers' runs (default 40; the run at the limit stages its own)",
     )
     parser.add_argument(
         "--appends", type=int, default=APPENDS, help="appends per racing writer (default 8)"
@@ -303,9 +310,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str], list[str]]:
-    """The producer counts, backends and S3 servers the arguments name; a wrong one, or too few
-    files for the run at the limit (:func:`limit_files_needed`), ends the program with its usage
-    line (:meth:`argparse.ArgumentParser.error`), before anything starts."""
+    """The producer counts, backends and S3 servers the arguments name; a wrong one ends the
+    program with its usage line (:meth:`argparse.ArgumentParser.error`), before anything starts.
+    The run at the limit stages files of its own (:func:`limit_files_per_producer`), whatever
+    ``--files`` says."""
     try:
         counts = [int(v) for v in args.producers.split(",")]
         backends = [b for b in args.backends.split(",") if b]
@@ -326,13 +334,6 @@ def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str
         parser.error(
             "producer counts and files must be whole numbers >= 1, backends from "
             + ", ".join(BACKENDS)
-        )
-    needed = limit_files_needed(LIMIT_FILES_PER_COMMIT)
-    if max(counts) * args.files < needed:
-        parser.error(
-            f"--files {args.files}: the committer at the limit commits {LIMIT_FILES_PER_COMMIT} "
-            f"staged files per commit and needs at least {needed} staged by {max(counts)} "
-            f"producers; pass --files {-(-needed // max(counts))} or more"
         )
     return counts, backends, servers
 

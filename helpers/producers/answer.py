@@ -78,11 +78,20 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
         "The serial limit is one writer appending alone, measured in the same run; in the last column the committer "
         f"alone commits {meta.get('limit_files_per_commit', 10)} staged files per commit, back to back, with no "
         "producer running, in turns with one writer appending alone to a table of its own, so that both meet the "
-        "same load.",
+        "same load"
+        + (
+            f" ({meta['limit_rounds']} turns of {meta['limit_block']} commits of each kind)."
+            if "limit_block" in meta
+            else "."
+        ),
         "",
-        _targets(top, alone) + _per_commit(found) + _refresh_cause(found),
+        _targets(top, alone),
         "",
     ]
+    cause = _cause(found)
+    queue = _queue_cost(found)
+    if cause or queue:
+        lines += cause + ([queue] if queue else []) + [""]
     lines += _more_cores(found)
     return "\n".join(lines) + "\n"
 
@@ -115,61 +124,139 @@ def _targets(top, alone: dict) -> str:
     )
 
 
-def _per_commit(found) -> str:
-    """One commit of the committer against one plain append's, from the run's profile (medians, one request at a time)."""
-    if found.profile is None or not len(found.profile):
-        return ""
-    whole = found.profile[found.profile.step == "whole commit"].set_index(["backend", "variant"])
-    parts = []
-    for backend in dict.fromkeys(found.profile.backend):
-        if (
-            (backend, "committer") in whole.index
-            and (backend, "plain append") in whole.index
-            and backend != "local"
-        ):
-            mine, plain = whole.loc[(backend, "committer")], whole.loc[(backend, "plain append")]
-            parts.append(
-                f"{STORES.get(backend, backend)} {mine.seconds_median * 1000:.0f} ms and {mine.requests_median:g} requests "
-                f"against {plain.seconds_median * 1000:.0f} ms and {plain.requests_median:g}"
-            )
-    return (
-        (
-            " Measured apart, one request at a time in one process, one committer commit of 10 files took "
-            + "; ".join(parts)
-            + " for one plain append (its refresh reads its own commit back; one listing of a page of "
-            "markers serves several commits; notebook 14 §4 has every step)."
+def _cause(found) -> list[str]:
+    """Where a committer's commit pays more than a plain append's, from the run's profile (medians,
+    one request at a time in one process): a table per store and what it shows, as list items."""
+    profile = found.profile
+    if profile is None or not len(profile):
+        return []
+    steps = profile.set_index(["backend", "variant", "step"])
+    stores = [
+        backend
+        for backend in dict.fromkeys(profile.backend)
+        if (backend, "committer", "refresh") in steps.index
+        and (backend, "plain append", "refresh") in steps.index
+    ]
+    if not stores:
+        return []
+    spans = "seconds_median_late" in profile.columns
+
+    def ms(backend, variant, step) -> float:
+        return steps.loc[(backend, variant, step)].seconds_median * 1000
+
+    def requests(backend, variant, step) -> str:
+        return f"{steps.loc[(backend, variant, step)].requests_median:g}"
+
+    def growth(backend) -> str:
+        row = steps.loc[(backend, "committer", "refresh")]
+        if not spans or row.seconds_median_late != row.seconds_median_late:
+            return "n/a"
+        return f"{row.seconds_median_early * 1000:.1f} → {row.seconds_median_late * 1000:.1f}"
+
+    commits = int(profile.commits.max())
+    lines = [
+        f"Where a commit's time goes, one request at a time in one process (medians of {commits} "
+        "commits of 10 files; notebook 14 §4 has every step):",
+        "",
+        "| store | one commit, ms: committer / plain append | requests | its refresh, ms | "
+        "refresh requests | the committer's refresh, ms: first 20 commits → commits 80 to 99 |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for b in stores:
+        lines.append(
+            f"| {STORES.get(b, b)} | {ms(b, 'committer', 'whole commit'):.1f} / "
+            f"{ms(b, 'plain append', 'whole commit'):.1f} | {requests(b, 'committer', 'whole commit')} / "
+            f"{requests(b, 'plain append', 'whole commit')} | {ms(b, 'committer', 'refresh'):.1f} / "
+            f"{ms(b, 'plain append', 'refresh'):.1f} | {requests(b, 'committer', 'refresh')} / "
+            f"{requests(b, 'plain append', 'refresh')} | {growth(b)} |"
         )
-        if parts
-        else ""
+    extra = ", ".join(
+        f"{ms(b, 'committer', 'refresh') - ms(b, 'plain append', 'refresh'):.1f} ms on {STORES.get(b, b)}"
+        for b in stores
+    )
+    lines += [
+        "",
+        "- **The cause: one more read of the log per commit.** After each commit the committer reads "
+        "its table again, because deltalake 1.6.6's `create_write_transaction` leaves the `DeltaTable` "
+        "at the version it read ([a finding](../findings/deltalake-create-write-transaction-leaves-the-"
+        "table-behind/REPORT.md): without that refresh its next commit is refused as concurrent with "
+        "its own last one), where `write_deltalake` keeps its table current. Its refresh reads its own "
+        f"commit back: {extra} more than a plain append's"
+        + (
+            ", and one request more on the object stores"
+            if any(b != "local" for b in stores)
+            else ""
+        )
+        + "."
+        + _local_check(found, ms),
+    ]
+    if spans and all(growth(b) != "n/a" for b in stores):
+        lines.append(
+            "- **It grows until the next checkpoint.** A refresh that reads a new commit replays every "
+            "commit since the last checkpoint (one each 100 commits): from the first 20 commits to "
+            "commits 80 to 99 the committer's grew "
+            + ", ".join(
+                f"{steps.loc[(b, 'committer', 'refresh')].seconds_median_late / steps.loc[(b, 'committer', 'refresh')].seconds_median_early:.1f}-fold"
+                f" on {STORES.get(b, b)}"
+                for b in stores
+            )
+            + "."
+        )
+    return lines
+
+
+def _local_check(found, ms) -> str:
+    """On local disk a commit sends no request, so the profile's whole commits predict the ratio at
+    the limit; the sentence setting the two side by side (empty without both)."""
+    if found.limit is None or "local" not in set(found.limit.backend):
+        return ""
+    try:
+        mine, plain = (
+            ms("local", "committer", "whole commit"),
+            ms("local", "plain append", "whole commit"),
+        )
+    except KeyError:
+        return ""
+    measured = found.limit.set_index("backend").ratio_to_serial["local"]
+    return (
+        f" On local disk, where a commit sends no request, the profile's {mine:.1f} ms against "
+        f"{plain:.1f} predicts {plain / mine:.2f} of the serial limit; the committer alone measured "
+        f"{measured:.3f}."
     )
 
 
-def _refresh_cause(found) -> str:
-    """Where a committer's commit pays more than a plain append's: its refresh, from the run's profile."""
-    if found.profile is None or not len(found.profile):
+def _queue_cost(found) -> str:
+    """A commit's cost as the queue grows, against plain appends to the same table beside the same
+    markers (runs that measured them)."""
+    queue = found.queue
+    if queue is None or not len(queue) or "plain append" not in set(queue.variant):
         return ""
-    refresh = found.profile[found.profile.step == "refresh"].set_index(["backend", "variant"])
-    parts = [
-        f"{STORES.get(backend, backend)} {mine.seconds_median * 1000:.1f} ms"
-        + (f" and {mine.requests_median:g} requests" if backend != "local" else "")
-        + f" against {plain.seconds_median * 1000:.1f} ms"
-        + (f" and {plain.requests_median:g}" if backend != "local" else "")
-        for backend in dict.fromkeys(found.profile.backend)
-        if (backend, "committer") in refresh.index and (backend, "plain append") in refresh.index
-        for mine, plain in [
-            (refresh.loc[(backend, "committer")], refresh.loc[(backend, "plain append")])
-        ]
-    ]
+    whole = queue[queue.step == "whole commit"].set_index(["backend", "variant", "waiting"])
+    lengths = sorted(set(queue.waiting))
+    parts, listed = [], set()
+    for backend in dict.fromkeys(queue.backend):
+        mine = [whole.loc[(backend, "committer", n)] for n in lengths]
+        plain = [whole.loc[(backend, "plain append", n)] for n in lengths]
+        listed.update(int(m.markers_listed_median) for m in mine)
+        parts.append(
+            f"{STORES.get(backend, backend)} "
+            + " / ".join(f"{m.seconds_median * 1000:.0f}" for m in mine)
+            + " ms against "
+            + " / ".join(f"{p.seconds_median * 1000:.0f}" for p in plain)
+            + " ("
+            + " / ".join(f"{m.seconds_median / p.seconds_median:.2f}" for m, p in zip(mine, plain))
+            + ")"
+        )
     return (
-        " The cause measured: after each commit the committer reads its table again, because "
-        "deltalake 1.6.6's `create_write_transaction` leaves the `DeltaTable` at the version it "
-        "read ([a finding](../findings/deltalake-create-write-transaction-leaves-the-table-behind/"
-        "REPORT.md): without that refresh its next commit is refused as concurrent with its own "
-        "last one), where `write_deltalake` keeps its table current; its refresh took "
+        "- **Not with the queue.** As it grows ("
+        + ", ".join(f"{n:,}" for n in lengths)
+        + " markers waiting; each listing read "
+        + " or ".join(str(n) for n in sorted(listed))
+        + " markers, whatever the length), one committer commit took "
         + "; ".join(parts)
-        + " for a plain append's."
-        if parts
-        else ""
+        + " for a plain append to the same table beside the same markers (medians; in brackets the "
+        "committer's over the plain append's: what the queue adds, apart from what the store's "
+        "own requests cost as it holds more objects)."
     )
 
 

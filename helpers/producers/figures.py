@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from helpers.producers.profile import APPEND_STEPS, STEPS, VARIANTS
+from helpers.producers.commit_steps import APPEND_STEPS, STEPS
+from helpers.producers.profile import VARIANTS
 
 SHORT = {
     "committer": "committer",
@@ -64,7 +65,12 @@ def steps_table(profile):
 
 
 def queue_table(queue):
-    """Store and markers waiting by variant: a whole commit's ms, its requests and the markers its listing read (medians)."""
+    """Store and markers waiting by variant: a whole commit's ms, its requests and the markers its
+    listing read (medians); with plain appends to the same table beside the same markers (runs
+    from 2026-12 on), the committer's ms against theirs, which tells the queue's cost from the
+    store's."""
+    import pandas as pd
+
     whole = queue[queue.step == "whole commit"]
     wide = whole.pivot_table(
         index=["backend", "waiting"],
@@ -77,9 +83,12 @@ def queue_table(queue):
         columns[f"{SHORT[variant]}, ms"] = wide[("seconds_median", variant)] * 1000
         columns[f"{SHORT[variant]}, requests"] = wide[("requests_median", variant)]
         columns[f"{SHORT[variant]}, markers listed"] = wide[("markers_listed_median", variant)]
-    import pandas as pd
-
-    return pd.DataFrame(columns).round(1)
+    if ("seconds_median", "plain append") in wide.columns:
+        plain = wide[("seconds_median", "plain append")]
+        columns["plain append, ms"] = plain * 1000
+        columns["plain append, requests"] = wide[("requests_median", "plain append")]
+        columns["committer / plain append"] = wide[("seconds_median", "committer")] / plain
+    return pd.DataFrame(columns).round(2)
 
 
 def queue_plot(queue, meta: dict | None = None):
@@ -90,13 +99,13 @@ def queue_plot(queue, meta: dict | None = None):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colours = {
         b: f"C{i}" for i, b in enumerate(dict.fromkeys(whole.backend))
-    }  # one colour a store; dashed: as it was
+    }  # one colour a store; dashed: as it was; dotted: plain appends beside the same markers
     for (backend, variant), group in whole.groupby(["backend", "variant"], sort=False):
         ax.plot(
             group.waiting,
             group.seconds_median * 1000,
             marker="o",
-            linestyle="-" if variant == "committer" else "--",
+            linestyle={"committer": "-", "plain append": ":"}.get(variant, "--"),
             color=colours[backend],
             label=f"{backend}, {SHORT[variant]}",
         )
@@ -110,6 +119,11 @@ def queue_plot(queue, meta: dict | None = None):
     ax.set_title(f"A commit's cost against the queue's length{date}", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _queue_commits(rows) -> int:
+    """The commits behind each median of a profile's or a queue's rows."""
+    return int(rows[rows.step == "whole commit"].commits.max())
 
 
 def limit_table(limit):
@@ -174,9 +188,9 @@ def benchmark_tables(found) -> str:
             [
                 f"Run of {meta['date'][:10]} ({machine['cpus']} cores, {machine['memory_gib']} GiB, {machine['system']}; {versions}; "
                 f"`data/full_runs/producers/`).",
-                "Each step of one commit, milliseconds and requests (medians of 10 commits of 10 files):",
+                f"Each step of one commit, milliseconds and requests (medians of {_queue_commits(found.profile)} commits of 10 files):",
                 markdown(steps_table(found.profile)),
-                "A whole commit with markers waiting (medians of 5 commits of 10 files):",
+                f"A whole commit with markers waiting (medians of {_queue_commits(found.queue)} commits of 10 files; plain appends to the same table, beside the same markers):",
                 markdown(queue_table(found.queue)),
                 "The committer alone on the 8 producers' staged files, back to back, in turns with one writer appending alone:",
                 markdown(limit_table(found.limit)),

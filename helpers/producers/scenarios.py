@@ -224,8 +224,20 @@ def throughput(
     }
 
 
-LIMIT_ROUNDS = 4
+LIMIT_ROUNDS = 10
 """The turns :func:`at_the_limit` takes by default (a block of the committer's and one of plain appends each)."""
+LIMIT_BLOCK = 10
+"""Commits of each kind per block in the full run: 100 of each in all. With 4 blocks of 7 (the
+files 8 producers x 40 held), a block lasted about 50 ms on local disk and the ratio moved from
+0.87 to 1.04 between runs of the same code; with 100 it held within 0.81 to 0.87."""
+
+
+def limit_files_per_producer(
+    producers: int, max_files: int, rounds: int = LIMIT_ROUNDS, block: int = LIMIT_BLOCK
+) -> int:
+    """The files each of ``producers`` stages for :func:`at_the_limit` to measure ``rounds``
+    blocks of ``block`` commits of ``max_files`` files, after one warm-up commit."""
+    return -(-(1 + rounds * block) * max_files // producers)
 
 
 def limit_files_needed(max_files: int, rounds: int = LIMIT_ROUNDS) -> int:
@@ -260,7 +272,7 @@ def at_the_limit(
     """The files staged first (``producers`` producers, ``files`` each, none running after), then,
     in one process, the committer alone (``max_files`` files per commit, back to back) and one
     writer appending alone to ``appended`` (a table of its own on the same store), in ``rounds`` turns of equal
-    blocks (:func:`helpers.producers.profile.alternate`): each one's commits/s over its own blocks,
+    blocks (:func:`helpers.producers.commit_steps.alternate`): each one's commits/s over its own blocks,
     their ratio, and whether storage holds every row exactly once. Fewer than
     :func:`limit_files_needed` files are refused (ProducersError) before anything starts."""
     import json
@@ -297,12 +309,12 @@ def at_the_limit(
         )
     )
     subprocess.run(
-        [sys.executable, "-m", "helpers.producers.profile", str(spec_path)],
+        [sys.executable, "-m", "helpers.producers.commit_steps", str(spec_path)],
         check=True,
         timeout=RUN_TIMEOUT_S,
     )
     found = json.loads(result_path.read_text())
-    from helpers.producers.profile import rates
+    from helpers.producers.commit_steps import rates
 
     rate = rates(found["blocks"])
     verdict = table.verdict(counts)

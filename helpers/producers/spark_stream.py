@@ -202,7 +202,7 @@ def throughput(
     the same driver (:func:`measure`), on local disk. Returns commits/s of each (from the first batch's planning to the last commit, so the
     query's planning counts; a block of appends from its start) and their ratio."""
     from helpers.producers import check
-    from helpers.producers.profile import rates
+    from helpers.producers.commit_steps import rates
     from helpers.producers.run import ProducersError
     from helpers.stores import tables
 
