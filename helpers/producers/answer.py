@@ -147,11 +147,16 @@ def _cause(found) -> list[str]:
     def requests(backend, variant, step) -> str:
         return f"{steps.loc[(backend, variant, step)].requests_median:g}"
 
-    def growth(backend) -> str:
+    def spanned(backend):
+        """The committer's refresh over the first 20 commits and over commits 80 to 99, in ms (None without them)."""
         row = steps.loc[(backend, "committer", "refresh")]
         if not spans or row.seconds_median_late != row.seconds_median_late:
-            return "n/a"
-        return f"{row.seconds_median_early * 1000:.1f} → {row.seconds_median_late * 1000:.1f}"
+            return None
+        return row.seconds_median_early * 1000, row.seconds_median_late * 1000
+
+    def growth(backend) -> str:
+        span = spanned(backend)
+        return f"{span[0]:.1f} → {span[1]:.1f}" if span else "n/a"
 
     commits = int(profile.commits.max())
     lines = [
@@ -190,15 +195,13 @@ def _cause(found) -> list[str]:
         + "."
         + _local_check(found, ms),
     ]
-    if spans and all(growth(b) != "n/a" for b in stores):
+    if all(spanned(b) for b in stores):
         lines.append(
             "- **It grows until the next checkpoint.** A refresh that reads a new commit replays every "
             "commit since the last checkpoint (one each 100 commits): from the first 20 commits to "
             "commits 80 to 99 the committer's grew "
             + ", ".join(
-                f"{steps.loc[(b, 'committer', 'refresh')].seconds_median_late / steps.loc[(b, 'committer', 'refresh')].seconds_median_early:.1f}-fold"
-                f" on {STORES.get(b, b)}"
-                for b in stores
+                f"{spanned(b)[1] / spanned(b)[0]:.1f}-fold on {STORES.get(b, b)}" for b in stores
             )
             + "."
         )

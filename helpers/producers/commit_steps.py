@@ -130,32 +130,21 @@ def _committer_commits(
     records = []
     for batch in range(first_batch, first_batch + commits):
         clock, listed = _Clock(), []
-        if before:  # every marker listed, then those the table holds left out, as the committer did
-            staged = _commit_once(
-                delta,
-                app_id,
-                batch,
-                lambda: layout.ready(fs),
-                keep=lambda s: s.data_path not in taken,
-                take=files,
-                q=None,
-                clock=clock,
-                listed_markers=listed,
-            )
-            taken.update(s.data_path for s in staged)
-        else:
-            _commit_once(
-                delta,
-                app_id,
-                batch,
-                lambda: q.waiting(files),
-                keep=lambda s: s.data_path not in taken,
-                take=files,
-                q=q,
-                clock=clock,
-                listed_markers=listed,
-                ask=batch == first_batch,
-            )  # as the committer: once answered, it does not ask
+        staged = _commit_once(
+            delta,
+            app_id,
+            batch,
+            # as it was: every marker listed, then those the table holds left out; as it is: the
+            # queue's next batch, the markers taken off after the commit
+            (lambda: layout.ready(fs)) if before else (lambda: q.waiting(files)),
+            keep=lambda s: s.data_path not in taken,
+            take=files,
+            q=None if before else q,
+            clock=clock,
+            listed_markers=listed,
+            ask=before or batch == first_batch,  # as the committer: once answered, it does not ask
+        )
+        taken.update(s.data_path for s in staged)
         records.append({"batch": batch, "markers_listed": listed[0], "steps": clock.steps})
     q.settle()
     return records
