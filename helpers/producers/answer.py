@@ -139,7 +139,6 @@ def _cause(found) -> list[str]:
     ]
     if not stores:
         return []
-    spans = "seconds_median_late" in profile.columns
 
     def ms(backend, variant, step) -> float:
         return steps.loc[(backend, variant, step)].seconds_median * 1000
@@ -147,15 +146,8 @@ def _cause(found) -> list[str]:
     def requests(backend, variant, step) -> str:
         return f"{steps.loc[(backend, variant, step)].requests_median:g}"
 
-    def spanned(backend):
-        """The committer's refresh over the first 20 commits and over commits 80 to 99, in ms (None without them)."""
-        row = steps.loc[(backend, "committer", "refresh")]
-        if not spans or row.seconds_median_late != row.seconds_median_late:
-            return None
-        return row.seconds_median_early * 1000, row.seconds_median_late * 1000
-
     def growth(backend) -> str:
-        span = spanned(backend)
+        span = _refresh_span(steps, backend)
         return f"{span[0]:.1f} → {span[1]:.1f}" if span else "n/a"
 
     commits = int(profile.commits.max())
@@ -195,17 +187,28 @@ def _cause(found) -> list[str]:
         + "."
         + _local_check(found, ms),
     ]
-    if all(spanned(b) for b in stores):
+    if all(_refresh_span(steps, b) for b in stores):
         lines.append(
             "- **It grows until the next checkpoint.** A refresh that reads a new commit replays every "
             "commit since the last checkpoint (one each 100 commits): from the first 20 commits to "
             "commits 80 to 99 the committer's grew "
             + ", ".join(
-                f"{spanned(b)[1] / spanned(b)[0]:.1f}-fold on {STORES.get(b, b)}" for b in stores
+                f"{_refresh_span(steps, b)[1] / _refresh_span(steps, b)[0]:.1f}-fold on {STORES.get(b, b)}"
+                for b in stores
             )
             + "."
         )
     return lines
+
+
+def _refresh_span(steps, backend) -> tuple[float, float] | None:
+    """The committer's refresh over the first 20 commits and over commits 80 to 99, in ms, from
+    the profile's rows indexed by (backend, variant, step); None for a run without them."""
+    row = steps.loc[(backend, "committer", "refresh")]
+    late = row.get("seconds_median_late", float("nan"))
+    if late != late:
+        return None
+    return row.seconds_median_early * 1000, late * 1000
 
 
 def _local_check(found, ms) -> str:
