@@ -371,18 +371,11 @@ def test_a_service_is_never_stopped_between_a_commit_copy_and_its_cleanup():
     assert passed.wait(timeout=60), "an open window whose process is gone held the stop"
 
 
-def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
-    """A store that applies a claim and stops before answering makes deltalake commit the same
-    operation twice (findings/deltalake-lost-commit-response-commits-twice): a real gate forwards
-    a claim to a store that holds its answer, and a restart waits until the answer has passed;
-    a claim sent while a stop is being made waits until the stop is over. A Spark driver's
-    threads share one gate: two claims open, one answered, the stop still waits."""
+def _claims_store(before_answer=lambda: None):
+    """A real HTTP store on a free loopback port that takes every PUT (a claim) with 201, after
+    ``before_answer()``; serving until ``shutdown()``."""
     import http.server
     import threading
-    import urllib.request
-
-    answer_claims = threading.Event()
-    claims_seen = threading.Semaphore(0)
 
     class Store(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -392,8 +385,7 @@ def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
 
         def do_PUT(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            claims_seen.release()
-            answer_claims.wait()
+            before_answer()
             self.send_response(201)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -401,6 +393,39 @@ def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
     store = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Store)
     store.daemon_threads = True
     threading.Thread(target=store.serve_forever, daemon=True).start()
+    return store
+
+
+def _claim(gate: faults.KillGate, version: int) -> int:
+    """Claim ``version`` through ``gate`` as a conditional PUT of its commit file: the status."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{gate.endpoint}/c/t/_delta_log/{version:020d}.json",
+        data=b"{}",
+        method="PUT",
+        headers={"If-None-Match": "*"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.status
+
+
+def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
+    """A store that applies a claim and stops before answering makes deltalake commit the same
+    operation twice (findings/deltalake-lost-commit-response-commits-twice): a real gate forwards
+    a claim to a store that holds its answer, and a restart waits until the answer has passed;
+    a claim sent while a stop is being made waits until the stop is over. A Spark driver's
+    threads share one gate: two claims open, one answered, the stop still waits."""
+    import threading
+
+    answer_claims = threading.Event()
+    claims_seen = threading.Semaphore(0)
+
+    def hold_the_answer():
+        claims_seen.release()
+        answer_claims.wait()
+
+    store = _claims_store(hold_the_answer)
     windows = faults.StopWindows()
     gate = faults.KillGate(
         f"http://127.0.0.1:{store.server_address[1]}", claim_style="object", windows=windows
@@ -408,14 +433,7 @@ def test_a_service_is_never_stopped_while_a_claim_awaits_its_answer():
     answered = []
 
     def claim(version):
-        request = urllib.request.Request(
-            f"{gate.endpoint}/c/t/_delta_log/{version:020d}.json",
-            data=b"{}",
-            method="PUT",
-            headers={"If-None-Match": "*"},
-        )
-        with urllib.request.urlopen(request, timeout=120) as response:
-            answered.append((version, response.status))
+        answered.append((version, _claim(gate, version)))
 
     try:
         claimers = [threading.Thread(target=claim, args=(v,), daemon=True) for v in (7, 8)]
@@ -526,3 +544,91 @@ def test_a_restart_of_the_aws_store_stops_both_servers_when_versitygw_plays_s3(m
     assert protocol_run.restarted_together("azurite") == ["azurite"]
     monkeypatch.setenv("WORKBOOK_S3_SERVER", "moto")
     assert protocol_run.restarted_together("moto") == ["moto"]
+
+
+def test_a_due_kill_is_offered_to_the_running_writers_and_made_once(tmp_path):
+    """Offered to one writer, a kill at ``claimed`` was lost whenever that writer's remaining
+    operations all lost their races (a lost race claims nothing; notebook 12 once ended "3 of 4
+    planned kills made"). The run offers each due kill to the running writers' gates at once:
+    real gates in front of a store, real processes behind them. The first writer whose claim the
+    store accepts is killed and the others commit on unharmed; the next kill waits until that
+    death is seen, leaves the victim's slot out, and reaches it once the others have ended."""
+    import subprocess
+    import urllib.error
+
+    store = _claims_store()
+    prun = protocol_run.ProtocolRun(
+        plan.PROTOCOLS["azure"], run_id="offer", per_writer=13, kills=2, restarts=0, folder=tmp_path
+    )
+    prun.slots = prun.slots[:3]
+    started = []
+
+    def start(slot) -> protocol_run._Incarnation:
+        """A writer's process (one that only sleeps) behind a real kill gate."""
+        gate = faults.KillGate(f"http://127.0.0.1:{store.server_address[1]}", claim_style="object")
+        inc = protocol_run._Incarnation(
+            name=f"p{slot.index}.{len(slot.incarnations) + 1}",
+            era=plan.CURRENT,
+            module="",
+            spec_path=tmp_path / "spec",
+            stdout_path=tmp_path / "out",
+            stderr_path=tmp_path / "err",
+            result_path=tmp_path / "result",
+            journal_path=tmp_path / "journal",
+            gate=gate,
+            process=subprocess.Popen(["sleep", "600"], start_new_session=True),
+        )
+        gate.pgid = inc.process.pid
+        slot.incarnations.append(inc)
+        started.append(inc)
+        return inc
+
+    def claim(inc, version: int) -> int | None:
+        try:
+            return _claim(inc.gate, version)
+        except (urllib.error.URLError, ConnectionError):
+            return None  # the gate killed its process: the writer never hears
+
+    try:
+        writers = [start(slot) for slot in prun.slots]
+        prun._offer_kill(done=0, total=1000)
+        assert prun.kill_offered is None, "a kill was offered before it was due"
+        prun._offer_kill(done=1000, total=1000)
+        offered = prun.kill_offered
+        assert offered is not None and offered.point == "data-written"
+        assert [inc.gate.point for inc in writers] == ["data-written"] * 3
+        offered.point = "claimed"  # the test's store takes claims only
+        victim, others = writers[1], [writers[0], writers[2]]  # not the first slot
+        assert claim(victim, 7) is None
+        assert victim.process.wait(timeout=60) == -9  # SIGKILLed, its process group with it
+        assert victim.gate.killed["point"] == "claimed"
+        assert [inc.gate.point for inc in writers] == [
+            None,
+            "claimed",
+            None,
+        ]  # spent for the others
+        assert [claim(inc, version) for inc, version in zip(others, (8, 9))] == [201, 201]
+        assert [(inc.gate.killed, inc.process.poll()) for inc in others] == [(None, None)] * 2
+        prun._offer_kill(done=1000, total=1000)
+        assert prun.kill_offered is offered, "the next kill was offered before the death was seen"
+
+        prun.kills_made.append({**victim.gate.killed, "process": victim.name, "slot": 2})
+        prun.kill_offered = None  # as the run does once it sees the victim's death
+        successor = start(prun.slots[1])
+        prun._offer_kill(done=1000, total=1000)
+        assert [inc.gate.point for inc in (*others, successor)] == ["claimed", "claimed", None]
+        for inc in others:  # they end their work without reaching the point
+            inc.process.kill()
+            inc.process.wait(timeout=60)
+        prun._offer_kill(done=1000, total=1000)
+        assert successor.gate.point == "claimed", (
+            "the kill was lost with the writers it was offered to"
+        )
+        assert claim(successor, 10) is None and successor.process.wait(timeout=60) == -9
+    finally:
+        for inc in started:
+            if inc.process.poll() is None:
+                inc.process.kill()
+            inc.process.wait(timeout=60)
+            inc.gate.close()
+        store.shutdown()

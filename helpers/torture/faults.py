@@ -5,10 +5,14 @@ A :class:`KillGate` stands between one writer process and the store (its own por
 process's S3, DynamoDB or Azure endpoint points at it). It forwards every request unchanged and
 follows the process's commit step by step, as the store sees it: data files written, the commit
 staged in a temporary file, a version claimed (and whether the store accepted the claim), the
-DynamoDB item marked complete. It starts unarmed; once armed with a point
-(:data:`helpers.torture.plan.KILL_POINTS`, :meth:`KillGate.arm`: the run arms one gate at a time,
-spread over the run, so kills come under contention and late as well as early), it kills the
-process's whole process group (the Python writer and, for Spark, its JVM) at that point:
+DynamoDB item marked complete. It starts unarmed; once armed with a :class:`KillTicket` (one
+planned kill: a point of :data:`helpers.torture.plan.KILL_POINTS`, :meth:`KillGate.arm`), it
+kills the process's whole process group (the Python writer and, for Spark, its JVM) at that
+point, if no other gate took the ticket first. The run offers each planned kill to the running
+writers' gates at once (:meth:`helpers.torture.protocol_run.ProtocolRun._offer_kill`), one kill
+at a time, spread over the run, so kills come under contention and late as well as early, and a
+planned kill is made as long as a writer reaches its point again (offered to one writer, a kill at
+``claimed`` was lost when that writer's last operations all lost their races):
 
 * ``data-written``: the first request that stages or claims a commit after data files were
   written, before it reaches the store;
@@ -176,6 +180,28 @@ class StopWindows:
                 self._changed.notify_all()
 
 
+class KillTicket:
+    """One planned kill, offered to several gates at once: the first gate to reach ``point`` takes
+    it and kills its process; to the others it is spent."""
+
+    def __init__(self, point: str) -> None:
+        self.point = point
+        self.taken_by: KillGate | None = None
+        self._lock = threading.Lock()
+
+    def take(self, gate: KillGate) -> bool:
+        """Whether ``gate`` may kill: it takes the ticket, or had taken it."""
+        with self._lock:
+            if self.taken_by is None:
+                self.taken_by = gate
+            return self.taken_by is gate
+
+    def open_to(self, gate: KillGate) -> bool:
+        """Whether ``gate`` may still take the ticket."""
+        with self._lock:
+            return self.taken_by is None or self.taken_by is gate
+
+
 class KillGate(CommitGate):
     """A gate that kills its writer process at the point it is armed with (see the module's
     text); unarmed, a plain pass-through."""
@@ -193,7 +219,7 @@ class KillGate(CommitGate):
         self.windows = windows
         self.repairs = repairs
         """A :class:`helpers.torture.repair_hold.RepairHold` shared by the protocol's gates, or None."""
-        self.point: str | None = None
+        self.ticket: KillTicket | None = None
         self.pgid: int | None = None
         self.killed: dict | None = None
         self._state = threading.Lock()
@@ -204,17 +230,24 @@ class KillGate(CommitGate):
             None
         )  # a killed writer's dropped connection is expected
 
-    def arm(self, point: str) -> None:
-        """Kill the process at ``point`` of its commit, from now on (the one under way, if it has
-        not passed that step yet)."""
+    def arm(self, kill: KillTicket | str) -> None:
+        """Kill the process at the ticket's point of its commit, from now on (the one under way, if
+        it has not passed that step yet), unless another gate armed with the same ticket gets
+        there first. A point alone is a ticket for this gate only."""
         with self._state:
-            self.point = point
+            self.ticket = KillTicket(kill) if isinstance(kill, str) else kill
+
+    @property
+    def point(self) -> str | None:
+        """The point this gate is armed with, while its ticket is open to it."""
+        ticket = self.ticket
+        return ticket.point if ticket is not None and ticket.open_to(self) else None
 
     def _kill(self, step: str, path: str) -> None:
         """Kill the process group (once); every later request of it is refused."""
         if self.killed is None:
             self.killed = {
-                "point": self.point,
+                "point": self.ticket.point,
                 "step": step,
                 "t": time.time(),
                 "path": unquote(urlparse(path).path),
@@ -224,7 +257,7 @@ class KillGate(CommitGate):
                     os.killpg(self.pgid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        raise Killed(f"killed at {self.point}")
+        raise Killed(f"killed at {self.ticket.point}")
 
     def _marks_own_item(self, headers, body) -> bool:
         lock = parse_lock_request(header_value(headers, "x-amz-target") or "", body, "")
@@ -274,21 +307,13 @@ class KillGate(CommitGate):
         with self._state:
             if self.killed is not None:
                 raise Killed("the process was killed")
-            armed = self.point is not None
-            if armed and (
-                (
-                    self.point == "data-written"
-                    and step in ("staged", "claim")
-                    and self._data_written
-                )
-                or (self.point == "staged" and step == "claim" and self._staged)
-                or (
-                    self.point == "copied"
-                    and step == "mark"
-                    and self._marks_own_item(headers, body)
-                )
-                or (self.point == BEFORE_CLEANUP and staged_cleanup(method, path, body))
-            ):
+            point = self.point
+            if (
+                (point == "data-written" and step in ("staged", "claim") and self._data_written)
+                or (point == "staged" and step == "claim" and self._staged)
+                or (point == "copied" and step == "mark" and self._marks_own_item(headers, body))
+                or (point == BEFORE_CLEANUP and staged_cleanup(method, path, body))
+            ) and self.ticket.take(self):
                 self._kill(step, path)
         answer = super().forward(method, path, headers, body)
         with self._state:
@@ -302,6 +327,6 @@ class KillGate(CommitGate):
                     self._own_claim = claim_of_request(
                         method, path, headers, body, self.claim_style
                     )[0]
-                    if armed and self.point == "claimed":
+                    if self.point == "claimed" and self.ticket.take(self):
                         self._kill(step, path)
         return answer

@@ -148,8 +148,9 @@ class ProtocolRun:
         self.name = f"torture/{run_id}/{proto.name}"
         self.operations = plan.operations(proto.writers, per_writer, proto.compactors)
         self.kills_made: list[dict] = []
-        self.armed: _Incarnation | None = None
-        """The process whose gate is armed, until it is killed or ends."""
+        self.kill_offered: faults.KillTicket | None = None
+        """The kill offered to the running processes' gates, until its victim's death is seen."""
+        self.offered_to: list[_Incarnation] = []
         self.restarts_made: list[dict] = []
         self.stop_windows = faults.StopWindows()
         self.repair_hold = repair_hold.RepairHold(alive=self._gate_alive)
@@ -222,7 +223,7 @@ class ProtocolRun:
         options = slot.group.storage_options()
         if (
             self.kills_planned or self.restarts_planned
-        ):  # every process gets a gate; the run arms one at a time (_arm_kill)
+        ):  # every process gets a gate; the run offers them one kill at a time (_offer_kill)
             backend = "azure" if slot.group.commit == "azure" else "s3"
             gate = faults.KillGate(
                 config.azurite_endpoint() if backend == "azure" else config.s3_emulator_endpoint(),
@@ -294,29 +295,38 @@ class ProtocolRun:
 
     KILLS_SPREAD = 0.75
     """Kills are spread evenly over the first three quarters of a run (by operations done: the
-    first once the table has some history), so the last ones still find a writer with work left."""
+    first once the table has some history), so each comes under contention."""
 
-    def _arm_kill(self, done: int, total: int) -> None:
-        """When the next kill is due and no gate is armed, arm a running process's gate with the
-        next kill point: the processes take turns (after the last victim's slot), passing over
-        those with fewer than 2 operations left while any other has more."""
-        if self.armed is not None or not self.kills_left:
+    def _offer_kill(self, done: int, total: int) -> None:
+        """When the next kill is due and the last one's victim has been seen dead, offer the next
+        kill point to the running processes' gates at once (one :class:`faults.KillTicket`): the
+        first writer to reach that point is killed. The last victim's slot is left out while
+        another runs, so kills go round the processes; once every process offered a kill has
+        ended without reaching its point, it is offered to all that still run. Offered to one
+        process, a kill at ``claimed`` was lost whenever that process's remaining operations all
+        lost their races (a lost race claims nothing); offered to all, it is lost only if no
+        writer commits again."""
+        running = [s.current for s in self.slots if s.current.process.poll() is None]
+        if self.kill_offered is not None:
+            if self.kill_offered.taken_by is None and not any(
+                inc.process.poll() is None for inc in self.offered_to
+            ):
+                self._offer_to(running)
+            return
+        if not self.kills_left or not running:
             return
         k = len(self.kills_planned) - len(self.kills_left)
         if done < total * self.KILLS_SPREAD * (k + 0.5) / len(self.kills_planned):
             return
-        left = {
-            s.index: sum(map(len, self._remaining(s)[0].values()))
-            for s in self.slots
-            if s.current.process.poll() is None
-        }
-        if not left:
-            return
-        after = self.kills_made[-1]["slot"] if self.kills_made else 0
-        turns = sorted(left, key=lambda index: (index <= after, index))
-        victim = next((index for index in turns if left[index] >= 2), max(left, key=left.get))
-        self.armed = self.slots[victim - 1].current
-        self.armed.gate.arm(self.kills_left.pop(0))
+        self.kill_offered = faults.KillTicket(self.kills_left.pop(0))
+        last = self.kills_made[-1]["slot"] if self.kills_made else None
+        others = [inc for inc in running if self.slots[last - 1].current is not inc] if last else []
+        self._offer_to(others or running)
+
+    def _offer_to(self, incarnations: list[_Incarnation]) -> None:
+        self.offered_to = incarnations
+        for inc in incarnations:
+            inc.gate.arm(self.kill_offered)
 
     def _restart_due(self, done: int, total: int) -> bool:
         """Restarts are spread evenly over the run, by operations done (acknowledged or failed)."""
@@ -403,7 +413,7 @@ class ProtocolRun:
                 f"{acknowledged}/{total} acknowledged, {len(self.kills_made)} killed, {len(self.restarts_made)} restarts"
             )
             done = sum(1 for e in events if e["event"] in ("ack", "fail"))
-            self._arm_kill(done, total)
+            self._offer_kill(done, total)
             alive = [s.current.name for s in self.slots if s.current.process.poll() is None]
             if self._restart_due(done, total) and not still_setting_up(events, alive):
                 self._restart(
@@ -418,14 +428,9 @@ class ProtocolRun:
                     continue
                 if inc.t_exited is None:
                     inc.t_exited = time.time()
-                    if inc is self.armed:
-                        self.armed = None
-                        if (
-                            inc.gate.killed is None
-                        ):  # it finished before reaching its point: arm another
-                            self.kills_left.insert(0, inc.gate.point)
                     if inc.gate is not None and inc.gate.killed is not None:
                         inc.killed = True
+                        self.kill_offered = None  # its victim is dead: the next may be offered
                         self.kills_made.append(
                             {**inc.gate.killed, "process": inc.name, "slot": slot.index}
                         )
