@@ -104,6 +104,57 @@ def test_clean_up_deletes_landed_markers_and_orphans_never_a_file_the_table_hold
     assert [s.data_path for s in layout.ready(fs)] == [files[1][0]]
 
 
+def test_the_profile_times_the_committers_own_commit_step_by_step(local_table, monkeypatch):
+    """The profile times :func:`committer.commit_batch` itself (its table's calls timed as steps),
+    so what it measures is what the committer runs: a commit through it lands once, with its
+    transaction id, and every step of the table has its span, in order."""
+    fs = layout.filesystem(local_table, {})
+    made = [producer.produce(fs, 1, seq, 10) for seq in (1, 2)]
+    called = []
+    monkeypatch.setattr(
+        committer,
+        "commit_batch",
+        lambda *args, original=committer.commit_batch, **kwargs: (
+            called.append(args[2]) or original(*args, **kwargs)
+        ),
+    )
+    table = DeltaTable(local_table)
+    for batch, ask in ((1, True), (2, False)):
+        clock = commit_steps._Clock()
+        commit_steps._commit_once(
+            table,
+            "profile",
+            batch,
+            lambda: [made[batch - 1]],
+            keep=lambda s: True,
+            take=10,
+            q=None,
+            clock=clock,
+            listed_markers=[],
+            ask=ask,
+        )
+        assert sorted(clock.steps) == sorted(commit_steps.STEPS)
+        spans = [clock.steps[step] for step in commit_steps.STEPS]
+        assert all(duration >= 0 for _, duration in spans)
+        assert [start for start, _ in spans] == sorted(start for start, _ in spans)
+        if not ask:  # as the committer once answered: not asked, a step of no time
+            assert clock.steps["transaction_version"][1] == 0.0
+    assert called == [1, 2]
+    assert DeltaTable(local_table).transaction_version("profile") == 2
+    with pytest.raises(RuntimeError, match="batch 2 is in the table already"):
+        commit_steps._commit_once(
+            DeltaTable(local_table),
+            "profile",
+            2,
+            lambda: [],
+            keep=lambda s: True,
+            take=10,
+            q=None,
+            clock=commit_steps._Clock(),
+            listed_markers=[],
+        )
+
+
 def _committer(uri: str, tmp_path, max_files: int) -> committer.Committer:
     (
         tmp_path / "stop"

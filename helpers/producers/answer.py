@@ -4,6 +4,7 @@ many-producers run (:mod:`helpers.producers.results`): :func:`what_to_build` ret
 
 from __future__ import annotations
 
+from helpers.producers import figures
 from helpers.producers import results as results_module
 
 HEADING = "## What to build instead of racing writers"
@@ -150,7 +151,7 @@ def _cause(found) -> list[str]:
         span = _refresh_span(steps, backend)
         return f"{span[0]:.1f} → {span[1]:.1f}" if span else "n/a"
 
-    commits = int(profile.commits.max())
+    commits = figures.commits_per_median(profile)
     lines = [
         f"Where a commit's time goes, one request at a time in one process (medians of {commits} "
         "commits of 10 files; notebook 14 §4 has every step):",

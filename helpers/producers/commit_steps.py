@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from helpers.producers import layout, producer, queue
+from helpers.producers import committer, layout, producer, queue
 from helpers.producers.run import Table
 
 STEPS = ("list", "refresh", "transaction_version", "build actions", "commit", "take off the queue")
@@ -65,6 +65,27 @@ class _Clock:
         return value
 
 
+class _TimedTable:
+    """The committer's ``DeltaTable``, its three calls to the store timed as steps of the profile,
+    so the profile times :func:`helpers.producers.committer.commit_batch` itself, unchanged."""
+
+    STEPS = {
+        "update_incremental": "refresh",
+        "transaction_version": "transaction_version",
+        "create_write_transaction": "commit",
+    }
+
+    def __init__(self, table, clock: _Clock) -> None:
+        self._table, self._clock = table, clock
+
+    def __getattr__(self, name: str):
+        call = getattr(self._table, name)
+        step = self.STEPS.get(name)
+        if step is None:
+            return call
+        return lambda *args, **kwargs: self._clock.step(step, lambda: call(*args, **kwargs))
+
+
 def _commit_once(
     table,
     app_id: str,
@@ -78,41 +99,24 @@ def _commit_once(
     listed_markers: list[int],
     ask: bool = True,
 ) -> list[layout.Staged]:
-    """One committer commit of the first ``take`` staged files that ``listed()`` returns and ``keep`` keeps, timed step by step."""
-    from deltalake import CommitProperties, Transaction
-    from deltalake.transaction import AddAction
-
+    """One committer commit (:func:`helpers.producers.committer.commit_batch`) of the first ``take``
+    staged files that ``listed()`` returns and ``keep`` keeps, timed step by step. "build actions"
+    is the rest of ``commit_batch``'s time, between its question (or refresh) and its commit; a
+    question not asked is a step of no time."""
     staged = clock.step("list", listed)
     listed_markers.append(len(staged))
     staged = [s for s in staged if keep(s)][:take]
-    clock.step("refresh", table.update_incremental)
-    landed = clock.step(
-        "transaction_version", lambda: table.transaction_version(app_id) if ask else None
-    )
-    if (landed or 0) >= batch:
+    files = [(s.data_path, s.size, s.rows) for s in staged]
+    outcome = committer.commit_batch(_TimedTable(table, clock), app_id, batch, files, ask_first=ask)
+    if outcome != "committed":
         raise RuntimeError(
             f"batch {batch} is in the table already: the measurement's table is not fresh"
         )
-    now_ms = int(time.time() * 1000)
-    adds = clock.step(
-        "build actions",
-        lambda: [
-            AddAction(s.data_path, s.size, {}, now_ms, True, json.dumps({"numRecords": s.rows}))
-            for s in staged
-        ],
-    )
-    clock.step(
-        "commit",
-        lambda: table.create_write_transaction(
-            adds,
-            mode="append",
-            schema=table.schema(),
-            commit_properties=CommitProperties(
-                app_transactions=[Transaction(app_id, batch)],
-                custom_metadata={"workbook.writer": app_id, "workbook.batch": str(batch)},
-            ),
-        ),
-    )
+    steps = clock.steps
+    if "transaction_version" not in steps:
+        steps["transaction_version"] = [sum(steps["refresh"]), 0.0]
+    asked = sum(steps["transaction_version"])
+    steps["build actions"] = [asked, steps["commit"][0] - asked]
     clock.step("take off the queue", (lambda: q.take(staged)) if q is not None else (lambda: None))
     return staged
 

@@ -121,7 +121,7 @@ def queue_plot(queue, meta: dict | None = None):
     return fig
 
 
-def _commits_per_median(rows) -> int:
+def commits_per_median(rows) -> int:
     """The commits behind each median of a profile's or a queue's rows."""
     return int(rows[rows.step == "whole commit"].commits.max())
 
@@ -188,9 +188,9 @@ def benchmark_tables(found) -> str:
             [
                 f"Run of {meta['date'][:10]} ({machine['cpus']} cores, {machine['memory_gib']} GiB, {machine['system']}; {versions}; "
                 f"`data/full_runs/producers/`).",
-                f"Each step of one commit, milliseconds and requests (medians of {_commits_per_median(found.profile)} commits of 10 files):",
+                f"Each step of one commit, milliseconds and requests (medians of {commits_per_median(found.profile)} commits of 10 files):",
                 markdown(steps_table(found.profile)),
-                f"A whole commit with markers waiting (medians of {_commits_per_median(found.queue)} commits of 10 files; plain appends to the same table, beside the same markers):",
+                f"A whole commit with markers waiting (medians of {commits_per_median(found.queue)} commits of 10 files; plain appends to the same table, beside the same markers):",
                 markdown(queue_table(found.queue)),
                 "The committer alone on the 8 producers' staged files, back to back, in turns with one writer appending alone:",
                 markdown(limit_table(found.limit)),
