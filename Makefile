@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3.11
 UV_VERSION := 0.13.8
-WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3
+WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3 deltalake-1.1.4
 
 CACHE := $(CURDIR)/.cache
 export UV_CACHE_DIR := $(CACHE)/uv
@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers publish clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -112,26 +112,24 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver; about 6 min on 2 cores; CI runs it after make test)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/, its tables published to data/full_runs/bench/ when its checks pass)
+bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/ only: make publish RUN=build/bench/full makes them the committed run)
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
-	$(PY) -m helpers.runs.full_runs publish bench build/bench/full
 
-producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with 100 commits profiled step by step, their cost against the queue's length and the committer alone on staged files (11 min on an idle 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/, published to data/full_runs/producers/ when every row landed exactly once)
-	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw --publish $(PRODUCERS_ARGS)
+producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with 100 commits profiled step by step, their cost against the queue's length and the committer alone on staged files (11 min on an idle 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/ only: make publish RUN=build/producers/full makes them the committed run
+	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw $(PRODUCERS_ARGS)
 
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
 	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 50
 
-torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/, its tables published to data/full_runs/torture/ when its checks pass)
+torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/ only: make publish RUN=build/torture/full makes them the committed run)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
-	$(PY) -m helpers.runs.full_runs publish torture build/torture/full
 
-matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/, copied to data/, docs/answer.md rewritten
+matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
-	cp build/matrix/full/matrix.csv data/conflict_matrix.csv
-	cp build/matrix/full/meta.json data/conflict_matrix_meta.json
-	$(PY) -m helpers.page.answer_page
-	$(PY) -m helpers.page.answer_html
+
+publish: ## for maintainers: make runs of yours the committed ones (RUN=build/bench/full, or several: RUN="build/bench/full build/producers/full"; each kind from its folder, or KIND=bench, torture, producers, matrix or matrix-mixed), once their checks pass: copied into data/, then docs/answer.md, docs/disagreements.md and docs/answer.html written again from them
+	@test -n "$(RUN)" || { echo 'Name the run: make publish RUN=build/<kind>/<name> (e.g. RUN=build/bench/full)'; exit 2; }
+	$(PY) -m helpers.publish $(if $(KIND),--kind $(KIND)) $(RUN)
 
 answer: ## open docs/answer.html, the answer as a page you query, in a browser (or print its path)
 	@$(PYTHON) -c 'import os, pathlib, sys, webbrowser; page = pathlib.Path("docs/answer.html").resolve(); shown = (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32")) and webbrowser.open(page.as_uri()); print(("Opened " if shown else "Open this file in a browser: ") + page.as_uri())'
@@ -223,5 +221,5 @@ distclean: stop clean ## remove everything `make install` created, caches includ
 	rm -rf .venv .envs node_modules .cache .state
 
 .PHONY: matrix-mixed
-matrix-mixed: install ## Delta Spark (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: every ordered pair of the conflict matrix's append, overwrite, delete, update, merge and optimize, and the answer page's other pairs (replaceWhere, DELETE of every row, Z-order, VACUUM against the writes), raced in both orders (23 min on a shared, loaded 2-core machine; the six operations' pairs alone, MATRIX_MIXED_ARGS=--ops append,overwrite,delete,update,merge,optimize, 6 min), judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/, copied to data/conflict_matrix_mixed_dynamodb.csv
-	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix.mixed --publish $(MATRIX_MIXED_ARGS)
+matrix-mixed: install ## Delta Spark (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: every ordered pair of the conflict matrix's append, overwrite, delete, update, merge and optimize, and the answer page's other pairs (replaceWhere, DELETE of every row, Z-order, VACUUM against the writes), raced in both orders (23 min on a shared, loaded 2-core machine; the six operations' pairs alone, MATRIX_MIXED_ARGS=--ops append,overwrite,delete,update,merge,optimize, 6 min), judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/ only: make publish RUN=build/matrix/mixed-dynamodb makes them the committed run
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix.mixed $(MATRIX_MIXED_ARGS)

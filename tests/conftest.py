@@ -1,11 +1,13 @@
-"""Shared fixtures: the emulators (started if they do not answer) and unique table names; and
-the order in which `make test` hands files to its workers."""
+"""Shared fixtures: the emulators (started if they do not answer), unique table names and a headless
+Chromium (``browser``, one per test file); and the order in which `make test` hands files to its workers."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
+
+from helpers.jupyter import lab_check
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +19,20 @@ def stores():
     storage.ensure_bucket()
     storage.ensure_lock_table()
     storage.ensure_container()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """A headless Chromium (Debian's ``chromium`` and ``chromium-driver``), quit after its test file."""
+    try:
+        chromium, driver = lab_check.browser_binaries()
+    except lab_check.LabCheckError as error:
+        pytest.fail(f"the answer page is tested in Chromium: {error}")
+    session = lab_check.headless_browser(
+        chromium, driver, tmp_path_factory.mktemp("chromium-profile")
+    )
+    yield session
+    session.quit()
 
 
 @pytest.fixture

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 from test_references import anchors
 
 from helpers.ground import config
-from helpers.jupyter import lab_check
 from helpers.page import answer, answer_html, answer_rows, answer_sections
+from helpers.page import shown as shown_cells
 
 PAGE = answer_html.PAGE
 HANG_BOUND_S = 300
@@ -53,10 +52,12 @@ def expected_cases(results: answer.Results) -> list[dict]:
     copies = answer_html._copy_cells()
     cases, safe_seen = [], 0
     for row in answer_rows.ROWS:
-        for layout in answer_html.LAYOUTS:
-            for first in answer_html.OPERATIONS:
-                for second in answer_html.LATER:
-                    shown = answer_html.cell(row, first, second, layout, results)
+        for layout in shown_cells.LAYOUTS:
+            for first in shown_cells.OPERATIONS:
+                for second in shown_cells.LATER:
+                    shown = shown_cells.cell(
+                        row, first, second, shown_cells.Choice(layout), results
+                    )
                     if shown.verdict == answer.SAFE:
                         safe_seen += 1
                         if safe_seen % 5:
@@ -128,19 +129,6 @@ return [...seen];""",
     return problems
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    try:
-        chromium, driver = lab_check.browser_binaries()
-    except lab_check.LabCheckError as error:
-        pytest.fail(f"the answer page is tested in Chromium: {error}")
-    session = lab_check.headless_browser(
-        chromium, driver, tmp_path_factory.mktemp("chromium-profile")
-    )
-    yield session
-    session.quit()
-
-
 def test_the_page_shows_what_the_data_says(browser):
     cases = expected_cases(answer.Results.load())
     assert len([c for c in cases if c["verdict"] != answer.SAFE]) > 1000
@@ -151,8 +139,11 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
     """One verdict of the page's data changed by hand: the browser shows it, and the test says where."""
     data = answer_html.page_data()
     row = next(r for r in data["rows"] if r["key"] == "rs-put-today")
-    at = (data["operations"].index("optimize"), data["later"].index("optimize"))
-    row["grid"]["shared"][at[0]][at[1]][0] = data["verdicts"].index(answer.SAFE)
+    at = data["forms"].index("optimize") * len(data["later"]) + data["later"].index("optimize")
+    crafted_cell = list(data["cells"][row["grid"]["shared"][at]])
+    crafted_cell[0] = data["verdicts"].index(answer.SAFE)
+    data["cells"].append(crafted_cell)
+    row["grid"]["shared"][at] = len(data["cells"]) - 1
     crafted = tmp_path / "answer.html"
     crafted.write_text(
         answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
@@ -239,20 +230,27 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     condition does not name the partition; with the shared layout, the two jobs touch the same files."""
     results = answer.Results.load()
     row = next(r for r in answer_rows.ROWS if r.key == "rs-put-today")
+    parts = shown_cells.Choice("partitions")
     apart = [
         r
         for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
         if (r := results.by_pair.get((e, "replace_where", "replace_where_apart")))
     ]
     assert len(apart) == 2
-    shown = answer_html.cell(row, "replace_where", "replace_where", "partitions", results)
+    shown = shown_cells.cell(row, "replace_where", "replace_where", parts, results)
     assert shown.verdict == answer.verdict_of(apart) and shown.label == answer_sections.S13_6.label
     assert shown.sentence.startswith(
-        "each job on a partition of its own named in its condition: both commit"
+        "each job on a partition of its own, its condition naming its part: both commit"
     )
-    merge = answer_html.cell(row, "merge", "merge", "partitions", results)
-    assert "does not name the partition" in merge.sentence
-    same = answer_html.cell(row, "replace_where", "replace_where", "shared", results)
+    by_key = shown_cells.Choice("partitions", predicate="key")
+    merge = shown_cells.cell(row, "merge", "merge", by_key, results)
+    by_key_rows = [
+        results.by_pair[e, "merge_on_id", "merge_on_id_apart"]
+        for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
+    ]
+    assert merge.verdict == answer.verdict_of(by_key_rows)
+    assert "naming only the key" in merge.sentence
+    same = shown_cells.cell(row, "replace_where", "replace_where", shown_cells.Choice(), results)
     assert same.verdict == answer.verdict_of(
         [results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]]
     )
@@ -272,12 +270,17 @@ def test_refused_by_design_has_its_own_colour_label_and_advice():
     row = next(r for r in answer_rows.ROWS if r.key == "spark-catalog")
     label = answer_sections.S15_8.label
     for first, second in (("optimize", "append"), ("zorder", "update"), ("merge", "vacuum")):
-        for layout in answer_html.LAYOUTS:
-            shown = answer_html.cell(row, first, second, layout, results)
-            assert shown.verdict == mine and shown.label == label, (first, second)
-    assert answer_html.cell(row, "append", "append", "shared", results).verdict == answer.SAFE
+        for layout in shown_cells.LAYOUTS:
+            for retention in shown_cells.RETENTIONS:
+                choice = shown_cells.Choice(layout, retention)
+                shown = shown_cells.cell(row, first, second, choice, results)
+                assert shown.verdict == mine and shown.label == label, (first, second)
+    assert (
+        shown_cells.cell(row, "append", "append", shown_cells.Choice(), results).verdict
+        == answer.SAFE
+    )
     plain = next(r for r in answer_rows.ROWS if r.key == "spark-one")
-    assert answer_html.refused_by_design(plain, "optimize", "vacuum") is None
+    assert shown_cells.refused_by_design(plain, "optimize", "vacuum") is None
 
 
 def test_the_page_shows_refused_by_design_in_its_colour_with_its_advice(browser):

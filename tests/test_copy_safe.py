@@ -4,8 +4,12 @@ A code cell offered "to copy into a job of your own" names, in its metadata (``w
 answer page's row keys, each with the races the cell is for), the settings it stands for; the test
 holds each to the answer's data: every race it is for must be safe in that row (a rerun append:
 safe with the row's remedy), and its source holds none of the settings the workbook shows losing
-data or failing jobs. A race's own call that is not safe says so in its first line ("unsafe: do not
-copy") and names where the call to copy stands. Each check is shown failing on a crafted cell.
+data or failing jobs. Every deltalake append offered to copy carries an idempotent-write id (asked for
+before it writes) and at least the ``max_commit_retries`` the answer page advises for its store, and
+no cell sets an option that the releases it names ("with deltalake X to Y") ignore. A race's own call
+that is not safe says so in its first line ("unsafe: do not copy") and names where the call to copy
+stands. Each check is shown failing on a crafted cell, and the retry advice in the notebooks' prose is
+held to the figures of notebook 11's run.
 
 Then each copy cell runs once against the emulators, given their environment, importing nothing
 from the workbook, and what it wrote is read back from storage: the rows, the lock table's items,
@@ -26,7 +30,8 @@ import uuid
 import pytest
 
 from helpers.ground import config, eras
-from helpers.page import answer, answer_rows
+from helpers.page import answer, answer_rows, answer_settings
+from helpers.page import boundaries as b
 from helpers.stores import tables
 
 COPY_OFFER = re.compile(
@@ -40,6 +45,27 @@ UNSAFE_SETTINGS = {
 SEVERAL_CLUSTERS = '"spark.delta.logStore.s3a.impl": "io.delta.storage.S3DynamoDBLogStore"'
 """What a Spark cell for several clusters must set: without it, Delta's default S3 log store loses commits."""
 UNSAFE_MARK = "(unsafe: do not copy)"
+RETRIES_OF_ROW = {
+    "rs-put-today": "s3-conditional-put",
+    "rs-azure": "azure",
+    "rs-lock-seeds": "s3-dynamodb-lock",
+    "rs-lock-interop": "s3-dynamodb-lock",
+}
+"""The benchmark protocol (notebook 11) whose figures size the retries of an answer row's deltalake jobs."""
+ONE_COMMITTER = {
+    "14_many_producers.ipynb": "one committer commits every batch of its table, and asks the table before "
+    "it tries a batch again: no other job's append races it"
+}
+"""Copy cells whose appends no other job's append races, so the retry figure for jobs at once does not apply."""
+IGNORED_FROM = {
+    "AWS_S3_LOCKING_PROVIDER": b.DYNAMODB_LOG_STORE_REMOVED,
+    "DELTA_DYNAMO_TABLE_NAME": b.DYNAMODB_LOG_STORE_REMOVED,
+}
+"""Options deltalake ignores from a release on: a cell that sets one must name releases before it."""
+RELEASES = re.compile(r"\bwith deltalake (\d+\.\d+\.\d+)(?: to (\d+\.\d+\.\d+))?")
+"""The releases a copy cell is for, as its opening comment names them."""
+IDEMPOTENT = re.compile(r"app_transactions\s*=\s*\[\s*Transaction\(")
+RETRIES = re.compile(r"max_commit_retries\s*=\s*(\d+)")
 
 
 def _notebooks() -> dict[str, dict]:
@@ -103,6 +129,7 @@ def copy_problems(notebooks: dict[str, dict]) -> list[str]:
             )
         if UNSAFE_MARK in source:
             problems.append(f"{where}: both offered to copy and marked unsafe")
+        problems += deltalake_problems(where, name, settings, source)
     for name, notebook in notebooks.items():
         for index, cell in enumerate(notebook["cells"]):
             source = "".join(cell["source"])
@@ -121,6 +148,47 @@ def copy_problems(notebooks: dict[str, dict]) -> list[str]:
     return problems
 
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def deltalake_problems(where: str, name: str, settings: dict, source: str) -> list[str]:
+    """A deltalake append offered to copy: its idempotent-write id, its retries, the options its
+    releases honour."""
+    problems = []
+    prose = " ".join(re.sub(r"^\s*#", "", line) for line in source.splitlines())
+    for option, boundary in IGNORED_FROM.items():
+        if f'"{option}"' not in source:
+            continue
+        named = RELEASES.search(" ".join(prose.split()))
+        if not named:
+            problems.append(
+                f'{where}: sets {option} and names no release ("with deltalake X to Y")'
+            )
+        elif _release(named.group(2) or named.group(1)) >= _release(boundary.version):
+            problems.append(
+                f"{where}: sets {option}, which deltalake {named.group(2) or named.group(1)} ignores "
+                f"({boundary.version} and later)"
+            )
+    if not (re.search(r"^from deltalake import", source, re.M) and 'mode="append"' in source):
+        return problems
+    if not (IDEMPOTENT.search(source) and "transaction_version" in source):
+        problems.append(
+            f"{where}: a deltalake append offered to copy without an idempotent-write id "
+            "(CommitProperties(app_transactions=[Transaction(...)]), asked for with transaction_version first)"
+        )
+    stores = {RETRIES_OF_ROW[row] for row in settings if row in RETRIES_OF_ROW}
+    if stores and name not in ONE_COMMITTER:
+        advised = max(answer_settings.advised_retries(store) for store in stores)
+        set_to = [int(value) for value in RETRIES.findall(source)]
+        if not set_to or min(set_to) < advised:
+            problems.append(
+                f"{where}: max_commit_retries {set_to or 'not set'}, below the answer page's {advised} "
+                f"for {', '.join(sorted(stores))}"
+            )
+    return problems
+
+
 def test_only_safe_settings_are_offered_to_copy():
     assert copy_problems(_notebooks()) == []
 
@@ -130,9 +198,9 @@ def test_every_setting_a_learner_needs_has_a_copy_cell():
     assert {"rs-put-today", "rs-azure", "rs-lock-seeds", "spark-dynamodb"} <= offered
 
 
-def _crafted(change) -> dict[str, dict]:
+def _crafted(change, notebook: str = "08") -> dict[str, dict]:
     notebooks = _notebooks()
-    name, index, _, _ = next(c for c in copy_cells(notebooks) if c[0].startswith("08"))
+    name, index, _, _ = next(c for c in copy_cells(notebooks) if c[0].startswith(notebook))
     change(notebooks[name]["cells"][index])
     return notebooks
 
@@ -157,11 +225,16 @@ def _source_replace(old: str, new: str):
             "holds the unsafe rename",
         ),
         (
-            _source_replace(
-                'mode="append", storage_options=',
-                'mode="append", max_commit_retries=0, storage_options=',
-            ),
+            _source_replace("max_commit_retries=120,", "max_commit_retries=0,"),
             "holds no retries",
+        ),
+        (
+            _source_replace("max_commit_retries=120,", "max_commit_retries=15,"),
+            r"max_commit_retries \[15\], below the answer page's 120 for s3-conditional-put",
+        ),
+        (
+            _source_replace(", app_transactions=[Transaction(app_id=app_id, version=version)]", ""),
+            "without an idempotent-write id",
         ),
         (
             lambda cell: cell["metadata"]["workbook_copy"].update(
@@ -175,6 +248,107 @@ def _source_replace(old: str, new: str):
 def test_an_unsafe_copy_cell_is_caught(change, message):
     found = [p for p in copy_problems(_crafted(change)) if re.search(message, p)]
     assert found, copy_problems(_crafted(change))
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            "with deltalake 0.22.3,",
+            "with deltalake 0.22.3 to 1.6.6,",
+            "which deltalake 1.6.6 ignores",
+        ),
+        ("with deltalake 0.22.3,", "with today's deltalake,", "names no release"),
+    ],
+)
+def test_a_copy_cell_setting_an_option_its_release_ignores_is_caught(old, new, message):
+    notebooks = _crafted(_source_replace(old, new), notebook="07")
+    assert [p for p in copy_problems(notebooks) if message in p], copy_problems(notebooks)
+
+
+# --- the retry advice in prose is notebook 11's run --------------------------------------------
+
+
+RETRY_PROSE = {
+    "notebooks/solutions/07.md": ("s3-dynamodb-lock",),
+    "notebooks/solutions/11.md": ("s3-conditional-put", "s3-dynamodb-lock", "azure"),
+    "notebooks/11_commit_throughput.ipynb": ("s3-conditional-put", "s3-dynamodb-lock", "azure"),
+}
+"""Where the workbook advises retries in prose, and for which of the benchmark's protocols."""
+
+
+def _prose(path: str) -> str:
+    text = (config.ROOT / path).read_text(encoding="utf-8")
+    if path.endswith(".ipynb"):
+        cells = json.loads(text)["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return " ".join(text.split())
+
+
+def retry_prose_problems(texts: dict[str, str]) -> list[str]:
+    """Each text must quote, for each of its protocols, what notebook 11's run measured
+    (:func:`helpers.page.answer_settings.retry_figures`), the bound for its most writers with its
+    arithmetic, and the figure the page advises."""
+    problems = []
+    for path, protocols in RETRY_PROSE.items():
+        for protocol in protocols:
+            most = answer_settings.retry_runs(protocol)[-1]
+            for quoted in (
+                answer_settings.retry_figures(protocol),
+                f"{most.writers - 1} × {most.appends} = {most.bound}",
+                f"max_commit_retries={answer_settings.advised_retries(protocol)}",
+            ):
+                if quoted not in texts[path]:
+                    problems.append(f"{path}: does not say {quoted!r} ({protocol})")
+    return problems
+
+
+def test_the_retry_advice_in_prose_is_notebook_11s_run():
+    assert retry_prose_problems({path: _prose(path) for path in RETRY_PROSE}) == []
+
+
+def test_the_retries_a_run_needed_are_read_from_its_commits():
+    """Where no append gave up, the most retries one took; where some did, the bound: every other
+    writer's appends."""
+    from helpers.bench import stats
+
+    def commit(writers, writer, outcome, attempts):
+        return dict(
+            protocol="p", writers=writers, writer=writer, outcome=outcome, attempts=attempts
+        )
+
+    runs = stats.retries_needed(
+        [commit(2, "w1", "committed", 1), commit(2, "w2", "committed", 3)]
+        + [commit(2, "w1", "committed", 1), commit(2, "w2", "committed", 2)]
+        + [commit(3, f"w{n}", "committed", n) for n in (1, 2)]
+        + [commit(3, "w3", "failed", 16)]
+    )
+    assert [(r.writers, r.appends, r.needed, r.bound, r.advised) for r in runs] == [
+        (2, 2, 2, 2, 2),
+        (3, 1, None, 2, 2),
+    ]
+    assert stats.retry_words(runs) == (
+        "the most retries an append needed was 2 with 2 writers; "
+        "1 of 3 appends by 3 writers gave up after 15"
+    )
+
+
+def test_retry_advice_that_drifted_from_the_run_is_caught():
+    texts = {path: _prose(path) for path in RETRY_PROSE}
+    texts["notebooks/solutions/11.md"] = texts["notebooks/solutions/11.md"].replace(
+        "10 with 4 writers", "9 with 4 writers"
+    )
+    texts["notebooks/solutions/07.md"] = texts["notebooks/solutions/07.md"].replace(
+        "max_commit_retries=120", "max_commit_retries=60"
+    )
+    problems = retry_prose_problems(texts)
+    assert any(
+        p.startswith("notebooks/solutions/11.md") and "s3-conditional-put" in p for p in problems
+    )
+    assert any(
+        p.startswith("notebooks/solutions/07.md") and "max_commit_retries=120" in p
+        for p in problems
+    )
 
 
 def test_a_race_call_that_is_not_marked_unsafe_is_caught():
@@ -251,17 +425,25 @@ DATA = "import pyarrow as pa\ndata = pa.table({'id': list(range(10))})\n"
 @pytest.mark.services
 def test_the_s3_copy_cell_appends(stores):
     uri = tables.s3_uri(f"copy-cells/s3-{uuid.uuid4().hex[:8]}")
-    run_cell(
+    told = run_cell(
         _cell_of("08"),
-        DATA + f"append_to_s3({uri!r}, data)\nappend_to_s3({uri!r}, data)\nprint('ok')",
+        DATA + f"first = append_to_s3({uri!r}, data, 'batch-001.jsonl', 1)\n"
+        f"second = append_to_s3({uri!r}, data, 'batch-002.csv', 2)\n"
+        f"rerun = append_to_s3({uri!r}, data, 'batch-001.jsonl', 1)\nprint(first, second, rerun)",
     )
+    assert told == "True True False"
     assert _rows(uri, tables.s3_storage_options()) == 20
 
 
 @pytest.mark.services
 def test_the_azure_copy_cell_appends(stores):
     uri = tables.azure_uri(f"copy-cells/az-{uuid.uuid4().hex[:8]}")
-    run_cell(_cell_of("03"), DATA + f"append_to_azure({uri!r}, data)\nprint('ok')")
+    told = run_cell(
+        _cell_of("03"),
+        DATA + f"first = append_to_azure({uri!r}, data, 'batch-001.jsonl', 1)\n"
+        f"rerun = append_to_azure({uri!r}, data, 'batch-001.jsonl', 1)\nprint(first, rerun)",
+    )
+    assert told == "True False"
     assert _rows(uri, tables.azure_storage_options()) == 10
 
 
@@ -283,23 +465,30 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     ttl = storage.dynamodb_client().describe_time_to_live(TableName=lock)["TimeToLiveDescription"]
     assert ttl.get("AttributeName") == "expireTime"
     tree = ast.parse(source)
-    function = next(
-        node
+    functions = [
+        ast.get_source_segment(source, node)
         for node in tree.body
-        if isinstance(node, ast.FunctionDef) and node.name == "append_with_lock"
-    )
-    only = (
-        "import os\nimport pyarrow as pa\nfrom deltalake import write_deltalake\n\n"
-        + ast.get_source_segment(source, function)
+        if isinstance(node, ast.FunctionDef) and node.name in ("landed_version", "append_with_lock")
+    ]
+    only = "\n".join(
+        [
+            "import os",
+            "import pyarrow as pa",
+            "from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake",
+            "from deltalake.exceptions import TableNotFoundError",
+            *functions,
+        ]
     )
     uri = tables.s3_uri(f"copy-cells/lock-{uuid.uuid4().hex[:8]}")
     python = str(config.ENVS_DIR / eras.DYNAMODB_INTEROP / "bin" / "python")
-    run_cell(
+    told = run_cell(
         only,
-        DATA
-        + f"append_with_lock({uri!r}, data, {lock!r})\nappend_with_lock({uri!r}, data, {lock!r})\nprint('ok')",
+        DATA + f"first = append_with_lock({uri!r}, data, {lock!r}, 'batch-001.jsonl', 1)\n"
+        f"second = append_with_lock({uri!r}, data, {lock!r}, 'batch-002.csv', 2)\n"
+        f"rerun = append_with_lock({uri!r}, data, {lock!r}, 'batch-002.csv', 2)\nprint(first, second, rerun)",
         python=python,
     )
+    assert told == "True True False"
     assert _rows(uri, tables.s3_storage_options()) == 20
     items = storage.lock_entries(uri, lock)
     assert {item["fileName"] for item in items} >= {
@@ -314,7 +503,8 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
 )
 def test_a_race_call_offered_to_copy_appends(stores, notebook, era, locked):
     """The race calls offered to copy (``one_writer``, the writer's own call), each in its era's
-    environment, on a table the same era created: two appends land."""
+    environment, on a table the same era created: two appends land, and the first, run again,
+    finds its idempotent-write id and appends nothing."""
     uri = tables.s3_uri(f"copy-cells/writer-{notebook}-{uuid.uuid4().hex[:8]}")
     options = tables.s3_storage_options(locking_provider="dynamodb" if locked else None)
     python = (
@@ -323,7 +513,9 @@ def test_a_race_call_offered_to_copy_appends(stores, notebook, era, locked):
     run_cell(
         _cell_of(notebook),
         DATA + f"write_deltalake({uri!r}, data, storage_options={options!r})\n"
-        f"one_writer({uri!r}, data, 'w1', 2)\none_writer({uri!r}, data, 'w2', 3)\nprint('ok')",
+        f"one_writer({uri!r}, data, 'w1', 2, 'batch-002.csv')\n"
+        f"one_writer({uri!r}, data, 'w2', 3, 'batch-003.jsonl')\n"
+        f"one_writer({uri!r}, data, 'w1', 2, 'batch-002.csv')\nprint('ok')",
         python=python,
     )
     assert _rows(uri, options) == 30

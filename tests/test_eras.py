@@ -32,9 +32,10 @@ def test_the_timeline_of_eras_keeps_its_three_and_the_lock_shape_era_stands_apar
     assert eras.era(eras.OLD_LOCK).requirements.name == "writer-deltalake-0.14.0.txt"
     assert (
         list(eras.CONFLICT_MATRIX_ERAS)
-        == [eras.LAST_REFUSING_DOUBLE_OPTIMIZE]
-        == ["deltalake-1.6.3"]
+        == [eras.LAST_REFUSING_DOUBLE_OPTIMIZE, eras.LAST_COMMITTING_BLIND_APPEND]
+        == ["deltalake-1.6.3", "deltalake-1.1.4"]
     )
+    assert not any(era.timeline for era in eras.CONFLICT_MATRIX_ERAS.values())
     assert eras.ALL_ERAS == {**eras.ERAS, **eras.LOCK_SHAPE_ERAS, **eras.CONFLICT_MATRIX_ERAS}
 
 

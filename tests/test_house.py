@@ -19,6 +19,7 @@ HELPERS = config.ROOT / "helpers"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("machine",),
     ("jupyter",),
+    ("publish",),
     ("page",),
     ("producers", "catalog", "matrix"),
     ("torture", "probe"),

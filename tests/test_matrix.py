@@ -9,7 +9,7 @@ import json
 import pytest
 
 from helpers.matrix import __main__ as cli
-from helpers.matrix import classify, documented, engines, operations, run
+from helpers.matrix import classify, documented, engines, layouts, operations, run, tidy
 
 BASE = {"columns": ["id", "value"], "properties": {}, "rows": [[1, 10], [2, 20], [3, 30]]}
 
@@ -246,10 +246,18 @@ def test_pairs_are_every_ordered_pair_then_each_retry_after_its_original():
     pairs = operations.pairs()
     assert len(pairs) == len(operations.MATRIX_OPS) ** 2 + len(operations.RETRY_OPS) + len(
         operations.APART_OPS
-    )
+    ) + len(operations.APART_AFTER)
     assert pairs[0] == ("append", "append") and ("append_txn", "retry_checked") in pairs
-    # each second job on a part of its own after the same operation's first job, the MERGE in two forms
-    assert pairs[-2:] == [("merge", "merge_apart"), ("merge_on_id", "merge_on_id_apart")]
+    # each second job on a part of its own after the same operation's first job, the MERGE in two forms;
+    # a DELETE and an UPDATE by id after the first job's naming its partition, and after one by id
+    assert pairs[-6:] == [
+        ("merge", "merge_apart"),
+        ("merge_on_id", "merge_on_id_apart"),
+        ("delete", "delete_on_id_apart"),
+        ("delete_on_id", "delete_on_id_apart"),
+        ("update", "update_on_id_apart"),
+        ("update_on_id", "update_on_id_apart"),
+    ]
     assert operations.pairs(["optimize", "append"]) == [
         ("append", "append"),
         ("append", "optimize"),
@@ -286,7 +294,13 @@ def test_every_default_engine_is_an_installed_era():
         for s in specs
         if s.module == "helpers.matrix.deltars" and s.store == "local" and not s.variant_of
     }
-    assert delta_rs == {"deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", "deltalake-1.6.6"}
+    assert delta_rs == {
+        "deltalake-0.22.3",
+        "deltalake-1.1.4",
+        "deltalake-1.5.1",
+        "deltalake-1.6.3",
+        "deltalake-1.6.6",
+    }
     assert all(eras.era(spec.era) for spec in engines.ENGINES.values())
 
 
@@ -424,11 +438,15 @@ def test_each_engine_races_the_other_interleaving_and_the_other_layouts_as_varia
     ]
     # another layout: only the operations with a predicate or rows of their own there
     partitions = engines.ENGINES["deltalake-1.6.6+partitions"]
-    apart = [(operations.OPERATIONS[x].apart_of, x) for x in operations.APART_OPS]
+    apart = operations.pairs(operations.APART_OPS)
     assert (
         partitions.chosen(every)
         == [(a, b) for a in operations.LAYOUT_OPS for b in operations.LAYOUT_OPS] + apart
     )
+    # on file-stats every predicate names ids already: no DELETE or UPDATE by id of its own
+    by_id = [p for p in apart if p[1] in operations.APART_AFTER]
+    stats = engines.ENGINES["deltalake-1.6.6+file-stats"].chosen(every)
+    assert len(by_id) == 4 and not set(by_id) & set(stats) and set(apart) - set(by_id) <= set(stats)
     assert rs.chosen(every) == every[: -len(apart)] and not set(apart) & set(held_rs.chosen(every))
     # the same operation from two jobs on parts of their own, in the other interleaving too, sharing the layout's base
     for name in (
@@ -436,8 +454,9 @@ def test_each_engine_races_the_other_interleaving_and_the_other_layouts_as_varia
         "delta-spark-4.4+file-stats+b-files-after",
     ):
         spec = engines.ENGINES[name]
+        expected = apart if "partitions" in name else [p for p in apart if p not in by_id]
         assert (
-            spec.chosen(every) == apart
+            spec.chosen(every) == expected
             and spec.base_of == spec.variant_of == name.rsplit("+", 1)[0]
         )
         assert spec.process_key == engines.ENGINES[spec.base_of].process_key
@@ -459,17 +478,16 @@ def test_on_disjoint_files_the_docs_can_conflict_reads_cannot_except_an_operatio
         "append", "append"
     )
     # two jobs of one operation on parts of their own: apart when each condition names its part; a MERGE
-    # whose condition does not name it reads every file and can conflict (the docs' warning)
+    # whose condition does not name it reads every file and can conflict (the docs' warning), and so
+    # does a DELETE or an UPDATE whose predicate names ids only, whatever the first job's names
     for first, second in operations.pairs(operations.APART_OPS):
         said = documented.expectation(first, second, "partitions").write_serializable
-        assert said == (documented.CAN if first == "merge_on_id" else documented.CANNOT), (
-            first,
-            second,
-        )
+        by_key = operations.OPERATIONS[second].apart_of in operations.BY_KEY
+        assert said == (documented.CAN if by_key else documented.CANNOT), (first, second)
 
 
 def test_a_second_job_on_a_part_of_its_own_keeps_off_the_first_jobs_part():
-    for layout in (operations.PARTITIONS, operations.FILE_STATS):
+    for layout in (layouts.PARTITIONS, layouts.FILE_STATS):
         other = layout.apart
         assert other is not None and other.base == layout.base and other.columns == layout.columns
         assert {
@@ -492,20 +510,18 @@ def test_a_second_job_on_a_part_of_its_own_keeps_off_the_first_jobs_part():
             and merged.merge_condition == "t.id = s.id"
             and merged.merge_source == other.merge_source
         )
-        assert (
-            "part" not in layout.merge_on_id_condition and "<=" not in layout.merge_on_id_condition
-        )
-    parts = operations.PARTITIONS
+        assert "part" not in layout.by_key["merge"] and "<=" not in layout.by_key["merge"]
+    parts = layouts.PARTITIONS
     assert [r[2] for r in parts.apart.merge_source] == [
         "a",
         "a",
     ] and parts.apart.replace_predicate == "part = 'b'"
     with pytest.raises(ValueError, match="parts of their own"):
-        operations.SHARED_FILES.for_op("delete_apart")
+        layouts.SHARED_FILES.for_op("delete_apart")
 
 
 def test_each_layout_gives_every_operation_its_rows_and_predicate():
-    for layout in operations.LAYOUTS.values():
+    for layout in layouts.LAYOUTS.values():
         width = len(layout.columns)
         rows = [
             *layout.append_rows,
@@ -516,7 +532,7 @@ def test_each_layout_gives_every_operation_its_rows_and_predicate():
         ]
         assert {len(row) for row in rows} == {width}, layout.name
         assert set(layout.partition_by) <= set(layout.columns)
-    parts = operations.PARTITIONS
+    parts = layouts.PARTITIONS
     # each operation keeps to a partition of its own: the partitions its rows and predicate name differ
     named = {
         "append": {r[2] for r in parts.append_rows},
@@ -593,3 +609,131 @@ def test_a_short_run_races_its_spark_engines_in_one_driver():
         ("deltalake-1.6.6",),
     ]
     assert len(engines.processes(names)) == 3  # no counts given: every engine in its own process
+
+
+def test_a_delete_or_update_by_id_keeps_to_its_partition_without_naming_it():
+    parts = layouts.PARTITIONS
+    for op, plain in (("delete_on_id", "delete"), ("update_on_id", "update")):
+        field = f"{plain}_predicate"
+        for layout, name in ((parts, op), (parts.apart, f"{op}_apart")):
+            by_id, ran = parts.for_op(name)
+            assert ran == plain and getattr(by_id, field) == layout.by_key[plain]
+            assert "part" not in getattr(by_id, field) and "part" in getattr(layout, field)
+            # the one id it names is the one row of the named predicate (id % 4 in that partition)
+            (row,) = [
+                r
+                for r in (r for batch in parts.base for r in batch)
+                if f"id = {r[0]}" == getattr(by_id, field)
+            ]
+            assert f"part = '{row[2]}'" in getattr(layout, field), (name, row)
+    assert not layouts.FILE_STATS.races("delete_on_id_apart") and parts.races("update_on_id")
+    with pytest.raises(ValueError, match="condition by id"):
+        layouts.FILE_STATS.for_op("delete_on_id")
+
+
+def _race_states(folder) -> dict:
+    return {
+        (r["engine"], r["first"], r["second"]): r["race"]["state"]
+        for r in map(json.loads, (folder / "pairs.jsonl").open())
+    }
+
+
+def test_the_default_retention_spares_a_job_in_flight_and_a_delete_by_id_commits(tmp_path):
+    held, parts = "deltalake-1.6.6+b-files-first", "deltalake-1.6.6+partitions"
+    names = ["append", "delete", "vacuum", "vacuum_retained", "delete_on_id_apart"]
+    rows = run.run(
+        [held, parts],
+        [*names, "update_on_id_apart"],
+        tmp_path / "forms",
+        echo=lambda line: None,
+        only={
+            held: [("vacuum", "append"), ("vacuum_retained", "append")],
+            parts: [("delete", "delete_on_id_apart"), ("update_on_id", "update_on_id_apart")],
+        },
+    )
+    cell = {(r["engine"], r["first"], r["second"]): r for r in rows}
+    # the append wrote its file before the VACUUM committed: 0 hours deletes it, 7 days keeps it
+    zero, kept = cell[(held, "vacuum", "append")], cell[(held, "vacuum_retained", "append")]
+    assert (zero["outcome"], zero["anomaly_kind"]) == ("anomaly", "broken log")
+    assert (kept["outcome"], kept["rows_race"], kept["agrees_with_docs"]) == (
+        "serializable",
+        15,
+        "",
+    )
+    alone = tmp_path / "forms" / "tables" / held / "alone"
+    on_disk = {
+        op: len(list((alone / f"deltalake-1.6.6--{op}").glob("*.parquet")))
+        for op in ("vacuum", "vacuum_retained")
+    }
+    assert on_disk == {"vacuum": 1, "vacuum_retained": 5}  # every file the base and OPTIMIZE wrote
+    # DELETE and UPDATE by id on partitions of their own both commit: ids 6 and 10 gone, 11 and 15 updated
+    states = _race_states(tmp_path / "forms")
+    deleted = states[(parts, "delete", "delete_on_id_apart")]
+    assert cell[(parts, "delete", "delete_on_id_apart")]["outcome"] == "serializable"
+    assert {r[0] for r in deleted["rows"]} == set(range(1, 17)) - {6, 10, 12}
+    updated = {r[0]: r[1] for r in states[(parts, "update_on_id", "update_on_id_apart")]["rows"]}
+    assert cell[(parts, "update_on_id", "update_on_id_apart")]["outcome"] == "serializable"
+    assert (updated[11], updated[15], updated[7]) == (111, 151, 70)
+
+
+def _committed(tmp_path):
+    """The committed results as they were before ``vacuum_retained`` joined them."""
+    from helpers.ground import config
+
+    csv_path, meta_path = tmp_path / "matrix.csv", tmp_path / "meta.json"
+    with (config.DATA_DIR / "conflict_matrix.csv").open(newline="", encoding="utf-8") as handle:
+        rows = [
+            r for r in csv.DictReader(handle) if "vacuum_retained" not in (r["first"], r["second"])
+        ]
+    csv_path.write_text(tidy._csv_text(rows))
+    meta = json.loads((config.DATA_DIR / "conflict_matrix_meta.json").read_text())
+    meta["operations"].remove("vacuum_retained")
+    meta_path.write_text(json.dumps({**meta, "merged": []}))
+    return csv_path, meta_path
+
+
+def _new_run(folder, rows: list[dict], engines_seen: dict) -> None:
+    folder.mkdir()
+    (folder / "matrix.csv").write_text(tidy._csv_text(rows))
+    meta = {"engines": engines_seen, "run_on": "2026-12-07", "wall_seconds": 1.5}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def test_a_run_of_new_pairs_merges_in_order_and_every_committed_row_stays(tmp_path):
+    csv_path, meta_path = _committed(tmp_path)
+    before, meta_before = csv_path.read_text().splitlines(), json.loads(meta_path.read_text())
+    rows = list(csv.DictReader(csv_path.open()))
+    template = next(r for r in rows if r["engine"] == "deltalake-1.6.6" and r["first"] == "vacuum")
+    new = [
+        {**template, "first": "vacuum_retained", "second": "append"},
+        {**template, "first": "append", "second": "vacuum_retained"},
+    ]
+    _new_run(tmp_path / "run", new, {"deltalake-1.6.6": template["engine_version"]})
+    assert tidy.merge([tmp_path / "run"], csv_path, meta_path) == new
+    after = csv_path.read_text().splitlines()
+    assert len(after) == len(before) + 2
+    assert [line for line in after if line not in tidy._csv_text(new).splitlines()[1:]] == before
+    keys = [
+        tuple(r[k] for k in ("engine", "first", "second")) for r in csv.DictReader(csv_path.open())
+    ]
+    # each where the pair order puts it: after its engine's VACUUM of 0 hours, not at the end
+    at = keys.index(("deltalake-1.6.6", "append", "vacuum_retained"))
+    assert keys[at - 1] == ("deltalake-1.6.6", "append", "vacuum")
+    at = keys.index(("deltalake-1.6.6", "vacuum_retained", "append"))
+    assert keys[at - 1] == ("deltalake-1.6.6", "vacuum", "set_property")
+    meta = json.loads(meta_path.read_text())
+    ops = meta["operations"]
+    assert (
+        ops[ops.index("vacuum") + 1] == "vacuum_retained"
+        and meta["run_on"] == meta_before["run_on"]
+    )
+    assert meta["pairs"]["deltalake-1.6.6"] == sum(k[0] == "deltalake-1.6.6" for k in keys)
+    assert meta["merged"] == [{"run_on": "2026-12-07", "wall_seconds": 1.5, "pairs": 2}]
+    # the same cells again, or another release under an engine's name: refused, nothing written
+    text = csv_path.read_text()
+    with pytest.raises(tidy.MergeError, match="measured twice"):
+        tidy.merge([tmp_path / "run"], csv_path, meta_path)
+    _new_run(tmp_path / "other", [{**new[0], "second": "optimize"}], {"deltalake-1.6.6": "1.6.7"})
+    with pytest.raises(tidy.MergeError, match="1.6.7"):
+        tidy.merge([tmp_path / "other"], csv_path, meta_path)
+    assert csv_path.read_text() == text

@@ -75,6 +75,17 @@ def _local_table(tmp_path) -> str:
     return uri
 
 
+def _batch_spec(tmp_path, batch: int, **changes) -> dict:
+    """A writer of landing batch ``batch``, appending to a new local table."""
+    return _spec(
+        table_uri=_local_table(tmp_path),
+        landing_file=str(landing.landing_file(batch)),
+        result_path=str(tmp_path / "r.json"),
+        batch=batch,
+        **changes,
+    )
+
+
 def test_writer_commits_and_reports(tmp_path):
     uri = _local_table(tmp_path)
     spec = _spec(
@@ -188,15 +199,7 @@ def test_barrier_timeout_is_a_failed_result(tmp_path):
 @pytest.mark.parametrize("era", [eras.SEEDS, eras.CURRENT])
 def test_retries_off_still_tries_once_in_every_era(era, tmp_path):
     """deltalake 0.22.3 reads max_commit_retries=0 as 'no attempt at all'; the writer must not."""
-    uri = _local_table(tmp_path)
-    spec = _spec(
-        era=era,
-        table_uri=uri,
-        landing_file=str(landing.landing_file(1)),
-        result_path=str(tmp_path / "r.json"),
-        batch=1,
-        max_commit_retries=0,
-    )
+    spec = _batch_spec(tmp_path, 1, era=era, max_commit_retries=0)
     done, result = _run_writer(spec, era=era)
     assert result["outcome"] == w.COMMITTED, result["error_message"]
     assert result["library_max_commit_retries"] == (1 if era == eras.SEEDS else 0)
@@ -228,6 +231,27 @@ def test_the_deltalake_code_shown_commits_when_run_as_it_is(tmp_path):
 
     info = DeltaTable(table).history(1)[0]  # the commit the pasted code made, tagged
     assert (info.get(delta_log.WRITER_TAG), info.get(delta_log.BATCH_TAG)) == ("w1", "3")
+    assert DeltaTable(table).transaction_version(landing.landing_file_name(3)) == 3  # its id
+    rerun = runner.writer_code(table, max_commit_retries=0, batch=3)  # the same job, run again
+    exec(compile(rerun, "rerun", "exec"), {"landing_file": str(landing.landing_file(3))})  # noqa: S102
+    assert runner.table_state(table).version == 1  # it found its id in the table: nothing appended
+
+
+@pytest.mark.parametrize("era", [eras.SEEDS, eras.CURRENT])
+def test_a_writer_run_again_on_its_landing_file_appends_nothing(era, tmp_path):
+    """Each append carries the idempotent-write id (the landing file's name, its batch number), and a
+    writer asks the table for it first: the second writer of one landing file appends nothing."""
+    spec = _batch_spec(tmp_path, 2, era=era)
+    uri = spec["table_uri"]
+    first = _run_writer(spec, era=era)[1]
+    second = _run_writer(spec, era=era)[1]
+    assert (first["outcome"], first["reported_version"]) == (w.COMMITTED, 1), first
+    assert second["reported_version_source"].startswith("landed already"), second
+    state = runner.table_state(uri)
+    assert (state.version, state.rows) == (1, len(landing.batch_ids(2)))
+    from deltalake import DeltaTable
+
+    assert DeltaTable(uri).transaction_version(landing.landing_file_name(2)) == 2
 
 
 @pytest.mark.parametrize(

@@ -282,3 +282,88 @@ def check_runs(check, runs, appends: int) -> None:
                 float(row["attempts_mean"]),
                 1.0,
             )
+
+
+@dataclass(frozen=True)
+class RetriesNeeded:
+    """One run (a protocol at a writer count) read for the ``max_commit_retries`` a job should set.
+
+    A retry happens only when the version a commit tried was taken, and the next attempt tries a
+    later version, so every retry of a commit is a version another writer's commit took: a commit
+    never needs more retries than the commits the other writers make meanwhile, at most
+    :attr:`bound`. What the run measured is the retries of the commits that landed (each one's
+    attempts less one); a commit that gave up needed more than the run allowed, how many more it
+    cannot say."""
+
+    protocol: str
+    writers: int
+    appends: int
+    """Appends per writer, back to back."""
+    commits: int
+    gave_up: int
+    """Commits that failed after the library's retries (``CommitFailedError``)."""
+    most: int
+    """The most retries a commit that landed took."""
+    allowed: int | None
+    """The retries the run allowed (a commit that gave up took that many), None if none gave up."""
+
+    @property
+    def needed(self) -> int | None:
+        """The smallest ``max_commit_retries`` at which no append of this run gave up: the most any
+        commit took, when none gave up; None when some did (the run cannot say)."""
+        return None if self.gave_up else self.most
+
+    @property
+    def bound(self) -> int:
+        """Retries that cannot run out: every other writer's appends, ``(writers - 1) x appends``."""
+        return (self.writers - 1) * self.appends
+
+    @property
+    def advised(self) -> int:
+        """What to set for this many writers: the measured need where the run shows it, else the bound."""
+        return self.bound if self.needed is None else self.needed
+
+
+def retries_needed(commits: Iterable[Mapping]) -> list[RetriesNeeded]:
+    """One :class:`RetriesNeeded` per (protocol, writers) of a benchmark's commit records (each with
+    ``protocol``, ``writers``, ``writer``, ``outcome`` and ``attempts`` counted at the store's door),
+    sorted by protocol and writers."""
+    runs: dict[tuple[str, int], list[Mapping]] = {}
+    for record in commits:
+        runs.setdefault((str(record["protocol"]), int(record["writers"])), []).append(record)
+    found = []
+    for (protocol, writers), records in sorted(runs.items()):
+        landed = [int(r["attempts"]) - 1 for r in records if r["outcome"] == COMMITTED]
+        failed = [int(r["attempts"]) - 1 for r in records if r["outcome"] != COMMITTED]
+        found.append(
+            RetriesNeeded(
+                protocol,
+                writers,
+                len(records) // len({r["writer"] for r in records}),
+                len(records),
+                len(failed),
+                max(landed, default=0),
+                max(failed) if failed else None,
+            )
+        )
+    return found
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
+def retry_words(runs: Sequence[RetriesNeeded]) -> str:
+    """One protocol's runs in words: the most retries an append needed at each writer count where none
+    gave up, and how many gave up where some did."""
+    enough = [r for r in runs if r.needed is not None]
+    short = [r for r in runs if r.needed is None]
+    text = "the most retries an append needed was " + _and(
+        [f"{r.needed} with {r.writers} writer{'s' * (r.writers > 1)}" for r in enough]
+    )
+    if short:
+        first, *rest = short
+        gave_up = [f"{first.gave_up} of {first.commits} appends by {first.writers} writers"]
+        gave_up += [f"{r.gave_up} of {r.commits} by {r.writers}" for r in rest]
+        text += f"; {_and(gave_up)} gave up after {first.allowed}"
+    return text

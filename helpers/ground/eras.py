@@ -11,8 +11,9 @@ workbook keeps one isolated environment per era and runs writer processes in it 
 Three registers: :data:`ERAS` is the timeline of S3 commit behaviours (seeds' era, DynamoDB
 interop, today) that notebooks iterate, e.g. notebook 08's table of eras; :data:`LOCK_SHAPE_ERAS`
 holds an era kept for one comparison only, the seeds' own lock table (``key``-shaped, deltalake
-0.14.0, notebook 06); :data:`CONFLICT_MATRIX_ERAS` holds deltalake 1.6.3, kept for the conflict
-matrix (:mod:`helpers.matrix`). :func:`era` resolves a name from all of them (:data:`ALL_ERAS`).
+0.14.0, notebook 06); :data:`CONFLICT_MATRIX_ERAS` holds deltalake 1.6.3 and 1.1.4, kept for the
+conflict matrix (:mod:`helpers.matrix`). :func:`era` resolves a name from all of them
+(:data:`ALL_ERAS`).
 """
 
 from __future__ import annotations
@@ -83,6 +84,14 @@ ALL_ERAS: dict[str, Era] = {
             "(helpers.matrix), so the regression is bracketed by measurement.",
             timeline=False,
         ),
+        Era(
+            "deltalake-1.1.4",
+            "1.1.4",
+            "The last release that commits a blind append made beside a DELETE, UPDATE, MERGE or overwrite "
+            "(1.2.0 and later refuse it): kept for the conflict matrix (helpers.matrix), so releases 0.23.0 "
+            "to 1.1.4 are measured with a release of their own.",
+            timeline=False,
+        ),
     )
 }
 """Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
@@ -95,16 +104,18 @@ SEEDS = "deltalake-0.22.3"
 DYNAMODB_INTEROP = "deltalake-1.5.1"
 OLD_LOCK = "deltalake-0.14.0"
 LAST_REFUSING_DOUBLE_OPTIMIZE = "deltalake-1.6.3"
+LAST_COMMITTING_BLIND_APPEND = "deltalake-1.1.4"
 
 LOCK_SHAPE_ERAS: dict[str, Era] = {OLD_LOCK: ALL_ERAS[OLD_LOCK]}
 """The era installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
 apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
 
 CONFLICT_MATRIX_ERAS: dict[str, Era] = {
-    LAST_REFUSING_DOUBLE_OPTIMIZE: ALL_ERAS[LAST_REFUSING_DOUBLE_OPTIMIZE]
+    name: ALL_ERAS[name] for name in (LAST_REFUSING_DOUBLE_OPTIMIZE, LAST_COMMITTING_BLIND_APPEND)
 }
 """Eras installed for the conflict matrix only (:mod:`helpers.matrix`), beside the timeline's:
-deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot."""
+deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot, and 1.1.4,
+the last that commits a blind append beside a DELETE, UPDATE, MERGE or overwrite."""
 
 
 class EraError(RuntimeError):

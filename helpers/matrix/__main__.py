@@ -2,10 +2,13 @@
 
     python -m helpers.matrix                                   # every engine, every operation (make matrix)
     python -m helpers.matrix --engines deltalake-1.6.6 --ops optimize,append --name try
+    python -m helpers.matrix --involving vacuum_retained --name new   # a new operation's pairs only
+    make publish RUN=build/matrix/new                                 # ... added to data/'s results
 
 Results go to ``<out>/<name>/`` (default ``build/matrix/<timestamp>/``): matrix.csv, pairs.jsonl,
 meta.json, one grid-<engine>.png per engine, summary.txt. An unknown engine or operation is refused
-by name, with the valid choices (exit 2).
+by name, with the valid choices (exit 2). A run stays there: ``make publish RUN=build/matrix/full``
+makes it the committed one, or adds a run of new pairs only to it (:func:`helpers.matrix.outputs.publish`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.matrix import engines, operations, run
+from helpers.matrix import engines, operations, outputs, run
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -33,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--ops", help=f"comma-separated, from {', '.join(operations.CHOICES)} (default: all)"
+    )
+    parser.add_argument(
+        "--involving",
+        help="comma-separated operations: race only the pairs of --ops that name one of them (a new "
+        "operation's pairs, which `make publish` adds to the committed results)",
     )
     parser.add_argument(
         "--out",
@@ -57,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen_ops = operations.check_names(
             "operation", _names(args.ops) or list(operations.CHOICES), operations.CHOICES
         )
+        involving = operations.check_names(
+            "operation", _names(args.involving) or [], operations.CHOICES
+        )
     except operations.UnknownName as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
@@ -65,12 +76,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = args.out / (args.name or time.strftime("%Y%m%d-%H%M%S"))
     try:
-        rows = run.run(chosen_engines, chosen_ops, folder, jobs=args.jobs)
+        only = (
+            [p for p in operations.pairs(chosen_ops) if set(p) & set(involving)]
+            if involving
+            else None
+        )
+        rows = run.run(chosen_engines, chosen_ops, folder, jobs=args.jobs, only=only)
     except run.MatrixError as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 1
     text = run.summary(rows)
-    (folder / "summary.txt").write_text(text + "\n")
+    (folder / outputs.SUMMARY).write_text(text + "\n")  # last: the run is finished
     print(f"\n{text}\n\nResults: {folder}/matrix.csv and grid-<engine>.png")
     return 0
 

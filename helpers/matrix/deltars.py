@@ -28,6 +28,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from helpers.matrix import engines
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 
 RELEASE = tuple(int(part) for part in deltalake.__version__.split(".")[:3])
@@ -64,7 +65,7 @@ class DeltaRs:
         spec = engines.ENGINES.get(name)
         self.name = name
         self.version = deltalake.__version__
-        self.layout = ops.LAYOUTS[spec.layout if spec else ops.SHARED_FILES.name]
+        self.layout = layouts.LAYOUTS[spec.layout if spec else layouts.SHARED_FILES.name]
         self.results_name = spec.base_of if spec and spec.held_interleaving else name
         """Whose "alone" and serial results this engine's are (its other interleaving's: the same)."""
         self._hold = None
@@ -171,17 +172,17 @@ class DeltaRs:
             handle.optimize.compact()
         elif op == "zorder":
             handle.optimize.z_order(list(ops.ZORDER_COLUMNS))
-        elif op == "vacuum":
+        elif op in ("vacuum", "vacuum_retained"):
             handle.optimize.compact()  # then the handle is at the latest version (optimize reloads it)
             full = (
                 {"full": True} if _accepts(DeltaTable.vacuum, "full") else {}
             )  # as Delta Spark's: see operations
-            handle.vacuum(
-                retention_hours=ops.VACUUM_RETENTION_HOURS,
-                enforce_retention_duration=False,
-                dry_run=False,
-                **full,
+            retention = (  # vacuum_retained: the table's default retention, its check on
+                {"retention_hours": ops.VACUUM_RETENTION_HOURS, "enforce_retention_duration": False}
+                if op == "vacuum"
+                else {}
             )
+            handle.vacuum(dry_run=False, **retention, **full)
         elif op == "add_column":
             from deltalake import Field
 

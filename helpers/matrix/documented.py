@@ -21,8 +21,9 @@ different files (a partition, or a range of ids, of their own), so there it read
 (the docs' own advice: partition, and use disjoint conditions); an operation raced against itself
 still touches the same files. A second job of the same operation on a part of its own
 (:data:`helpers.matrix.operations.APART_OPS`) touches other files, so there too "can conflict" reads
-"cannot conflict", but for the MERGE whose condition does not name the part (``merge_on_id``): it reads
-every file, and the docs warn that it can conflict although the jobs write different partitions.
+"cannot conflict", but for a second job whose condition does not name the part (``merge_on_id``,
+``delete_on_id``, ``update_on_id``: :data:`helpers.matrix.operations.BY_KEY`): it reads every file, and
+the docs warn that it can conflict although the jobs write different partitions.
 :func:`compare` sets a verdict against WriteSerializable, the level a table has unless it sets
 ``delta.isolationLevel``, and names Serializable's answer beside it.
 """
@@ -35,6 +36,7 @@ from functools import lru_cache
 
 from helpers.ground import config
 from helpers.matrix import classify
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 
 CONFLICTS_CSV = config.DATA_DIR / "delta_write_conflicts.csv"
@@ -66,18 +68,18 @@ def sources() -> list[tuple[str, str]]:
     return sorted({(row["page"], row["read_on"]) for row in table().values()})
 
 
-def expectation(first: str, second: str, layout: str = ops.SHARED_FILES.name) -> Expectation:
+def expectation(first: str, second: str, layout: str = layouts.SHARED_FILES.name) -> Expectation:
     """What the documentation says of operation ``second`` committing after ``first`` from an
     older snapshot (operation names from :data:`helpers.matrix.operations.OPERATIONS`), on this
-    layout (:data:`helpers.matrix.operations.LAYOUTS`: see the module's text)."""
+    layout (:data:`helpers.matrix.layouts.LAYOUTS`: see the module's text)."""
     a, b = ops.OPERATIONS[first], ops.OPERATIONS[second]
     if b.apart_of:  # the same operation from a second job on a part of its own
         said = expectation(first, b.apart_of)
-        if first == "merge_on_id":
+        if b.apart_of in ops.BY_KEY:  # its condition names the key only
             return Expectation(
                 *(said.delta_io, said.write_serializable, said.serializable),
-                f"{said.why}: a MERGE whose condition does not name the part reads every file, so it "
-                "can conflict although the two jobs write different parts",
+                f"{said.why}: {ops.OPERATIONS[b.apart_of].category_note}, so it can conflict "
+                "although the two jobs write different parts",
             )
         apart = tuple(
             CANNOT if says == CAN else says
@@ -88,7 +90,7 @@ def expectation(first: str, second: str, layout: str = ops.SHARED_FILES.name) ->
             f"{said.why}, each job's condition naming a part of its own ({layout}: \"can "
             'conflict" only if they touch the same files)',
         )
-    if layout != ops.SHARED_FILES.name and first != second:
+    if layout != layouts.SHARED_FILES.name and first != second:
         said = expectation(first, second)
         if CAN in (said.write_serializable, said.serializable, said.delta_io):
             apart = tuple(

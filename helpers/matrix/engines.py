@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from helpers.ground import eras
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 
 
@@ -91,8 +92,8 @@ class EngineSpec:
     """Another engine of the same process, run before this one, whose base table, "alone" tables and
     serial results this one reuses (the two mixed pairs: A→B of one is B→A of the other; an engine
     and its other interleaving); run without it, it creates its own base with its first engine."""
-    layout: str = ops.SHARED_FILES.name
-    """The base table and predicates (:data:`helpers.matrix.operations.LAYOUTS`); on a layout other
+    layout: str = layouts.SHARED_FILES.name
+    """The base table and predicates (:data:`helpers.matrix.layouts.LAYOUTS`); on a layout other
     than the shared files, only :data:`~helpers.matrix.operations.LAYOUT_OPS` are raced, and each of them
     against a second job of its own on another part (:data:`~helpers.matrix.operations.APART_OPS`)."""
     held_interleaving: str | None = None
@@ -118,8 +119,11 @@ class EngineSpec:
         """The pairs of ``pairs`` this engine races (a variant races only those its variation concerns):
         on the shared files, none of a second job on a part of its own (:data:`~helpers.matrix.operations.APART_OPS`:
         there are no parts); on another layout, the :data:`~helpers.matrix.operations.LAYOUT_OPS` and those;
-        on another layout in the other interleaving, those alone."""
-        if self.layout == ops.SHARED_FILES.name:
+        on another layout in the other interleaving, those alone; on each, only what the layout has
+        (:meth:`helpers.matrix.layouts.Layout.races`: file-stats has no DELETE or UPDATE by id of its own)."""
+        layout = layouts.LAYOUTS[self.layout]
+        pairs = [(a, b) for a, b in pairs if layout.races(a) and layout.races(b)]
+        if self.layout == layouts.SHARED_FILES.name:
             pairs = [(a, b) for a, b in pairs if b not in ops.APART_OPS]
         elif self.held_interleaving:
             pairs = [(a, b) for a, b in pairs if b in ops.APART_OPS]
@@ -150,7 +154,7 @@ def _variants(
     from dataclasses import replace
 
     key = spec.process_key
-    layouts = [layout for layout in ops.LAYOUTS if layout != ops.SHARED_FILES.name]
+    others = [layout for layout in layouts.LAYOUTS if layout != layouts.SHARED_FILES.name]
     return [
         replace(
             spec,
@@ -168,7 +172,7 @@ def _variants(
                 variant_of=spec.name,
                 process=layouts_in or key,
             )
-            for layout in layouts
+            for layout in others
         ),
         # the same operation from two jobs on parts of their own, in the other interleaving too
         *(
@@ -181,13 +185,20 @@ def _variants(
                 base_of=f"{spec.name}+{layout}",
                 process=layouts_in or key,
             )
-            for layout in layouts
+            for layout in others
         ),
     ]
 
 
 _DELTA_RS = [
-    _delta_rs(era) for era in ("deltalake-0.22.3", "deltalake-1.5.1", "deltalake-1.6.3", CURRENT_RS)
+    _delta_rs(era)
+    for era in (
+        "deltalake-0.22.3",
+        "deltalake-1.1.4",
+        "deltalake-1.5.1",
+        "deltalake-1.6.3",
+        CURRENT_RS,
+    )
 ]
 _SPARK = EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2)
 

@@ -1,7 +1,7 @@
 """``python -m helpers.matrix.mixed``: Delta Spark and deltalake 1.5.1 on one S3 table, one lock table.
 
     python -m helpers.matrix.mixed                       # make matrix-mixed: default_pairs()
-    python -m helpers.matrix.mixed --ops append,optimize --publish
+    python -m helpers.matrix.mixed --ops append,optimize
 
 The setting of notebook 09 §5: Delta Spark's DynamoDB log store and deltalake 1.5.1's
 (``AWS_S3_LOCKING_PROVIDER=dynamodb``) on one table of the S3 emulator, through one lock table, the
@@ -19,8 +19,9 @@ raced in both orders, with the matrix's pair runner (:class:`helpers.matrix.pair
 The serial orders run on copies, by the same two engines, through the same lock table. Beside each
 race's verdict, the lock table's items of its table (:func:`helpers.matrix.mixed_engines.lock_evidence`):
 who staged each commit, whether each commit has its complete item, how many ``tablePath`` values.
-Results: ``build/matrix/mixed-dynamodb/matrix.csv``, ``meta.json``, ``summary.txt``; ``--publish`` copies
-the CSV and meta to ``data/``. The tables are removed (with their lock items) unless ``--keep``.
+Results: ``build/matrix/mixed-dynamodb/matrix.csv``, ``meta.json``, ``summary.txt``; they stay there until
+``make publish RUN=build/matrix/mixed-dynamodb`` copies the CSV and meta to ``data/`` (:func:`publish`).
+The tables are removed (with their lock items) unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import shutil
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from helpers.ground import config
-from helpers.matrix import classify, tidy, worker
+from helpers.matrix import classify, outputs, tidy, worker
 from helpers.matrix import mixed_engines as me
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 from helpers.matrix.ddb_hold import ClaimHold
 from helpers.matrix.pairs import Runner
@@ -104,7 +105,7 @@ def row_of(record: dict, order: str, base: dict, version: str, rs: str = me.RS) 
         order=order,
         engine_first=record.get("engine_first", ""),
         engine_second=record.get("engine_second", ""),
-        layout=ops.SHARED_FILES.name,
+        layout=layouts.SHARED_FILES.name,
         interleaving=ORDERS[order],
     )
     race = record.get("race")
@@ -196,7 +197,7 @@ def write(
 
 def local_cells() -> dict[tuple[str, str, str], str]:
     """The conflict matrix's committed outcomes of its local mixed pairs, by (order, first, second)."""
-    path = config.DATA_DIR / "conflict_matrix.csv"
+    path = outputs.DATA_CSV
     if not path.is_file():
         return {}
     wanted = {engine: order for order, engine in LOCAL_PAIRS.items()}
@@ -250,6 +251,33 @@ def summary(rows: list[dict], seconds: float) -> str:
     return "\n".join(lines)
 
 
+def problems(folder: Path) -> list[str]:
+    """What keeps ``folder`` from standing as the committed mixed run ([] when nothing does): a file
+    missing, an order that did not race every pair, or another deltalake than 1.5.1 (a run with
+    ``--deltalake-python``)."""
+    if not all((folder / name).is_file() for name in ("matrix.csv", "meta.json")):
+        return [f"no matrix.csv and meta.json in {config.shown(folder)}: the run did not finish"]
+    meta = json.loads((folder / "meta.json").read_text())
+    said = []
+    if sorted(meta["engines"]) != sorted(engine_name(order) for order in ORDERS):
+        said.append(
+            f"engines {', '.join(meta['engines'])}: only deltalake 1.5.1's run is committed"
+        )
+    short = [
+        f"{order} raced {meta['pairs'].get(order, 0)} of {meta['pairs_per_order']} pairs"
+        for order in ORDERS
+        if meta["pairs"].get(order, 0) != meta["pairs_per_order"]
+    ]
+    if short:
+        said.append(f"not every pair in both orders ({'; '.join(short)})")
+    return said
+
+
+def publish(folder: Path) -> list[Path]:
+    """Copy a run's ``matrix.csv`` and ``meta.json`` to :data:`DATA_CSV` and :data:`DATA_META`."""
+    return outputs.replace(folder, DATA_CSV, DATA_META)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m helpers.matrix.mixed", description=__doc__.split("\n\n")[0]
@@ -270,9 +298,6 @@ def main(argv: list[str] | None = None) -> int:
         "--deltalake-python",
         help="a Python whose deltalake replaces 1.5.1 (another release, measured once)",
     )
-    parser.add_argument(
-        "--publish", action="store_true", help="copy matrix.csv and meta.json to data/"
-    )
     args = parser.parse_args(argv)
     try:
         chosen = ops.check_names(
@@ -284,9 +309,6 @@ def main(argv: list[str] | None = None) -> int:
     except ops.UnknownName as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
-    if args.publish and args.deltalake_python:
-        print(f"{parser.prog}: --publish is for deltalake 1.5.1's run only", file=sys.stderr)
-        return 2
     rows = run_mixed(
         ops.pairs(chosen) if args.ops else default_pairs(),
         args.out,
@@ -296,10 +318,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = (args.out / "summary.txt").read_text()
     print(f"\n{text}\nResults: {config.shown(args.out / 'matrix.csv')}")
-    if args.publish:
-        shutil.copy(args.out / "matrix.csv", DATA_CSV)
-        shutil.copy(args.out / "meta.json", DATA_META)
-        print(f"copied to {config.shown(DATA_CSV)} and {config.shown(DATA_META)}")
     return 0 if rows else 1
 
 

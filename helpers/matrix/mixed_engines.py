@@ -21,7 +21,7 @@ import os
 from helpers.delta import delta_log
 from helpers.ground import config, eras
 from helpers.matrix import engines
-from helpers.matrix import operations as ops
+from helpers.matrix import layouts
 from helpers.matrix import spark as matrix_spark
 from helpers.matrix.remote import RemoteEngine, for_delta_rs
 from helpers.spark import sessions
@@ -75,7 +75,7 @@ class DynamoSpark(matrix_spark.DeltaSpark):
 
     def __init__(self, hold) -> None:  # not DeltaSpark's: another session
         self.name = SPARK
-        self.layout = ops.SHARED_FILES
+        self.layout = layouts.SHARED_FILES
         self.hold_at_data = False
         self.results_name = SPARK
         self.hold = hold

@@ -9,14 +9,16 @@ ids 1-11 in three data files, each row's ``value`` ten times its id, and one tom
 the earlier DELETE rewrote), so a VACUUM has something to delete. The predicates below are
 chosen so that every operation that reads rows reads **every** file (a modulo cannot be pruned
 by file statistics): wherever the documentation says two operations "can conflict" because they
-may touch the same files, here they do.
+may touch the same files, here they do. The other tables (a partitioned one, one whose files'
+statistics separate the operations) and each operation's rows and predicates on them are in
+:mod:`helpers.matrix.layouts`.
 
 Standard library only: this module runs in every era's Python.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 COLUMNS = ("id", "value")
 """The base table's columns in the shared-files layout: ``id`` (int64) and ``value`` (int64)."""
@@ -39,6 +41,7 @@ if the append ran first, 301 is new."""
 MERGE_CONDITION = "t.id = s.id"
 ZORDER_COLUMNS = ("id", "value")
 VACUUM_RETENTION_HOURS = 0
+"""``vacuum``'s retention; ``vacuum_retained`` keeps the table's default (7 days)."""
 ADDED_COLUMN = ("note", "string")
 PROPERTY = ("delta.logRetentionDuration", "interval 30 days")
 APP_ID = "landing-lambda"
@@ -74,7 +77,7 @@ class Operation:
     a checked retry may write nothing (it skips when its version landed)."""
     apart_of: str | None = None
     """For a second job on a part of its own: the operation it repeats on another part of the table
-    (:attr:`Layout.apart`), raced after that operation only (:data:`APART_OPS`)."""
+    (:attr:`helpers.matrix.layouts.Layout.apart`), raced after that operation only (:data:`APART_OPS`)."""
 
     @property
     def is_retry(self) -> bool:
@@ -138,6 +141,15 @@ _OPS = (
         None,
         "VACUUM is no write of the table; the docs' VACUUM section warns that a retention under 7 days can "
         "delete files a concurrent writer still uses",
+    ),
+    Operation(
+        "vacuum_retained",
+        "OPTIMIZE+VACUUM 7d",
+        "OPTIMIZE, then VACUUM with the default retention (7 days: no RETAIN clause; delta-rs's "
+        "retention_hours unset, its retention check on, full=True in 1.x): it deletes only files older "
+        "than 7 days, so none of this table's",
+        None,
+        "VACUUM is no write of the table; the docs' VACUUM section advises the default retention",
     ),
     Operation(
         "add_column",
@@ -207,6 +219,16 @@ _OPS = (
     ),
     *(
         Operation(
+            f"{name}_on_id",
+            f"{label} by id",
+            f"{label} whose predicate names ids only, rows of its own part: the part is not named",
+            UDM,
+            f"a {label} whose predicate does not name the part reads every file of the table",
+        )
+        for name, label in (("delete", "DELETE"), ("update", "UPDATE"))
+    ),
+    *(
+        Operation(
             f"{name}_apart",
             f"{label},\nother part",
             f"the same {label} by a second job, on a part of the table "
@@ -221,6 +243,8 @@ _OPS = (
             ("update", "UPDATE", UDM),
             ("merge", "MERGE", UDM),
             ("merge_on_id", "MERGE on id", UDM),
+            ("delete_on_id", "DELETE by id", UDM),
+            ("update_on_id", "UPDATE by id", UDM),
         )
     ),
 )
@@ -238,6 +262,7 @@ MATRIX_OPS = (
     "optimize",
     "zorder",
     "vacuum",
+    "vacuum_retained",
     "add_column",
     "set_property",
 )
@@ -251,11 +276,23 @@ APART_OPS = (
     "update_apart",
     "merge_apart",
     "merge_on_id_apart",
+    "delete_on_id_apart",
+    "update_on_id_apart",
 )
 """The same operation from two jobs on parts of their own (parallel backfills): each runs after its own
-:attr:`Operation.apart_of` only, on the partitions and file-stats layouts only. Two MERGEs: one whose
-condition names the part (``merge``), one whose condition does not (``merge_on_id``: the part only in the
-source's rows), as the documentation warns such a MERGE can conflict although the parts differ."""
+:attr:`Operation.apart_of` only (and those of :data:`APART_AFTER`), on the partitions and file-stats
+layouts only. Two MERGEs: one whose condition names the part (``merge``), one whose condition does not
+(``merge_on_id``: the part only in the source's rows), as the documentation warns such a MERGE can
+conflict although the parts differ; the same for a DELETE and an UPDATE by id (:data:`BY_KEY`)."""
+BY_KEY = {"merge_on_id": "merge", "delete_on_id": "delete", "update_on_id": "update"}
+"""The forms whose condition names the key only, not the part: each is its operation with the layout's
+:attr:`helpers.matrix.layouts.Layout.by_key` condition (a layout without one does not race it)."""
+APART_AFTER = {
+    "delete_on_id_apart": ("delete", "delete_on_id"),
+    "update_on_id_apart": ("update", "update_on_id"),
+}
+"""The first jobs a second job by id is raced after: one whose predicate names its partition, and
+one by id too (every other second job: its :attr:`Operation.apart_of` alone)."""
 CHOICES = MATRIX_OPS + RETRY_OPS + APART_OPS
 """What ``--ops`` accepts."""
 
@@ -270,192 +307,6 @@ delta-rs's B, run from its stale handle after A, writes them after; Delta Spark'
 file, before (:mod:`helpers.matrix.spark`). Each engine races the other point too
 (:attr:`helpers.matrix.engines.EngineSpec.interleaving`)."""
 
-
-@dataclass(frozen=True)
-class Layout:
-    """A base table and the rows and predicates each operation uses on it.
-
-    The shared-files layout (:data:`SHARED_FILES`) is the matrix's own: every predicate reads every
-    file, so wherever the documentation says two operations "can conflict" because they may touch the
-    same files, they do. The other two give each operation a part of the table of its own, as teams
-    lay tables out to let writers run at once: a partition (:data:`PARTITIONS`), or a range of ids
-    that file statistics (each file's min and max) separate (:data:`FILE_STATS`). Only the operations
-    with a predicate or rows of their own (:data:`LAYOUT_OPS`) are raced on them."""
-
-    name: str
-    """Its key: ``shared-files``, ``partitions``, ``file-stats``."""
-    what: str
-    """One sentence, for the page."""
-    columns: tuple[str, ...]
-    partition_by: tuple[str, ...]
-    base: tuple[tuple[tuple, ...], ...]
-    """The base table's appends, one data file each (rows over :attr:`columns`)."""
-    base_delete: str
-    append_rows: tuple[tuple, ...]
-    overwrite_rows: tuple[tuple, ...]
-    replace_predicate: str
-    replace_rows: tuple[tuple, ...]
-    delete_predicate: str
-    update_predicate: str
-    merge_source: tuple[tuple, ...]
-    merge_condition: str
-    words: dict[str, str]
-    """What an operation does on this layout, where it differs from :attr:`Operation.what`."""
-    merge_on_id_condition: str = ""
-    """The MERGE condition that does not name the part (``merge_on_id``)."""
-    apart: Layout | None = None
-    """The same layout with the rows and predicates of a second job on parts of its own
-    (:data:`APART_OPS`): each operation on another partition, or another range of ids, than its own."""
-
-    def what_of(self, op: str) -> str:
-        return self.words.get(op, OPERATIONS[op].what)
-
-    def for_op(self, op: str) -> tuple[Layout, str]:
-        """``(layout, operation)`` an engine runs for ``op``: a second job's operation (:data:`APART_OPS`)
-        is its :attr:`Operation.apart_of` on :attr:`apart`; ``merge_on_id`` is ``merge`` with
-        :attr:`merge_on_id_condition`."""
-        layout = self
-        apart_of = OPERATIONS[op].apart_of
-        if apart_of:
-            if self.apart is None:
-                raise ValueError(f"{op} needs a layout with parts of their own, not {self.name}")
-            layout, op = self.apart, apart_of
-        if op == "merge_on_id":
-            if not layout.merge_on_id_condition:
-                raise ValueError(
-                    f"merge_on_id needs a layout with parts of their own, not {self.name}"
-                )
-            layout, op = replace(layout, merge_condition=layout.merge_on_id_condition), "merge"
-        return layout, op
-
-
-def _rows(ids, part: str | None = None) -> tuple[tuple, ...]:
-    return tuple((i, 10 * i) if part is None else (i, 10 * i, part) for i in ids)
-
-
-SHARED_FILES = Layout(
-    "shared-files",
-    "every predicate reads every file (ids taken modulo 4), three files",
-    COLUMNS,
-    (),
-    tuple(_rows(batch) for batch in BASE_BATCHES),
-    BASE_DELETE,
-    APPEND_ROWS,
-    OVERWRITE_ROWS,
-    REPLACE_PREDICATE,
-    REPLACE_ROWS,
-    DELETE_PREDICATE,
-    UPDATE_PREDICATE,
-    MERGE_SOURCE,
-    MERGE_CONDITION,
-    {},
-)
-_PARTS = ("a", "b", "c", "d")
-_BATCHES4 = ((1, 2, 3, 4), (5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16))
-PARTITIONS = Layout(
-    "partitions",
-    "partitioned by part (a: ids 1-4, b: 5-8, c: 9-12, d: 13-16); each operation keeps to a "
-    "partition of its own, and the append writes a new one (e)",
-    COLUMNS + ("part",),
-    ("part",),
-    tuple(_rows(batch, part) for batch, part in zip(_BATCHES4, _PARTS)),
-    BASE_DELETE,
-    _rows((101, 102, 103, 104), "e"),
-    _rows((201, 202, 203), "f"),
-    "part = 'a'",
-    ((1, 15, "a"), (2, 25, "a"), (3, 35, "a"), (4, 45, "a")),
-    "part = 'b' AND id % 4 = 2",
-    "part = 'c' AND id % 4 = 3",
-    ((13, -13, "d"), (17, -17, "d")),
-    "t.part = 'd' AND t.id = s.id",
-    {
-        "append": "blind append of ids 101-104 into a new partition e",
-        "replace_where": "overwrite partition a (ids 1-4) with new values (delta-rs predicate=, Spark replaceWhere "
-        "\"part = 'a'\")",
-        "delete": "DELETE WHERE part = 'b' AND id % 4 = 2 (id 6)",
-        "update": "UPDATE SET value = value + 1 WHERE part = 'c' AND id % 4 = 3 (id 11)",
-        "merge": "MERGE (upsert) of ids 13 and 17 into partition d ON t.part = 'd' AND t.id = s.id",
-        "merge_on_id": "MERGE (upsert) of ids 13 and 17 into partition d ON t.id = s.id (the partition only in the "
-        "source's rows)",
-    },
-    "t.id = s.id",
-)
-PARTITIONS = replace(
-    PARTITIONS,
-    apart=replace(
-        PARTITIONS,
-        append_rows=_rows((111, 112, 113, 114), "g"),
-        replace_predicate="part = 'b'",
-        replace_rows=((5, 55, "b"), (6, 65, "b"), (7, 75, "b"), (8, 85, "b")),
-        delete_predicate="part = 'c' AND id % 4 = 2",
-        update_predicate="part = 'd' AND id % 4 = 3",
-        merge_source=((1, -1, "a"), (18, -18, "a")),
-        merge_condition="t.part = 'a' AND t.id = s.id",
-        words={},
-    ),
-)
-FILE_STATS = Layout(
-    "file-stats",
-    "not partitioned; each operation's predicate names a range of ids that the files' statistics "
-    "(min and max per file: 1-4, 5-8, 9-11, 13-16) place in one file, and the appended file (101-104) in none",
-    COLUMNS,
-    (),
-    tuple(_rows(batch) for batch in _BATCHES4),
-    BASE_DELETE,
-    APPEND_ROWS,
-    OVERWRITE_ROWS,
-    REPLACE_PREDICATE,
-    REPLACE_ROWS,
-    "id >= 5 AND id <= 8 AND id % 4 = 2",
-    "id >= 9 AND id <= 12 AND id % 4 = 3",
-    ((13, -13), (17, -17)),
-    "t.id = s.id AND t.id >= 13 AND t.id <= 20",
-    {
-        "delete": "DELETE WHERE id >= 5 AND id <= 8 AND id % 4 = 2 (id 6)",
-        "update": "UPDATE SET value = value + 1 WHERE id >= 9 AND id <= 12 AND id % 4 = 3 (id 11)",
-        "merge": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id AND t.id >= 13 AND t.id <= 20",
-        "merge_on_id": "MERGE (upsert) of ids 13 and 17 ON t.id = s.id (the range only in the source's rows)",
-    },
-    "t.id = s.id",
-)
-FILE_STATS = replace(
-    FILE_STATS,
-    apart=replace(
-        FILE_STATS,
-        append_rows=_rows((111, 112, 113, 114)),
-        replace_predicate="id >= 5 AND id <= 8",
-        replace_rows=((5, 55), (6, 65), (7, 75), (8, 85)),
-        delete_predicate="id >= 9 AND id <= 12 AND id % 4 = 2",
-        update_predicate="id >= 13 AND id <= 16 AND id % 4 = 3",
-        merge_source=((1, -1), (0, 0)),
-        merge_condition="t.id = s.id AND t.id >= 0 AND t.id <= 4",
-        words={},
-    ),
-)
-APART_WORDS = {
-    "partitions": {
-        "append_apart": "blind append of ids 111-114 into another new partition, g",
-        "replace_where_apart": "overwrite partition b (ids 5-8) with new values (\"part = 'b'\")",
-        "delete_apart": "DELETE WHERE part = 'c' AND id % 4 = 2 (id 10)",
-        "update_apart": "UPDATE SET value = value + 1 WHERE part = 'd' AND id % 4 = 3 (id 15)",
-        "merge_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.part = 'a' AND t.id = s.id",
-        "merge_on_id_apart": "MERGE (upsert) of ids 1 and 18 into partition a ON t.id = s.id",
-    },
-    "file-stats": {
-        "append_apart": "blind append of ids 111-114 (a file of its own)",
-        "replace_where_apart": "overwrite the rows where id >= 5 AND id <= 8 with new values",
-        "delete_apart": "DELETE WHERE id >= 9 AND id <= 12 AND id % 4 = 2 (id 10)",
-        "update_apart": "UPDATE SET value = value + 1 WHERE id >= 13 AND id <= 16 AND id % 4 = 3 (id 15)",
-        "merge_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id AND t.id >= 0 AND t.id <= 4",
-        "merge_on_id_apart": "MERGE (upsert) of ids 1 and 0 ON t.id = s.id",
-    },
-}
-"""What the second job of a pair on parts of their own does, per layout."""
-PARTITIONS = replace(PARTITIONS, words={**PARTITIONS.words, **APART_WORDS["partitions"]})
-FILE_STATS = replace(FILE_STATS, words={**FILE_STATS.words, **APART_WORDS["file-stats"]})
-LAYOUTS: dict[str, Layout] = {
-    layout.name: layout for layout in (SHARED_FILES, PARTITIONS, FILE_STATS)
-}
 LAYOUT_OPS = ("append", "replace_where", "delete", "update", "merge")
 """The operations raced on the partitions and file-stats layouts: those with rows or a predicate of
 their own there. The others read or rewrite the whole table on every layout."""
@@ -486,5 +337,5 @@ def pairs(names: list[str] | tuple[str, ...] = CHOICES) -> list[tuple[str, str]]
     return (
         [(a, b) for a in matrix for b in matrix]
         + [(OPERATIONS[r].original, r) for r in retries]
-        + [(OPERATIONS[x].apart_of, x) for x in apart]
+        + [(a, x) for x in apart for a in APART_AFTER.get(x, (OPERATIONS[x].apart_of,))]
     )

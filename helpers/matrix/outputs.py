@@ -1,17 +1,25 @@
 """The files a conflict-matrix run leaves in its folder: ``matrix.csv`` (rows in engine, then pair
 order), ``meta.json`` (engines and versions, operations, wall time, the documentation's pages),
 and one grid picture per engine (:func:`helpers.matrix.plots.grid`, titled by :func:`grid_title`).
-Written by :func:`helpers.matrix.run.run` once every worker has exited.
+Written by :func:`helpers.matrix.run.run` once every worker has exited; ``summary.txt`` last, by
+``python -m helpers.matrix``, only when every worker gave its results.
+
+A run stays in its folder under ``build/``. :func:`publish` copies one into ``data/`` (the committed
+run the answer page and notebook 13 read), called by ``make publish`` once :func:`problems` finds none.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
+from helpers.ground import config
 from helpers.matrix import documented, engines, tidy
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 
 
@@ -35,7 +43,7 @@ def write_outputs(
         "operations": list(op_names),
         "pairs_per_engine": len(order),
         "pairs": {name: sum(1 for r in rows if r["engine"] == name) for name in engine_names},
-        "layouts": {layout.name: layout.what for layout in ops.LAYOUTS.values()},
+        "layouts": {layout.name: layout.what for layout in layouts.LAYOUTS.values()},
         "interleavings": dict(ops.INTERLEAVINGS),
         "wall_seconds": round(seconds, 1),
         "run_on": time.strftime("%Y-%m-%d"),
@@ -69,3 +77,73 @@ def grid_title(name: str, version: str) -> str | None:
     if spec.parts:
         return f"A by {spec.parts[0]}, then B by {spec.parts[1]} from the older snapshot{where}\n({version})"
     return f"{name.split('@')[0]}{where} ({version}): A commits, then B from the older snapshot"
+
+
+SUMMARY = "summary.txt"
+DATA_CSV = config.DATA_DIR / "conflict_matrix.csv"
+DATA_META = config.DATA_DIR / "conflict_matrix_meta.json"
+"""Where ``make matrix``'s run goes once published: its ``matrix.csv`` and ``meta.json``, unchanged;
+or, for a run of new pairs only, the committed ones with its rows added (:func:`helpers.matrix.tidy.merge`)."""
+
+
+def cells(csv_path: Path) -> set[tuple[str, str, str]]:
+    """The (engine, first, second) of every row of a matrix CSV (none if there is no file)."""
+    if not csv_path.is_file():
+        return set()
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        return {(r["engine"], r["first"], r["second"]) for r in csv.DictReader(handle)}
+
+
+def _new_pairs_only(folder: Path) -> bool:
+    """Whether the run leaves out committed cells: then it must race none of them again, and its
+    rows are added to the committed ones (a new operation's pairs, ``--involving``; a new engine)."""
+    return bool(cells(DATA_CSV) - cells(folder / "matrix.csv"))
+
+
+def problems(folder: Path) -> list[str]:
+    """What keeps ``folder`` from being published as the conflict matrix ([] when nothing does): a file
+    missing (a run stopped by an engine's error writes no ``summary.txt``); a run that leaves out
+    committed cells but races others again (some engines or operations only); or new pairs that
+    :func:`helpers.matrix.tidy.merge` refuses (tried on a copy of the committed files)."""
+    missing = [f for f in ("matrix.csv", "meta.json", SUMMARY) if not (folder / f).is_file()]
+    if missing:
+        return [f"no {', '.join(missing)} in {config.shown(folder)}: the run did not finish"]
+    committed, run = cells(DATA_CSV), cells(folder / "matrix.csv")
+    if not committed - run:
+        return []  # every committed cell raced again: the run replaces them
+    if committed & run:
+        engine, first, second = min(committed - run)
+        return [
+            f"the run leaves out {len(committed - run)} cell(s) of the committed matrix (e.g. "
+            f"{engine}: {first} then {second}) and races {len(committed & run)} of them again: "
+            "publish a run of every engine and operation, or of new pairs only (--involving)"
+        ]
+    with tempfile.TemporaryDirectory() as scratch:
+        trial = [Path(scratch) / DATA_CSV.name, Path(scratch) / DATA_META.name]
+        for source, target in zip((DATA_CSV, DATA_META), trial):
+            shutil.copyfile(source, target)
+        try:
+            tidy.merge([folder], *trial)
+        except tidy.MergeError as error:
+            return [f"its new pairs cannot join the committed matrix: {error}"]
+    return []
+
+
+def replace(folder: Path, csv_target: Path, meta_target: Path) -> list[Path]:
+    """Copy a run's ``matrix.csv`` and ``meta.json`` to ``csv_target`` and ``meta_target``, each file
+    whole or not at all; return the two."""
+    for name, target in (("matrix.csv", csv_target), ("meta.json", meta_target)):
+        staging = target.with_name(f".{target.name}.publishing")
+        shutil.copyfile(folder / name, staging)
+        staging.replace(target)
+    return [csv_target, meta_target]
+
+
+def publish(folder: Path) -> list[Path]:
+    """Make the run in ``folder`` the committed conflict matrix: its files replace :data:`DATA_CSV`
+    and :data:`DATA_META`, or, a run of new pairs only, its rows are added to them. Call it once
+    :func:`problems` finds none (``make publish``); returns the files written."""
+    if _new_pairs_only(folder):
+        tidy.merge([folder], DATA_CSV, DATA_META)
+        return [DATA_CSV, DATA_META]
+    return replace(folder, DATA_CSV, DATA_META)

@@ -34,6 +34,7 @@ from typing import Callable, TextIO
 
 from helpers.ground import config, eras
 from helpers.matrix import classify, engines, outputs, tidy
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 
 DEFAULT_OUT = config.BUILD_DIR / "matrix"
@@ -375,7 +376,7 @@ def confirmations(rows: list[dict]) -> list[str]:
         local = {(r["first"], r["second"]): r for r in rows if r["engine"] == confirmed}
         mine = [r for r in rows if r["engine"] == name and (r["first"], r["second"]) in local]
         compared = (
-            CELL if spec.layout == ops.SHARED_FILES.name else VERDICT
+            CELL if spec.layout == layouts.SHARED_FILES.name else VERDICT
         )  # another table: other rows
         differ = []
         for r in mine:

@@ -3,7 +3,8 @@
 Every operation is Delta Spark's public API (:meth:`DeltaSpark.run`): ``df.write.format("delta")``
 in mode append or overwrite (``replaceWhere``, ``txnAppId``/``txnVersion``), ``DeltaTable.delete``,
 ``update``, ``merge``, ``optimize().executeCompaction()`` / ``executeZOrderBy``, and SQL for
-``VACUUM ... RETAIN 0 HOURS`` and ``ALTER TABLE ... ADD COLUMNS`` / ``SET TBLPROPERTIES``, with the
+``VACUUM ... RETAIN 0 HOURS`` (``vacuum_retained``: ``VACUUM`` with no RETAIN clause, the default 7
+days) and ``ALTER TABLE ... ADD COLUMNS`` / ``SET TBLPROPERTIES``, with the
 rows, predicates and base table of :mod:`helpers.matrix.operations`, as the delta-rs engine uses them.
 
 **How B commits from a stale snapshot.** Delta Spark reads the latest snapshot when an operation
@@ -63,6 +64,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers.ground import config
+from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 from helpers.spark import sessions
 
@@ -171,7 +173,7 @@ class DeltaSpark:
 
         spec = engines.ENGINES.get(name)
         self.name = name
-        self.layout = ops.LAYOUTS[spec.layout if spec else ops.SHARED_FILES.name]
+        self.layout = layouts.LAYOUTS[spec.layout if spec else layouts.SHARED_FILES.name]
         self.hold_at_data = bool(spec and spec.held_interleaving)
         self.results_name = spec.base_of if self.hold_at_data else name
         """Whose "alone" and serial results this engine's are (its other interleaving's: the same)."""
@@ -293,6 +295,9 @@ class DeltaSpark:
         elif op == "vacuum":
             self._table(where).optimize().executeCompaction()
             self.spark.sql(f"VACUUM delta.`{where}` RETAIN {ops.VACUUM_RETENTION_HOURS} HOURS")
+        elif op == "vacuum_retained":  # no RETAIN clause: the table's default, 7 days
+            self._table(where).optimize().executeCompaction()
+            self.spark.sql(f"VACUUM delta.`{where}`")
         elif op == "add_column":
             name, kind = ops.ADDED_COLUMN
             self.spark.sql(f"ALTER TABLE delta.`{where}` ADD COLUMNS ({name} {kind})")

@@ -1,6 +1,7 @@
 """The "What to do" of ``docs/answer.md`` (:mod:`helpers.page.answer_page`), from the cells: what to do
 about each bad verdict, in a person's words (:data:`ADVICE`), each item naming the settings whose cells call
-for it; the operations a setting refuses by design; parallel backfills; and how to rerun an append safely.
+for it; the races refused and nothing lost (and where a finding says a failed write may have landed); the
+operations a setting refuses by design; parallel backfills; and how to rerun an append safely.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from helpers.page.answer_columns import COLUMNS
 from helpers.page.answer_evidence import Check
 from helpers.page.answer_matrix import (
     BY_DESIGN,
+    CONDITIONS,
     DUPLICATES,
     LOSES,
     MISREPORTS,
@@ -20,7 +22,7 @@ from helpers.page.answer_matrix import (
     WRONG,
 )
 from helpers.page.answer_rows import ROWS
-from helpers.page.answer_settings import NOT_ALLOWED, WHY, race_words
+from helpers.page.answer_settings import NOT_ALLOWED, WHY, may_have_landed, race_words
 
 ADVICE = {
     ("optimize", DUPLICATES): (
@@ -34,15 +36,21 @@ ADVICE = {
         "DELETE with a predicate or a replaceWhere is refused instead: rerun it)",
     ),
     ("vacuum_rewrite", WRONG): (
-        "Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row",
+        "Run OPTIMIZE + zero-retention VACUUM only while no job overwrites or deletes every row",
         "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits "
         "and brings removed rows back (a replaceWhere or a DELETE with a predicate is refused instead: "
         "rerun it)",
     ),
     ("vacuum", LOSES): (
-        "Keep VACUUM's default retention (7 days) while any job may be writing",
+        "Keep VACUUM's default retention (7 days), never zero, while any job may be writing",
         "a zero-retention VACUUM deletes the data file of an append still in flight, the append then "
         "commits, and the table can no longer be read",
+    ),
+    ("vacuum_rewrite", LOSES): (
+        "Run OPTIMIZE + zero-retention VACUUM only while no job overwrites or deletes every row",
+        "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits; "
+        "when it wrote its data files before the VACUUM committed, the log removes a file twice and the table "
+        "can no longer be read, and otherwise removed rows come back",
     ),
     ("retry", DUPLICATES): (
         "Never rerun an append blindly",
@@ -85,15 +93,7 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
         f"Never let two jobs commit at once with {_listed(losing)}: these commit protocols lose appends, "
         "whatever the jobs do."
     ]
-    refused = [
-        race_words(c.key)
-        for c in COLUMNS
-        if any(grid[r.key, c.key].verdict == REFUSED for r in kept)
-    ]
-    items.append(
-        f"When one job of a race fails with a conflict ({'; '.join(refused)}), nothing is lost: it committed "
-        "nothing, and you can rerun it; it starts from a fresh snapshot."
-    )
+    items.append(refused_advice(grid, kept))
     items += by_design(grid, kept)
     for column in COLUMNS:
         for verdict in (LOSES, DUPLICATES, WRONG, MISREPORTS):
@@ -103,9 +103,15 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
                     (column.key, verdict), (f"Keep {race_words(column.key)} apart", WHY[verdict])
                 )
                 links = ", ".join(dict.fromkeys(link_of(grid[r.key, column.key]) for r in rows))
+                if column.key.startswith("vacuum"):
+                    why += retention(results)
                 items.append(f"{do} ({_listed([r.name for r in rows])}): {why} ({links}).")
     for condition in dict.fromkeys(
-        w for r in kept for c in COLUMNS for w, v in grid[r.key, c.key].conditions if v == SAFE
+        w
+        for r in kept
+        for c in COLUMNS
+        for w, v in grid[r.key, c.key].conditions
+        if v == SAFE and w not in INTERLEAVINGS
     ):
         pairs = [
             (r, c)
@@ -132,6 +138,60 @@ def what_to_do(grid: dict, results: Results) -> list[str]:
                 f"To rerun an append safely, give it {how}: it then commits once ({_listed(safe)})."
             )
     return [f"- {item}" for item in items]
+
+
+WORSE = (LOSES, DUPLICATES, WRONG, MISREPORTS)
+INTERLEAVINGS = tuple(words for key, words in CONDITIONS if key.startswith("b-files"))
+"""The conditions a job cannot choose (when the later job writes its data files): never advice on a layout."""
+
+
+def retention(results: Results) -> str:
+    """What the races say of VACUUM's retention: zero only, or the default too (``vacuum_retained``)."""
+    raced = any("vacuum_retained" in (r["first"], r["second"]) for r in results.rows)
+    return (
+        "; the default retention was raced too: its own cells say what it does"
+        if raced
+        else "; these races ran zero retention, and the default retention was not raced"
+    )
+
+
+def _worse(cell) -> bool:
+    """Does the cell, or any of its conditions or orders, lose, duplicate, misreport or give a wrong result?"""
+    return any(v in WORSE for v in [cell.verdict] + [v for _, v in cell.conditions + cell.orders])
+
+
+def refused_advice(grid: dict, kept: list) -> str:
+    """What to do when one job of a race fails with a conflict: the races refused at worst (a race that is
+    worse in some setting names the settings where it is refused), and where a finding says a failed write
+    may have landed, to look in the table before rerunning it."""
+    races = []
+    for column in COLUMNS:
+        cells = [(r.name, grid[r.key, column.key]) for r in kept]
+        refused = [name for name, cell in cells if cell.verdict == REFUSED and not _worse(cell)]
+        worse = [name for name, cell in cells if _worse(cell)]
+        if refused:
+            races.append(
+                race_words(column.key)
+                + (
+                    ""
+                    if not worse
+                    else f" (only with {_listed(refused)})"
+                    if len(refused) <= len(worse)
+                    else f" (not with {_listed(worse)}: below)"
+                )
+            )
+    names = [r.name for r in kept if may_have_landed(r)]
+    return (
+        f"When one job of a race fails with a conflict ({'; '.join(races)}), nothing is lost, and a rerun "
+        "starts from a fresh snapshot. "
+        + (
+            f"Rerun it at once except with {_listed(names)}: there a finding ([findings/](../findings/README.md)) "
+            "says a job can be told its write failed although it committed, so look for the write in "
+            "the table before rerunning it."
+            if names
+            else "Rerun it."
+        )
+    )
 
 
 def _either(names: list[str]) -> str:

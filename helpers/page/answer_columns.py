@@ -34,11 +34,12 @@ COMPACTIONS = ("optimize", "zorder")
 REWRITES = ("overwrite", "delete_all")
 """The writes that remove every file they read (no predicate): apart from the others where a verdict differs."""
 APART = tuple(
-    (matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if x != "merge_on_id_apart"
+    (matrix_ops.OPERATIONS[x].apart_of, x) for x in matrix_ops.APART_OPS if "_on_id" not in x
 )
 """The same operation from two jobs, each on a partition of its own named in its condition (the matrix's
 pairs of :data:`helpers.matrix.operations.APART_OPS`; the MERGE whose condition does not name the
-partition is a condition of the cell: :data:`helpers.page.answer_matrix.UNNAMED_MERGE`)."""
+partition, and a DELETE's or UPDATE's predicate by key only, are a condition of the cell:
+:data:`helpers.page.answer_matrix.UNNAMED_MERGE`)."""
 COLUMNS = (
     Column("append", "append ‖ append", (("append", "append"),), S13_5),
     Column(

@@ -70,3 +70,30 @@ class Row:
     remedy_how: str = ""
     other_from_matrix: bool = False
     other_engine: str = ""
+    measured_as: str = ""
+    """How the matrix's engines stand for the row's releases, where they are not the releases themselves."""
+    paths: tuple[str, ...] = ()
+    """The commit paths the row's writers take (:data:`PATHS`), by which a finding applies to it."""
+
+    def span(self) -> tuple[str, str]:
+        """The row's deltalake releases as ``(low, high)``, inclusive (``""``: no bound); for a row of Delta
+        Spark alone, its release twice."""
+        part = self.versions.split(" + ")[-1]
+        if part.startswith("up to "):
+            return "", part.removeprefix("up to ")
+        low, _, high = part.partition("–")
+        return low, high or low
+
+
+PATHS = {
+    "s3-unsafe-rename": "deltalake on S3: copy, then delete (the unsafe rename)",
+    "s3-dynamodb-lease": "deltalake on S3 with the dynamodb_lock crate's lease (up to 0.14.0)",
+    "s3-dynamodb-lock": "deltalake on S3 with its DynamoDB log store (0.15.0 to 1.6.0)",
+    "s3-conditional-put": "deltalake on S3 by conditional put",
+    "azure-put-if-absent": "deltalake on Azure Blob: a blob created only if absent",
+    "local-put-if-absent": "deltalake on local disk: a file created only if absent",
+    "spark-s3-single-driver": "Delta Spark's default S3 log store",
+    "spark-s3-dynamodb": "Delta Spark's S3DynamoDBLogStore",
+    "spark-catalog": "Delta Spark or Delta Kernel through a catalog that ratifies commits",
+}
+"""The commit paths of the rows, as ``findings/versions.csv`` names them."""

@@ -44,6 +44,9 @@ RULE = (
 
 
 CONFIRMATION = "@s3"
+INTERLEAVINGS = ("b-files-first", "b-files-after")
+"""Where the later job writes its data files (:data:`helpers.matrix.operations.INTERLEAVINGS`): before the
+other job commits, or after. A job cannot choose it, so a cell stands under the worst of both."""
 """The suffix of an engine that confirms another's cells on the S3 emulator."""
 CONDITIONS = (
     ("partitions", "when each job keeps to a partition of its own"),
@@ -147,20 +150,39 @@ class Results:
         """The engines present, and for each of them and each pair of ``cells`` (a
         :class:`helpers.page.answer_evidence.MatrixCells`) its row (None where missing)."""
         present = self.engines(cells.engines)
-        found = [
-            (e, self.by_pair.get((e, first, second)))
-            for e in present
-            for first, second in cells.pairs
-        ]
         # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
-        return present, [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
+        return present, self.cited_rows(present, cells.pairs)
 
-    def conditions(self, present: list[str], pairs) -> tuple[tuple[str, str], ...]:
-        """``(condition, verdict)`` for each variant of these engines whose rows give another verdict
-        than the engines' own rows of the same pairs (a variant races only the pairs it concerns)."""
+    def interleaved(self, present: list[str], pairs) -> list[dict]:
+        """The rows of these engines' other interleaving (``<engine>+b-files-…``) for these pairs: what the
+        same release did when the later job wrote its data files at the other point (a job cannot choose)."""
+        return [
+            row
+            for e in present
+            if not e.endswith(CONFIRMATION)
+            for suffix in INTERLEAVINGS
+            for first, second in pairs
+            if (row := self.by_pair.get((f"{e}+{suffix}", first, second))) is not None
+        ]
+
+    def conditions(self, present: list[str], pairs, verdict: str) -> tuple[tuple[str, str], ...]:
+        """``(condition, verdict)`` where a cell's ``verdict`` (the worst of every interleaving) is not
+        what every run gave: each interleaving whose rows gave a milder verdict, and each other layout
+        (partitions, file statistics: a team's choice) whose rows of the same pairs give another."""
         found = []
+        rows = [r for r in self.cited_rows(present, pairs) if r is not None]
+        rows += self.interleaved(present, pairs)
+        by_point: dict[str, list[dict]] = {}
+        for r in rows:
+            by_point.setdefault(r["interleaving"], []).append(r)
+        if len(by_point) > 1:
+            for point, words in CONDITIONS:
+                if point in by_point and (mine := verdict_of(by_point[point])) != verdict:
+                    found.append((words, mine))
         engines = [e for e in present if not e.endswith(CONFIRMATION)]
         for suffix, words in CONDITIONS:
+            if suffix in INTERLEAVINGS:
+                continue
             keys = [
                 (e, first, second)
                 for e in engines
@@ -169,13 +191,20 @@ class Results:
             ]
             if not keys:
                 continue
-            own = verdict_of([self.by_pair.get(key) for key in keys])
-            varied = verdict_of(
-                [self.by_pair[(f"{e}+{suffix}", first, second)] for e, first, second in keys]
+            varied = [self.by_pair[(f"{e}+{suffix}", a, b)] for e, a, b in keys]
+            varied += self.interleaved(
+                [f"{e}+{suffix}" for e, _, _ in keys], [(a, b) for _, a, b in keys]
             )
-            if varied != own:
-                found.append((words, varied))
-        return tuple(found)
+            own = [self.by_pair[k] for k in keys]
+            own += self.interleaved([e for e, _, _ in keys], [(a, b) for _, a, b in keys])
+            if (layout := verdict_of(varied)) != verdict_of(own):
+                found.append((words, layout))
+        return tuple(dict.fromkeys(found))
+
+    def cited_rows(self, present: list[str], pairs) -> list[dict | None]:
+        """The rows of these engines and pairs (None where missing; a confirmation's skipped pair no gap)."""
+        found = [(e, self.by_pair.get((e, a, b))) for e in present for a, b in pairs]
+        return [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
 
     def layout_conditions(
         self, present: list[str], pairs, layout: str, own: str
@@ -185,7 +214,9 @@ class Results:
         give another verdict than ``own``."""
         found = []
         words, pair = UNNAMED_MERGE
-        merged = verdict_of([self.by_pair.get((e, *pair)) for e in present])
+        merged = verdict_of(
+            [self.by_pair.get((e, *pair)) for e in present] + self.interleaved(present, [pair])
+        )
         if present and merged != own:
             found.append((words, merged))
         for suffix, words in CONDITIONS:
@@ -193,7 +224,7 @@ class Results:
                 continue
             others = [e.removesuffix(f"+{layout}") + f"+{suffix}" for e in present]
             rows = [self.by_pair.get((e, a, b)) for e in others for a, b in pairs]
-            varied = verdict_of(rows)
+            varied = verdict_of(rows + self.interleaved(others, pairs))
             if present and varied != own and varied != NOT_MEASURED:
                 found.append((words, varied))
         return tuple(found)
@@ -206,7 +237,10 @@ class Results:
         for first, second in pairs:
             by_first.setdefault(first, []).append((first, second))
         verdicts = {
-            first: verdict_of([self.by_pair.get((e, a, b)) for e in engines for a, b in group])
+            first: verdict_of(
+                [self.by_pair.get((e, a, b)) for e in engines for a, b in group]
+                + self.interleaved(engines, group)
+            )
             for first, group in by_first.items()
         }
         if len(set(verdicts.values())) < 2 or not engines:

@@ -11,7 +11,6 @@ from helpers.page.answer_engines import (
     CURRENT,
     INTEROP,
     LAST_REFUSING,
-    LOG_STORE,
     MIXED_LOCK_ENGINES,
     OLD_LOCK,
     SEEDS,
@@ -77,6 +76,15 @@ def shared_with_the_other(note: str) -> MatrixCells:
 HAZARD_CLAIM = "rows are gone: commit 1 holds"
 FULL_RUN_CLAIM = "mixed-spark-and-deltalake-1.6 lost"
 CB, GONE, REPAIR = b.CONDITIONAL_PUT_DEFAULT, b.DYNAMODB_LOG_STORE_REMOVED, b.STUCK_REPAIR
+OPT_IN, APPENDS = b.CONDITIONAL_PUT_OPT_IN, b.APPEND_READS_TABLE
+LIVE_REPAIR = (
+    f"up to {REPAIR.last_before} a job that repairs a commit its writer is still making copies it plainly, and the "
+    f"writer is told it committed ({S12_C.label}; findings/deltalake-dynamodb-repair-of-a-live-commit)"
+)
+AZURE_MEASURED = (
+    "the conflict matrix races these releases on local disk, whose commit is a put-if-absent as Azure's is; "
+    f"notebook 03 races appends on Azurite with {CURRENT}"
+)
 ROWS = (
     Row(
         "rs-unsafe",
@@ -85,6 +93,7 @@ ROWS = (
         "S3",
         "`AWS_S3_ALLOW_UNSAFE_RENAME=true`, no lock",
         f"deltalake up to {CB.last_before} with the unsafe rename",
+        paths=("s3-unsafe-rename",),
         loses=Check(
             S05_2,
             "rows lost (reported as committed, absent from the table)",
@@ -94,12 +103,30 @@ ROWS = (
         ),
     ),
     Row(
+        "rs-lease",
+        "deltalake",
+        f"up to {b.DYNAMODB_LOG_STORE.last_before}",
+        "S3 + DynamoDB",
+        "`AWS_S3_LOCKING_PROVIDER=dynamodb` (the dynamodb_lock crate's lease)",
+        f"deltalake up to {b.DYNAMODB_LOG_STORE.last_before} with its DynamoDB lease",
+        paths=("s3-dynamodb-lease",),
+        cells={
+            c.key: Unmeasured(
+                f"no race of deltalake up to {b.DYNAMODB_LOG_STORE.last_before} with its lease is measured here; "
+                f"notebook 06 shows its lock table ({S06_5.label}: beside {SEEDS}'s log store, on one table, "
+                "appends are lost)"
+            )
+            for c in COLUMNS
+        },
+    ),
+    Row(
         "rs-lock-seeds",
         "deltalake",
         f"{b.DYNAMODB_LOG_STORE.version}–{CB.last_before}",
         "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store)",
         f"deltalake {SEEDS} with the DynamoDB lock",
+        paths=("s3-dynamodb-lock",),
         engines=_rs(SEEDS),
         **RS_FIX,
         cells={
@@ -113,15 +140,31 @@ ROWS = (
     Row(
         "rs-lock-early",
         "deltalake",
-        f"{CB.version}–{REPAIR.last_before}",
+        f"{CB.version}–{APPENDS.last_before}",
         "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
-        f"deltalake {CB.version}–{REPAIR.last_before} with the DynamoDB lock",
+        f"deltalake {CB.version}–{APPENDS.last_before} with the DynamoDB lock",
+        paths=("s3-dynamodb-lock",),
+        engines=_rs(APPENDS.last_before, s3=False),
+        **RS_FIX,
+        cells={
+            "other": Unmeasured(
+                f"Spark is not raced beside deltalake {CB.version}–{APPENDS.last_before} here"
+            )
+        },
+        measured_as=f"the conflict matrix races {APPENDS.last_before}'s conflict checks on local disk; {LIVE_REPAIR}",
+    ),
+    Row(
+        "rs-lock-middle",
+        "deltalake",
+        f"{APPENDS.version}–{REPAIR.last_before}",
+        "S3 + DynamoDB",
+        "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
+        f"deltalake {APPENDS.version}–{REPAIR.last_before} with the DynamoDB lock",
+        paths=("s3-dynamodb-lock",),
         cells={
             c.key: Unmeasured(
-                f"no release from {CB.version} to {REPAIR.last_before} is raced here; in those releases a job that "
-                "repairs a commit its writer is still making copies it plainly, and the writer is told "
-                f"it committed ({S12_C.label}; findings/deltalake-dynamodb-repair-of-a-live-commit)"
+                f"no release from {APPENDS.version} to {REPAIR.last_before} is raced here; {LIVE_REPAIR}"
             )
             for c in COLUMNS
         },
@@ -133,6 +176,7 @@ ROWS = (
         "S3 + DynamoDB",
         "`AWS_S3_LOCKING_PROVIDER=dynamodb` (DynamoDB log store beside conditional put)",
         f"deltalake {INTEROP} with the DynamoDB lock",
+        paths=("s3-dynamodb-lock",),
         engines=_rs(INTEROP),
         **RS_FIX,
         cells={
@@ -156,12 +200,51 @@ ROWS = (
         },
     ),
     Row(
-        "rs-put",
+        "rs-put-opt-in",
         "deltalake",
-        f"{CB.version}–{b.DOUBLE_OPTIMIZE.last_before}",
+        f"{OPT_IN.version}–{CB.last_before}",
+        "S3",
+        "conditional put when asked (`conditional_put=etag`), no lock",
+        f"deltalake {OPT_IN.version}–{CB.last_before} by conditional put (opt-in)",
+        paths=("s3-conditional-put",),
+        engines=_rs(SEEDS, s3=False),
+        **RS_FIX,
+        cells={
+            "other": Unmeasured(
+                f"Spark is not raced beside deltalake {OPT_IN.version}–{CB.last_before} here"
+            )
+        },
+        measured_as=f"the conflict matrix races {SEEDS}'s conflict checks on local disk, whose commit is "
+        "a put-if-absent as conditional put's is; no race of these releases on S3 with "
+        "`conditional_put=etag` is measured here",
+    ),
+    Row(
+        "rs-put-early",
+        "deltalake",
+        f"{CB.version}–{APPENDS.last_before}",
         "S3",
         "conditional put, no lock",
-        f"deltalake {CB.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put",
+        f"deltalake {CB.version}–{APPENDS.last_before} by conditional put",
+        paths=("s3-conditional-put",),
+        engines=_rs(APPENDS.last_before),
+        **RS_FIX,
+        cells={
+            "other": Unmeasured(
+                f"Spark is not raced beside deltalake {CB.version}–{APPENDS.last_before} here"
+            )
+        },
+        measured_as=f"{APPENDS.version} changes what a blind append beside a DELETE, UPDATE, MERGE or "
+        f"overwrite does, so the conflict matrix races {APPENDS.last_before} for these releases, not a later "
+        "one",
+    ),
+    Row(
+        "rs-put",
+        "deltalake",
+        f"{APPENDS.version}–{b.DOUBLE_OPTIMIZE.last_before}",
+        "S3",
+        "conditional put, no lock",
+        f"deltalake {APPENDS.version}–{b.DOUBLE_OPTIMIZE.last_before} by conditional put",
+        paths=("s3-conditional-put",),
         engines=_rs(INTEROP, LAST_REFUSING),
         **RS_FIX,
         cells={
@@ -178,6 +261,7 @@ ROWS = (
         "S3",
         "conditional put, no lock",
         f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
+        paths=("s3-conditional-put",),
         engines=_rs(CURRENT),
         **RS_FIX,
         cells={
@@ -193,13 +277,37 @@ ROWS = (
             ),
         },
     ),
+    *(
+        Row(
+            key,
+            "deltalake",
+            versions,
+            "Azure Blob",
+            "put-if-absent (the only commit there)",
+            f"deltalake {versions} on Azure",
+            paths=("azure-put-if-absent",),
+            engines=_rs(*measured, s3=False),
+            **RS_FIX,
+            cells={"other": Unmeasured("Spark and delta-rs are not raced on Azure here")},
+            measured_as=AZURE_MEASURED,
+        )
+        for key, versions, measured in (
+            ("rs-azure-early", f"up to {APPENDS.last_before}", (SEEDS, APPENDS.last_before)),
+            (
+                "rs-azure-mid",
+                f"{APPENDS.version}–{b.DOUBLE_OPTIMIZE.last_before}",
+                (INTEROP, LAST_REFUSING),
+            ),
+        )
+    ),
     Row(
         "rs-azure",
         "deltalake",
-        CURRENT,
+        f"{b.DOUBLE_OPTIMIZE.version}–{CURRENT}",
         "Azure Blob",
         "put-if-absent (the only commit there)",
-        f"deltalake {CURRENT} on Azure",
+        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on Azure",
+        paths=("azure-put-if-absent",),
         engines=_rs(CURRENT, s3=False),
         **RS_FIX,
         cells={
@@ -216,6 +324,7 @@ ROWS = (
         "S3",
         "default S3 log store, one driver (its jobs in one JVM)",
         f"Delta Spark {SPARK} from one driver",
+        paths=("spark-s3-single-driver",),
         engines=SPARK_ENGINES,
         **SPARK_FIX,
         cells={
@@ -234,6 +343,7 @@ ROWS = (
         "S3",
         "default S3 log store, several drivers (clusters)",
         f"Delta Spark {SPARK}'s default S3 log store from several drivers",
+        paths=("spark-s3-single-driver",),
         loses=Check(
             S09_3,
             "rows lost by several drivers",
@@ -249,6 +359,7 @@ ROWS = (
         "S3 + DynamoDB",
         "S3DynamoDBLogStore",
         f"Delta Spark {SPARK} with the DynamoDB log store",
+        paths=("spark-s3-dynamodb",),
         engines=SPARK_ENGINES,
         **SPARK_FIX,
         cells={
@@ -275,6 +386,7 @@ ROWS = (
         "is Unity Catalog's Spark connector (`UCSingleCatalog`), not obtainable here; the workbook's "
         "session extension stands in for the commit coordinator it builds",
         f"Delta Spark {SPARK} on a catalog-managed table",
+        paths=("spark-catalog",),
         cells={
             "append": Check(
                 S15_5,
@@ -340,12 +452,29 @@ ROWS = (
         other_engine=f"Java Delta Kernel {SPARK}",
     ),
     Row(
+        "mixed-lock-early",
+        "Delta Spark + deltalake",
+        f"{SPARK} + {b.TABLE_PATH_SLASH.version}–{REPAIR.last_before}",
+        "S3 + DynamoDB",
+        "one lock table (both DynamoDB log stores), `s3a://` URIs",
+        f"Delta Spark {SPARK} and deltalake {b.TABLE_PATH_SLASH.version}–{REPAIR.last_before} through one lock table",
+        paths=("spark-s3-dynamodb", "s3-dynamodb-lock"),
+        cells={
+            c.key: Unmeasured(
+                f"the mixed run races deltalake {INTEROP} beside Delta Spark; {REPAIR.version} changed the log "
+                f"store's repair, so {b.TABLE_PATH_SLASH.version}–{REPAIR.last_before} are not raced here"
+            )
+            for c in COLUMNS
+        },
+    ),
+    Row(
         "mixed-lock",
         "Delta Spark + deltalake",
-        f"{SPARK} + {LOG_STORE}",
+        f"{SPARK} + {REPAIR.version}–{GONE.last_before}",
         "S3 + DynamoDB",
         "one lock table (both DynamoDB log stores), `s3a://` URIs",
         f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",
+        paths=("spark-s3-dynamodb", "s3-dynamodb-lock"),
         engines=MIXED_LOCK_ENGINES,
         other_from_matrix=True,
         cells={
@@ -373,6 +502,7 @@ ROWS = (
         "S3 + DynamoDB",
         "Spark through the DynamoDB log store, deltalake by conditional put",
         f"Delta Spark with the DynamoDB log store beside deltalake {GONE.version} or later",
+        paths=("spark-s3-dynamodb", "s3-conditional-put"),
         loses=Check(
             S12_7,
             UNSAFE_FULL_RUN,
@@ -389,6 +519,7 @@ ROWS = (
         "local disk",
         "each engine's own put-if-absent commit (the matrix's mixed pairs)",
         f"Delta Spark {SPARK} and deltalake {CURRENT} on one local table",
+        paths=("local-put-if-absent",),
         engines=MIXED_ENGINES,
         other_from_matrix=True,
     ),
@@ -399,6 +530,7 @@ ROWS = (
         "S3 + DynamoDB",
         "each writer its own lock (the seeds' lease, the log store)",
         "two lock mechanisms on one table",
+        paths=("s3-dynamodb-lease", "s3-dynamodb-lock"),
         loses=Check(
             S06_5,
             "two-lock race: rows lost",

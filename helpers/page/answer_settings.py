@@ -10,16 +10,17 @@ import gzip
 import re
 from dataclasses import dataclass
 
+from helpers.bench import stats
 from helpers.catalog import server as uc_server
 from helpers.ground import config
 from helpers.page import boundaries as b
+from helpers.page import findings
 from helpers.page.answer import Cell, Results, link_of, remedy
 from helpers.page.answer_columns import COLUMNS
 from helpers.page.answer_engines import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
 from helpers.page.answer_evidence import Check
 from helpers.page.answer_matrix import (
     BY_DESIGN,
-    CONDITIONS,
     DUPLICATES,
     LOSES,
     MISREPORTS,
@@ -82,7 +83,12 @@ class Setting:
     avoid: tuple[str, ...] = ()
     measured_with: str = ""
     """Which implementation the row's measurements ran, where it is not the one a reader deploys."""
-    findings: tuple[str, ...] = ()
+
+    @property
+    def findings(self) -> tuple[str, ...]:
+        """The findings that apply to some release of the row (``findings/versions.csv``), each in words."""
+        row = next(r for r in ROWS if r.key == self.row)
+        return tuple(finding_text(f.folder) for f in findings.within(row, *row.span()))
 
 
 DDB = DYNAMODB_LOG_STORE_PREFIX
@@ -143,6 +149,54 @@ KERNEL_REBASE = (
     f"(Java Delta Kernel {b.DELTA_SPARK.version}): behind one published and one unpublished commit of another "
     "writer, Kernel's commit stops on its own check; read the table again and retry (delta-io/delta#5018)"
 )
+WRITE_TRANSACTION = (
+    "[`create_write_transaction` leaves the table behind]"
+    f"({FINDINGS}/deltalake-create-write-transaction-leaves-the-table-behind/REPORT.md): after a commit "
+    "through `DeltaTable.create_write_transaction`, the `DeltaTable` stays at the version it read, so its next "
+    "commit with the same app id is refused as concurrent (1.6.3 and later) or made from a stale snapshot "
+    "(1.5.1); a job that commits twice through one `DeltaTable` calls `update()` between the two"
+)
+FINDING_TEXTS = (
+    DOUBLE_OPTIMIZE,
+    WRITE_TRANSACTION,
+    LOST_ANSWER,
+    DYNAMODB_ADVISORY,
+    DELTA_LOG_STORE_REPORT,
+    CATALOG_LOST_ANSWER,
+    CATALOG_COMMIT_LIMIT,
+    KERNEL_REBASE,
+)
+"""Each finding a setting may meet, in words with what to do about it; each links its report."""
+
+
+RERUN_HEADINGS = (
+    "One of the two fails loudly and commits nothing; rerun it",
+    "One of the two fails loudly; a rerun from a fresh snapshot commits, but look in the table before "
+    "rerunning a failed job (a finding below says a failure may have committed)",
+)
+"""The heading of the races refused (retry) in a setting's paragraph: plain, and where a finding says a
+failed write may have committed (:func:`may_have_landed`)."""
+LANDED_THOUGH_FAILED = (LOST_ANSWER, DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)
+"""The findings that say a job can be told its write failed although it committed: where one applies, a
+failed job is looked for in the table before it is rerun."""
+
+
+def may_have_landed(row) -> bool:
+    """Whether a finding that applies to some release of ``row`` says a failed write may have committed."""
+    return any(
+        finding_text(f.folder) in LANDED_THOUGH_FAILED for f in findings.within(row, *row.span())
+    )
+
+
+def finding_text(folder: str) -> str:
+    """The words of the finding whose report is in ``findings/<folder>/`` (a finding of the version table
+    with no words here is an error: add them to :data:`FINDING_TEXTS`)."""
+    for text in FINDING_TEXTS:
+        if f"{FINDINGS}/{folder}/" in text:
+            return text
+    raise KeyError(f"findings/versions.csv names {folder!r}, which FINDING_TEXTS does not describe")
+
+
 SETTINGS = (
     Setting(
         f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
@@ -153,16 +207,15 @@ SETTINGS = (
         "*`); `storage_options` needs only the store's keys (`AWS_REGION`, and `AWS_ENDPOINT_URL` for a store that "
         f"is not AWS); {RS_LOCK_OPTIONS} are ignored since {b.DYNAMODB_LOG_STORE_REMOVED.version}; "
         "{retries:s3-conditional-put}",
-        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
     ),
     Setting(
-        f"deltalake {CURRENT} on Azure Blob or ADLS Gen2",
+        f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on Azure Blob",
         "rs-azure",
         "nothing for concurrency: a commit is a blob created only if absent, a "
         + term("conditional put", "conditional-put")
         + "; `storage_options` holds `account_name` and `account_key` (or credentials from `AZURE_CLIENT_*` or "
-        "`az login`); {retries:azure}",
-        findings=(DOUBLE_OPTIMIZE, LOST_ANSWER),
+        "`az login`); {retries:azure}. Measured: the Blob API, through Azurite; an ADLS Gen2 account's "
+        "hierarchical namespace (its `dfs` endpoint) is not measured, as no emulator here serves it",
     ),
     Setting(
         f"deltalake {b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with the DynamoDB lock",
@@ -170,8 +223,7 @@ SETTINGS = (
         f"{RS_LOCK_OPTIONS} (the lock table) in `storage_options`: the DynamoDB "
         + term("log store", "log-store")
         + f", which {b.DYNAMODB_LOG_STORE_REMOVED.version} removes; with Spark writing too, name the table Spark's "
-        f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides",
-        findings=(DYNAMODB_ADVISORY,),
+        f"`{DDB}.ddb.tableName` names and use `s3a://` URIs on both sides; {{retries:s3-dynamodb-lock}}",
     ),
     Setting(
         f"Delta Spark {b.DELTA_SPARK.version} from one driver",
@@ -189,7 +241,6 @@ SETTINGS = (
         + "; without it, the default S3 log store cannot see the other drivers' commits",
         avoid=("spark-several", "mixed-put"),
         measured_with=SPARK_LOG_STORE_MEASURED,
-        findings=(DELTA_LOG_STORE_REPORT,),
     ),
     Setting(
         f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table",
@@ -207,10 +258,9 @@ SETTINGS = (
         "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
         + CURRENT
         + " neither reads nor writes such a table",
-        findings=(CATALOG_LOST_ANSWER, CATALOG_COMMIT_LIMIT, KERNEL_REBASE),
     ),
     Setting(
-        f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.TABLE_PATH_SLASH.version}–"
+        f"Delta Spark {b.DELTA_SPARK.version} and deltalake {b.STUCK_REPAIR.version}–"
         f"{b.DYNAMODB_LOG_STORE_REMOVED.last_before} on one table",
         "mixed-lock",
         f"on S3, deltalake {b.TABLE_PATH_SLASH.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} with "
@@ -219,7 +269,6 @@ SETTINGS = (
         "must not write a table Spark writes",
         avoid=("mixed-put",),
         measured_with=SPARK_LOG_STORE_MEASURED,
-        findings=(DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT),
     ),
 )
 """The settings the page opens with, each rendered from its row's cells."""
@@ -229,26 +278,39 @@ S11_3 = Section("11_commit_throughput.ipynb", "3", "The full run: every protocol
 BENCH_COMMITS = config.DATA_DIR / "full_runs" / "bench" / "commits.csv.gz"
 
 
-def retries(protocol: str) -> str:
-    """The retry advice, from notebook 11's committed full run: the fewest writers at which the library's
-    default retries gave up on some appends of this protocol."""
+def retry_runs(protocol: str) -> list[stats.RetriesNeeded]:
+    """Notebook 11's committed full run of ``protocol``, read for ``max_commit_retries``, one entry per writer
+    count (:func:`helpers.bench.stats.retries_needed`)."""
     with gzip.open(BENCH_COMMITS, "rt", newline="", encoding="utf-8") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["protocol"] == protocol]
-    runs: dict[int, list[dict]] = {}
-    for r in rows:
-        runs.setdefault(int(r["writers"]), []).append(r)
-    failing = [
-        (n, sum(r["outcome"] != "committed" for r in rs), len(rs))
-        for n, rs in sorted(runs.items())
-        if any(r["outcome"] != "committed" for r in rs)
-    ]
-    if not failing:
-        return "keep the library's default retries"
-    writers, failed, appends = failing[0]
+        return stats.retries_needed(r for r in csv.DictReader(handle) if r["protocol"] == protocol)
+
+
+def advised_retries(protocol: str) -> int:
+    """The ``max_commit_retries`` the page advises for ``protocol``, and its copy cells set: for the most writers
+    measured, what they needed, or where some gave up, the bound (:attr:`helpers.bench.stats.RetriesNeeded.advised`)."""
+    return max(run.advised for run in retry_runs(protocol))
+
+
+def retry_figures(protocol: str) -> str:
+    """What the run measured, in the words the page, notebook 11 and the solutions share (a test holds them
+    to it): :func:`helpers.bench.stats.retry_words`."""
+    return stats.retry_words(retry_runs(protocol))
+
+
+def retries(protocol: str) -> str:
+    """The retry advice for ``protocol``, from notebook 11's committed full run: the figure to set
+    (:func:`advised_retries`), what each writer count needed, and the rule above the counts measured."""
+    runs = retry_runs(protocol)
+    most = runs[-1]
+    if all(r.needed is not None for r in runs):
+        return f"keep the library's default retries ({retry_figures(protocol)}; {S11_3.link})"
     return (
-        f"keep retries on, and raise `CommitProperties(max_commit_retries=...)` above the library's default (15) "
-        f"when {writers} or more jobs commit at once: with the default, {failed} of {appends} appends by {writers} "
-        f"writers at once gave up (`CommitFailedError`: loudly, nothing committed, rerun them; {S11_3.link})"
+        f"keep retries on, and set `CommitProperties(max_commit_retries={advised_retries(protocol)})`: in notebook "
+        f"11's run ({most.appends} appends per writer, back to back), {retry_figures(protocol)} "
+        "(`CommitFailedError`, loudly: rerun them, each with its idempotent-write id, which finds an append that "
+        "landed all the same); every retry is a version another job's "
+        "commit took, so (jobs at once − 1) × (appends each makes meanwhile) retries cannot run out: "
+        f"{most.bound} for the {most.writers} writers measured, N − 1 for N jobs that each append once ({S11_3.link})"
     )
 
 
@@ -281,35 +343,11 @@ def _races(grid: dict, row, verdicts: tuple[str, ...], *, skip: tuple[str, ...] 
     ]
 
 
-SEVERITY = (LOSES, DUPLICATES, WRONG, MISREPORTS, BY_DESIGN, REFUSED, SAFE)
-INTERLEAVINGS = tuple(words for key, words in CONDITIONS if key.startswith("b-files"))
-"""Conditions a job cannot choose (when the engine writes its data files): a race stands under the
-worst of its verdict and theirs."""
-
-
-def heading_verdict(cell: Cell) -> str:
-    """The verdict a race stands under in a setting: its cell's, or worse where an interleaving a job
-    cannot choose gives worse."""
-    found = [cell.verdict] + [v for words, v in cell.conditions if words in INTERLEAVINGS]
-    return min(found, key=lambda v: SEVERITY.index(v) if v in SEVERITY else len(SEVERITY))
-
-
 def _with_conditions(cell: Cell, words: str) -> str:
-    """A race with what else its cell says: why it is bad, and its verdict under each condition and order."""
-    worst = heading_verdict(cell)
-    first = [
-        f"{worst} {w}"
-        for w, v in cell.conditions
-        if w in INTERLEAVINGS and v == worst and worst != cell.verdict
-    ]
-    more = first + (
-        [f"{cell.verdict} otherwise"] if first else [WHY[worst]] if worst in WHY else []
-    )
-    more += [
-        f"{verdict} {condition}"
-        for condition, verdict in cell.conditions + cell.orders
-        if not (condition in INTERLEAVINGS and verdict == worst and worst != cell.verdict)
-    ]
+    """A race with what else its cell says: why it is bad, and its verdict under each milder interleaving,
+    each other layout and each order (the cell's own verdict is the worst of what its release did)."""
+    more = [WHY[cell.verdict]] if cell.verdict in WHY else []
+    more += [f"{verdict} {condition}" for condition, verdict in cell.conditions + cell.orders]
     if cell.note and words.endswith("writing the same table"):
         more.append(cell.note)
     return f"{words} ({'; '.join(more)})" if more else words
@@ -387,7 +425,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
         return [
             _with_conditions(grid[row.key, c.key], race_words(c.key, row, grid[row.key, c.key]))
             for c in COLUMNS
-            if c.key not in skip and heading_verdict(grid[row.key, c.key]) in verdicts
+            if c.key not in skip and grid[row.key, c.key].verdict in verdicts
         ]
 
     if safe := under((SAFE,)):
@@ -396,7 +434,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
         parts.append(f"**{NOT_ALLOWED}:** {'; '.join(barred)}.")
     if refused := under((REFUSED,)):
         parts.append(
-            f"**One of the two fails loudly and commits nothing; rerun it:** {'; '.join(refused)}."
+            f"**{RERUN_HEADINGS[may_have_landed(row)]}:** {'; '.join(refused)}."
         )
     if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")

@@ -157,7 +157,7 @@ DELTA_SPARK = Boundary(
     "still no S3 log store that commits by conditional put: the default S3SingleDriverLogStore checks, "
     "then PUTs, under a lock of one JVM, and several clusters need the DynamoDB log store",
     "measured: notebook 09 §2–§4 (one driver loses nothing, several drivers lose commits, the DynamoDB "
-    "log store loses nothing)",
+    "log store loses nothing; each section races appends only)",
 )
 CATALOG_MANAGED_MAINTENANCE = Boundary(
     "Delta Spark",

@@ -2,11 +2,12 @@
 through one committer on local disk, Azure (Azurite) and S3 (moto; and versitygw with --s3-servers), beside the benchmark's
 serial limit and 8 racing writers on the same stores, in one run.
 
-    python -m helpers.producers --publish                 # the full run, results in build/producers/full/, published
+    python -m helpers.producers                           # the full run, results in build/producers/full/
     python -m helpers.producers --producers 1,2 --files 25 --name try
 
 The emulators must be running (``make producers`` starts and stops them). Exits 1 unless every
-run kept every row exactly once and no racing writer lost a commit.
+run kept every row exactly once and no racing writer lost a commit. A run stays under ``build/``:
+``make publish RUN=build/producers/full`` makes it the committed one.
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def full_run(
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The command line: producer counts, files, appends, backends, S3 servers, name, profile, publish."""
+    """The command line: producer counts, files, appends, backends, S3 servers, name, profile."""
     parser = argparse.ArgumentParser(
         prog="python -m helpers.producers", description=__doc__.split("\n\n")[0]
     )
@@ -300,11 +301,6 @@ def _parser() -> argparse.ArgumentParser:
         "--no-profile",
         action="store_true",
         help="leave out the commit's step-by-step profile and the queue-length run",
-    )
-    parser.add_argument(
-        "--publish",
-        action="store_true",
-        help="when every check holds, copy the tables to data/full_runs/producers/",
     )
     return parser
 
@@ -371,15 +367,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _print_tables(found)
     print(f"Results: {config.shown(found.folder)}")
-    bad = [t for t in (found.runs, found.limit) if len(t) and not t.exactly_once.astype(bool).all()]
-    if bad or (len(found.racing) and found.racing.lost.sum()):
-        print(
-            "producers: a run lost or duplicated rows, or a racing writer lost a commit",
-            file=sys.stderr,
-        )
+    problems = results_module.problems(found)
+    if problems:
+        print(f"producers: {'; '.join(problems)}", file=sys.stderr)
         return 1
-    if args.publish:
-        print(f"published to {config.shown(results_module.publish(found.folder))}/")
     return 0
 
 

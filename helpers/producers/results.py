@@ -4,7 +4,8 @@
 ratio of its commits/s to the store's serial limit and of its rows/s to 8 racing writers' rows/s
 (both measured in the same run by :mod:`helpers.bench`, whose figures are in ``racing``).
 ``meta``: date, machine, versions, the settings. Saved under ``build/producers/<name>/``;
-``make producers`` publishes the full run to ``data/full_runs/producers/`` (:mod:`helpers.runs.full_runs`).
+``make publish RUN=build/producers/full`` copies a run to ``data/full_runs/producers/`` (:func:`publish`)
+once :func:`problems` finds none.
 """
 
 from __future__ import annotations
@@ -107,6 +108,19 @@ def save(results: Results, folder: Path) -> Path:
     )  # last: the run is finished
     results.folder = folder
     return folder
+
+
+def problems(found: Results) -> list[str]:
+    """What keeps a run from standing as the full run: a run of producers, or the committer alone at
+    the limit, that lost or duplicated rows, or a racing writer that lost a commit ([] when none did)."""
+    said = [
+        f"{name}: a run lost or duplicated rows"
+        for name, table in {"runs": found.runs, "limit": found.limit}.items()
+        if table is not None and len(table) and not table.exactly_once.astype(bool).all()
+    ]
+    if len(found.racing) and found.racing.lost.sum():
+        said.append("racing: a racing writer lost a commit")
+    return said
 
 
 def publish(folder: Path) -> Path:

@@ -1,26 +1,22 @@
-"""The full runs' results, committed: what notebooks 11 and 12 show of `make bench` (9 to 18
-minutes) and `make torture` (145 in its committed run), which write under ``build/``, a folder git ignores.
+"""The full runs' results, committed: what notebooks 11, 12 and 14 show of `make bench` (9 to 18
+minutes), `make torture` (145 in its committed run) and `make producers`, which write under
+``build/``, a folder git ignores.
 
-When a full run passes its checks, its make target publishes the tables the notebooks read into
-``data/full_runs/<kind>/``: ``meta.json`` (date, machine, versions) and each table's CSV, gzipped
-byte for byte (so it reads back exactly as the run's own), a few hundred KB in all. A notebook asks :func:`location` where the full run is: the
-machine's own ``build/<kind>/<name>/`` once it has made one, else the committed copy, so a fresh
-clone and the student edition show the figures README and docs/ quote.
-
-Command line (the Makefile calls it after a full run)::
-
-    python -m helpers.runs.full_runs publish bench build/bench/full
+A run stays there. ``make publish RUN=build/<kind>/full`` (:mod:`helpers.publish`), once the run's
+checks pass, copies the tables the notebooks read into ``data/full_runs/<kind>/`` with
+:func:`publish`: ``meta.json`` (date, machine, versions) and each table's CSV, gzipped byte for
+byte (so it reads back exactly as the run's own), a few hundred KB in all. A notebook asks
+:func:`location` where the full run is: the machine's own ``build/<kind>/<name>/`` once it has
+made one, else the committed copy, so a fresh clone and the student edition show the figures
+README and docs/ quote.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import shutil
-import sys
 from pathlib import Path
-from typing import Sequence
 
 from helpers.ground import config
 
@@ -111,30 +107,3 @@ def publish(kind: str, folder: Path) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)  # readers never see half a copy
     return target
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m helpers.runs.full_runs", description=__doc__.split("\n\n")[0]
-    )
-    sub = parser.add_subparsers(dest="action", required=True)
-    publishing = sub.add_parser(
-        "publish", help="copy a finished run's tables into data/full_runs/<kind>/"
-    )
-    publishing.add_argument("kind", choices=sorted(TABLES))
-    publishing.add_argument("folder", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        target = publish(args.kind, args.folder)
-    except FullRunError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    size = sum(p.stat().st_size for p in target.iterdir())
-    print(
-        f"published {args.kind} run {config.shown(args.folder)} to {config.shown(target)}/ ({size / 1024:.0f} KB)"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from helpers.writers.protocol import (
     READ_LANDING,
     Engine,
@@ -49,6 +51,9 @@ class DeltalakeEngine(Engine):
       (its commit retries a conflict up to 15 times, fixed) and no custom commitInfo, so its
       commits carry no writer tags (the auditor then tells writers apart by their rows only). A
       spec with ``max_commit_retries`` set is refused there with :class:`UnsupportedSetting`.
+    * the idempotent-write id (:func:`idempotent_id`): every other era's append carries it, and
+      asks its table first which version of it the table holds (1.x ``transaction_version``,
+      0.x ``transaction_versions()``): a rerun of a landing file that landed appends nothing.
     """
 
     name = "deltalake"
@@ -89,7 +94,10 @@ class DeltalakeEngine(Engine):
         version = eras.era(spec.era).deltalake_version
         has_properties = has_commit_properties(version)
         lines = [
-            f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, write_deltalake",
+            (
+                f"from deltalake import {'CommitProperties, ' if has_properties else ''}DeltaTable, "
+                f"{'Transaction, ' if has_properties else ''}write_deltalake"
+            ),
             "",
             "from helpers.delta import landing",
             "",
@@ -116,6 +124,7 @@ class DeltalakeEngine(Engine):
             )
             return "\n".join(lines)
         arguments = cls.commit_properties(spec, version)
+        app_id, app_version = idempotent_id(spec)
         retries = arguments["max_commit_retries"]
         meaning = (
             "the library's default"
@@ -127,11 +136,18 @@ class DeltalakeEngine(Engine):
         if retries is not None and retries != spec.max_commit_retries:
             meaning += f": deltalake {version} counts attempts"
         lines += [
+            "# the idempotent-write id: app_id names one source of files committed in order (here each landing",
+            "# file is a job of its own: its name), version its place in that source (the file's number). Jobs",
+            "# that run at once must not share an app_id: of two commits carrying one, the later is refused.",
+            f"app_id, version = {literal(app_id)}, {app_version}",
             "properties = CommitProperties(",
             f"    max_commit_retries={retries!r},  # {meaning}",
             f"    custom_metadata={literal(arguments['custom_metadata'], wrap=False)},  # tags in commitInfo: whose commit it is",
+            "    app_transactions=[Transaction(app_id=app_id, version=version)],",
             ")",
-            'write_deltalake(table, data, mode="append", commit_properties=properties)',
+            f"landed = {LANDED_1 if int(version.split('.')[0]) >= 1 else LANDED_0}  # a rerun finds its own commit",
+            "if landed is None or landed < version:",
+            '    write_deltalake(table, data, mode="append", commit_properties=properties)',
         ]
         return "\n".join(lines)
 
@@ -141,11 +157,19 @@ class DeltalakeEngine(Engine):
 
         if not self.has_commit_properties:
             return self._append_without_commit_properties(table, data, spec)
-        from deltalake import CommitProperties
+        from deltalake import CommitProperties, Transaction
 
-        properties = CommitProperties(**self.commit_properties(spec, self.version))
+        app_id, app_version = idempotent_id(spec)
+        properties = CommitProperties(
+            **self.commit_properties(spec, self.version),
+            app_transactions=[Transaction(app_id=app_id, version=app_version)],
+        )
         if not spec.hold_snapshot:
             table.update_incremental()
+        landed = landed_version(table, app_id)
+        if landed is not None and landed >= app_version:
+            told = f"landed already: the table holds {app_id} {landed}; nothing appended"
+            return int(table.version()), told
         if self.major >= 1:
             write_deltalake(table, data, mode="append", commit_properties=properties)
             return int(table.version()), "table.version() after write (the commit this writer made)"
@@ -181,6 +205,24 @@ class DeltalakeEngine(Engine):
         return int(
             table.version()
         ), "table.version() refreshed after write (latest version, not necessarily this writer's)"
+
+
+LANDED_1 = "table.transaction_version(app_id)"
+LANDED_0 = 'getattr(table.transaction_versions().get(app_id), "version", None)'
+"""How a writer asks its table which version of its id it holds, as shown: 1.x, 0.x."""
+
+
+def idempotent_id(spec: WriterSpec) -> tuple[str, int]:
+    """The idempotent-write id of a writer's append: ``app_id`` the landing file's name (each landing
+    file is a job of its own), ``version`` its batch number."""
+    return Path(spec.landing_file).name, int(spec.batch or 0)
+
+
+def landed_version(table, app_id: str) -> int | None:
+    """The version of ``app_id`` that ``table``'s snapshot holds (None: none), in any era."""
+    if hasattr(table, "transaction_version"):
+        return table.transaction_version(app_id)
+    return getattr(table.transaction_versions().get(app_id), "version", None)
 
 
 def has_commit_properties(version: str) -> bool:
