@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3.11
 UV_VERSION := 0.13.8
-WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3 deltalake-1.1.4
+WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3 deltalake-1.1.4 deltalake-0.25.5 deltalake-1.5.0
 
 CACHE := $(CURDIR)/.cache
 export UV_CACHE_DIR := $(CACHE)/uv

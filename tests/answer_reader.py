@@ -125,8 +125,14 @@ class Protocol:
         return "delta" if self.engine == "Delta Spark" else "deltalake"
 
 
-CHECKER = ("APPEND_READS_TABLE", "DOUBLE_OPTIMIZE")
-"""delta-rs's conflict checker: what every deltalake protocol shares, whatever the store."""
+CHECKER = (
+    "APPEND_READS_TABLE",
+    "DOUBLE_OPTIMIZE",
+    "VACUUM_FULL_MODE",
+    "VACUUM_FULL_KEEPS_NEW_FILES",
+    "VACUUM_FULL_RETENTION",
+)
+"""delta-rs's conflict checker and its VACUUM: what every deltalake protocol shares, whatever the store."""
 PUT = ("CONDITIONAL_PUT_DEFAULT",)
 """S3's commit by conditional put: an opt-in until 0.23.0, the default from it (another path to the
 same request: a release on one side does not stand for one on the other)."""

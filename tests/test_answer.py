@@ -4,9 +4,9 @@ Each property is a checker that raises AssertionError naming what is wrong; each
 the committed inputs (it must pass) and on a crafted input (it must fail), so no check here passes
 whatever the page says:
 
-* the page is what ``python -m helpers.page.answer_page`` writes now;
+* the page is what ``python -m helpers.page.markdown_page`` writes now;
 * every cell decided by the conflict matrix has the verdict that data/conflict_matrix.csv gives by
-  the stated rule, recomputed here (not read back from helpers.page.answer), and the versions it ran;
+  the stated rule, recomputed here (not read back from helpers.page.decision), and the versions it ran;
 * every notebook check a cell cites is a check of that notebook's code, and every section the page
   links is a heading of its notebook;
 * every version the page names is in helpers/page/boundaries.py or helpers/ground/eras.py.
@@ -25,18 +25,19 @@ import pytest
 from helpers.ground import config, eras
 from helpers.jupyter import workbook
 from helpers.page import (
-    answer,
-    answer_advice,
-    answer_columns,
-    answer_engines,
-    answer_evidence,
-    answer_matrix,
-    answer_page,
-    answer_rows,
-    answer_sections,
-    answer_settings,
-    answer_table,
+    advice,
     boundaries,
+    columns,
+    decision,
+    deltalake_rows,
+    engine_names,
+    evidence,
+    markdown_page,
+    matrix_verdicts,
+    notebook_sections,
+    setting_paragraphs,
+    table,
+    table_rows,
 )
 
 VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
@@ -44,13 +45,13 @@ CHECK_NAME = re.compile(r"\bcheck\.(?:equal|holds)\(\s*f?\"((?:[^\"\\]|\\.)*)\""
 
 
 def _page() -> str:
-    return answer_page.PAGE.read_text(encoding="utf-8")
+    return markdown_page.PAGE.read_text(encoding="utf-8")
 
 
 def _matrix_rows() -> list[dict]:
     """The conflict matrix's rows, then the mixed run's (the page reads both)."""
     rows = []
-    for path in (answer.MATRIX_CSV, answer_engines.MIXED_CSV):
+    for path in (decision.MATRIX_CSV, engine_names.MIXED_CSV):
         with path.open(newline="", encoding="utf-8") as handle:
             rows += list(csv.DictReader(handle))
     return rows
@@ -60,8 +61,8 @@ def _matrix_rows() -> list[dict]:
 
 
 def assert_page_current(page: str) -> None:
-    assert page == answer_page.render(), (
-        "docs/answer.md differs from a fresh render: run `python -m helpers.page.answer_page`"
+    assert page == markdown_page.render(), (
+        "docs/answer.md differs from a fresh render: run `python -m helpers.page.markdown_page`"
     )
 
 
@@ -74,9 +75,9 @@ def test_a_page_edited_by_hand_is_caught(tmp_path):
     with pytest.raises(AssertionError, match="differs from a fresh render"):
         assert_page_current(edited)
     (tmp_path / "answer.md").write_text(edited, encoding="utf-8")
-    assert answer_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 1
+    assert markdown_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 1
     (tmp_path / "answer.md").write_text(_page(), encoding="utf-8")
-    assert answer_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 0
+    assert markdown_page.main(["--check", "--page", str(tmp_path / "answer.md")]) == 0
 
 
 # (ii) matrix cells follow from the CSV by the rule -----------------------------------------------
@@ -113,15 +114,15 @@ def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
     part it leaves out is the row's."""
     lines = page.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| engine |"))
-    body = lines[start + 2 : start + 2 + len(answer_rows.ROWS)]
+    body = lines[start + 2 : start + 2 + len(table_rows.ROWS)]
     cells = {}
-    for row, line in zip(answer_rows.ROWS, body, strict=True):
+    for row, line in zip(table_rows.ROWS, body, strict=True):
         parts = [part.strip() for part in line.strip()[1:-1].split(" | ")]
         assert parts[:4] == [row.engine, row.versions, row.store, row.setting], (
             f"rows out of order at {parts[:4]}"
         )
         shared = _evidence(parts[4].split(" · ") if parts[4] != "none" else [])
-        for column, text in zip(answer_columns.COLUMNS, parts[5:], strict=True):
+        for column, text in zip(columns.COLUMNS, parts[5:], strict=True):
             verdict, *own = text.split(" · ")
             mine = _evidence(own)
             cells[row.key, column.key] = [
@@ -136,7 +137,7 @@ def _evidence(parts: list[str]) -> list[str | None]:
     found: list[str | None] = [None, None, None]
     for part in parts:
         part = re.sub(r"[;\[].*$", "", part).strip()  # a condition or a note's mark after it
-        if part in answer_table.HOW:
+        if part in table.HOW:
             found[2] = part
         elif SECTION_LABEL.match(part):
             found[1] = part
@@ -155,10 +156,10 @@ def assert_matrix_cells_follow(page: str, matrix_rows: list[dict]) -> None:
     names = list(dict.fromkeys(row["engine"] for row in matrix_rows))
     by_pair = {(row["engine"], row["first"], row["second"]): row for row in matrix_rows}
     checked = 0
-    for row in answer_rows.ROWS:
-        for column in answer_columns.COLUMNS:
-            cited = answer.evidence(row, column)
-            if not isinstance(cited, answer_evidence.MatrixCells):
+    for row in table_rows.ROWS:
+        for column in columns.COLUMNS:
+            cited = decision.evidence(row, column)
+            if not isinstance(cited, evidence.MatrixCells):
                 continue
             present = [
                 n
@@ -186,7 +187,7 @@ def assert_matrix_cells_follow(page: str, matrix_rows: list[dict]) -> None:
             if present:
                 ran = sorted(
                     {
-                        answer.short_version(r["engine_version"])
+                        decision.short_version(r["engine_version"])
                         for r in matrix_rows
                         if r["engine"] in present
                     }
@@ -284,7 +285,7 @@ def check_names(notebook: dict) -> set[str]:
     }
 
 
-def has_section(notebook: dict, section: answer_sections.Section) -> bool:
+def has_section(notebook: dict, section: notebook_sections.Section) -> bool:
     """A heading ``## 5. Title``, with or without its anchor (``<a id="section-5"></a>``) after it:
     tests/test_references.py checks the anchor the page links."""
     heading = re.compile(
@@ -298,22 +299,20 @@ def has_section(notebook: dict, section: answer_sections.Section) -> bool:
     )
 
 
-def cited_checks() -> list[answer_evidence.Check]:
+def cited_checks() -> list[evidence.Check]:
     found = [
-        answer.evidence(row, column)
-        for row in answer_rows.ROWS
-        for column in answer_columns.COLUMNS
+        decision.evidence(row, column) for row in table_rows.ROWS for column in columns.COLUMNS
     ]
-    return list(dict.fromkeys(e for e in found if isinstance(e, answer_evidence.Check)))
+    return list(dict.fromkeys(e for e in found if isinstance(e, evidence.Check)))
 
 
-def linked_sections() -> list[answer_sections.Section]:
-    cells = answer.grid_of(answer.Results.load()).values()
+def linked_sections() -> list[notebook_sections.Section]:
+    cells = decision.grid_of(decision.Results.load()).values()
     return list(dict.fromkeys(c.section for c in cells if c.section))
 
 
 def assert_checks_exist(
-    checks: list[answer_evidence.Check], sections: list[answer_sections.Section]
+    checks: list[evidence.Check], sections: list[notebook_sections.Section]
 ) -> None:
     for check in checks:
         names = check_names(_notebook(check.section.notebook))
@@ -377,7 +376,7 @@ def test_delta_4_4_1_is_known_from_its_boundary_alone(monkeypatch):
     known = boundaries.CATALOG_MANAGED_MAINTENANCE
     assert (known.library, known.version, known.last_before) == ("Delta Spark", "4.4.1", "4.4.0")
     assert "not obtainable here" in known.change and "delta-io/delta#7603" in known.known_from
-    notes = [answer.grid_of(answer.Results.load())["spark-catalog", "optimize"].note]
+    notes = [decision.grid_of(decision.Results.load())["spark-catalog", "optimize"].note]
     assert "4.4.1" in notes[0] and "4.4.1" in _page()
     monkeypatch.setattr(
         boundaries,
@@ -399,12 +398,12 @@ def test_a_version_from_nowhere_is_caught():
 
 
 def test_every_cell_has_a_known_verdict_and_a_loss_row_loses_everywhere():
-    grid = answer.grid_of(answer.Results.load())
-    assert {cell.verdict for cell in grid.values()} <= set(answer.VERDICTS)
-    for row in answer_rows.ROWS:
+    grid = decision.grid_of(decision.Results.load())
+    assert {cell.verdict for cell in grid.values()} <= set(decision.VERDICTS)
+    for row in table_rows.ROWS:
         if row.loses:
-            verdicts = {grid[row.key, c.key].verdict for c in answer_columns.COLUMNS}
-            assert verdicts == {answer.LOSES}, row.key
+            verdicts = {grid[row.key, c.key].verdict for c in columns.COLUMNS}
+            assert verdicts == {decision.LOSES}, row.key
 
 
 def test_the_module_rule_agrees_with_the_rule_written_out_here():
@@ -414,12 +413,12 @@ def test_the_module_rule_agrees_with_the_rule_written_out_here():
         by_engine_pair.setdefault((row["first"], row["second"]), []).append(row)
     for pair_rows in by_engine_pair.values():
         for row in pair_rows:
-            assert answer.verdict_of([row]) == expected_verdict([row]), (
+            assert decision.verdict_of([row]) == expected_verdict([row]), (
                 row["engine"],
                 row["first"],
                 row["second"],
             )
-    assert answer.verdict_of([]) == expected_verdict([]) == "not measured"
+    assert decision.verdict_of([]) == expected_verdict([]) == "not measured"
 
 
 NOTEBOOK_LINK = re.compile(r"\[([^\]]+)\]\(\.\./(student|notebooks)/(\d\d_\w+\.ipynb)(#[\w-]+)?\)")
@@ -430,7 +429,7 @@ def notebook_link_problems(page: str) -> list[str]:
     C`` at ``#appendix-c``) and one into ``notebooks/`` says it is the solutions edition."""
     problems, label = [], ""
     for text, edition, notebook, anchor in NOTEBOOK_LINK.findall(page):
-        if edition == "notebooks" and text != answer_sections.SOLUTIONS_EDITION:
+        if edition == "notebooks" and text != notebook_sections.SOLUTIONS_EDITION:
             problems.append(f"{text} links the solutions edition without saying so")
         if edition == "student":
             label = text
@@ -456,7 +455,7 @@ def test_every_notebook_link_opens_its_section_and_names_its_edition():
 
 
 def test_a_link_to_the_top_of_a_notebook_or_an_unnamed_edition_is_found():
-    edition = answer_sections.SOLUTIONS_EDITION
+    edition = notebook_sections.SOLUTIONS_EDITION
     page = (
         f"[13 §5](../student/13_conflict_matrix.ipynb#section-5) "
         f"([{edition}](../notebooks/13_conflict_matrix.ipynb)); "
@@ -502,14 +501,14 @@ def test_the_page_is_linked_from_the_readme_the_guide_and_the_last_notebook():
 
 # (v) the setting paragraphs agree with the table and with themselves ---------------------------
 
-RERUNS = "|".join(re.escape(h) for h in answer_settings.RERUN_HEADINGS)
+RERUNS = "|".join(re.escape(h) for h in setting_paragraphs.RERUN_HEADINGS)
 NOT_ALLOWED = "Not allowed on this table"
 HEADINGS = re.compile(
     rf"\*\*(May run at once|{RERUNS}|Keep apart|{NOT_ALLOWED}):\*\* (.*?)(?= \*\*| Not measured here:| Shown in |$)"
 )
 BRACKETS = re.compile(r"\([^()]*(?:\([^()]*(?:\([^()]*\)[^()]*)*\)[^()]*)*\)")
 """A bracket, with up to two levels of brackets inside it: a race's conditions or note."""
-FINDING_OF = {"deltalake-two-optimizes-both-commit": answer.DUPLICATES}
+FINDING_OF = {"deltalake-two-optimizes-both-commit": decision.DUPLICATES}
 """A finding a setting must name wherever its row's OPTIMIZE column has this verdict."""
 
 
@@ -517,8 +516,8 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
     """Each setting's title names its row's releases; each race stands under one heading; the findings
     that apply are named; the retry advice quotes notebook 11's committed run."""
     problems = []
-    for setting in answer_settings.SETTINGS:
-        row = next(r for r in answer_rows.ROWS if r.key == setting.row)
+    for setting in setting_paragraphs.SETTINGS:
+        row = next(r for r in table_rows.ROWS if r.key == setting.row)
         text = paragraphs[setting.row]
         title = re.match(r"\*\*(.+?)\*\*", text).group(1)
         for versions in row.versions.split(" + "):
@@ -528,7 +527,7 @@ def setting_problems(paragraphs: dict[str, str], grid: dict) -> list[str]:
                 )
         placed: dict[str, list[str]] = {}
         for heading, races in HEADINGS.findall(text):
-            for race in answer_settings.RACE_WORDS.values():
+            for race in setting_paragraphs.RACE_WORDS.values():
                 if race in BRACKETS.sub("", races):
                     placed.setdefault(race, []).append(heading)
         problems += by_design_problems(setting.row, text, grid)
@@ -560,14 +559,14 @@ def by_design_problems(key: str, text: str, grid: dict) -> list[str]:
     allowed on this table", with every operation it refuses, and its race under no other heading: never
     under "rerun it", never under "May run at once"."""
     problems = []
-    row = next(r for r in answer_rows.ROWS if r.key == key)
+    row = next(r for r in table_rows.ROWS if r.key == key)
     headings = HEADINGS.findall(text)
     barred = " ".join(BRACKETS.sub("", races) for h, races in headings if h == NOT_ALLOWED)
-    for column in answer_columns.COLUMNS:
+    for column in columns.COLUMNS:
         cell = grid[key, column.key]
-        if cell.verdict != answer.BY_DESIGN:
+        if cell.verdict != decision.BY_DESIGN:
             continue
-        race = answer_settings.race_words(column.key, row, cell)
+        race = setting_paragraphs.race_words(column.key, row, cell)
         elsewhere = [
             h for h, races in headings if h != NOT_ALLOWED and race in BRACKETS.sub("", races)
         ]
@@ -583,7 +582,7 @@ def by_design_problems(key: str, text: str, grid: dict) -> list[str]:
 
 def _paragraphs(page: str) -> dict[str, str]:
     found = {}
-    for setting in answer_settings.SETTINGS:
+    for setting in setting_paragraphs.SETTINGS:
         found[setting.row] = next(
             line for line in page.splitlines() if line.startswith(f"**{setting.title}**")
         )
@@ -591,11 +590,11 @@ def _paragraphs(page: str) -> dict[str, str]:
 
 
 def test_the_setting_paragraphs_agree_with_the_table_and_with_themselves():
-    assert setting_problems(_paragraphs(_page()), answer.grid_of(answer.Results.load())) == []
+    assert setting_problems(_paragraphs(_page()), decision.grid_of(decision.Results.load())) == []
 
 
 def test_a_setting_paragraph_that_breaks_a_rule_is_caught():
-    paragraphs, grid = _paragraphs(_page()), answer.grid_of(answer.Results.load())
+    paragraphs, grid = _paragraphs(_page()), decision.grid_of(decision.Results.load())
     broken = dict(paragraphs)
     broken["rs-put-today"] = paragraphs["rs-put-today"].replace(
         "**May run at once:** two appends;",
@@ -630,7 +629,7 @@ def test_the_page_renders_from_the_committed_results_only(monkeypatch):
         raise AssertionError("the page asked for this machine's full run")
 
     monkeypatch.setattr(full_runs, "location", refuse)
-    assert answer_page.render() == _page()
+    assert markdown_page.render() == _page()
 
 
 # the same operation from two jobs on partitions of their own ----------------------------------------
@@ -641,13 +640,13 @@ def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_
     that engine's ``+partitions`` rows of the pairs whose condition names the partition; the MERGE whose
     condition does not name it, where its verdict differs, is a condition of the cell, as are the other
     interleaving and the file-statistics layout."""
-    results = answer.Results.load()
-    grid = answer.grid_of(results)
+    results = decision.Results.load()
+    grid = decision.grid_of(results)
     measured = 0
-    for row in answer_rows.ROWS:
+    for row in table_rows.ROWS:
         cell = grid[row.key, "backfill"]
-        cited = answer.evidence(row, next(c for c in answer_columns.COLUMNS if c.key == "backfill"))
-        if not isinstance(cited, answer_evidence.MatrixCells) or row.loses:
+        cited = decision.evidence(row, next(c for c in columns.COLUMNS if c.key == "backfill"))
+        if not isinstance(cited, evidence.MatrixCells) or row.loses:
             continue
         assert (
             all(e.endswith("+partitions") for e in cited.engines)
@@ -657,10 +656,10 @@ def test_the_backfill_cells_cite_each_engines_partitioned_variant_and_state_the_
         if not cell.engines:
             continue
         measured += 1
-        unnamed = answer.verdict_of(
+        unnamed = decision.verdict_of(
             [results.by_pair.get((e, "merge_on_id", "merge_on_id_apart")) for e in cell.engines]
         )
-        stated = dict(cell.conditions).get(answer_matrix.UNNAMED_MERGE[0])
+        stated = dict(cell.conditions).get(matrix_verdicts.UNNAMED_MERGE[0])
         assert stated == (None if unnamed == cell.verdict else unnamed), row.key
     assert measured >= 5
     page = _page()
@@ -671,15 +670,18 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
     """The cells of Delta Spark and deltalake through one lock table follow the mixed run's rows: a crafted
     row that changes a class changes the cells, and without that CSV they are not measured."""
     rows = _matrix_rows()
-    mixed = set(answer_engines.MIXED_LOCK_ENGINES)
+    mixed = set(engine_names.MIXED_LOCK_ENGINES)
     assert any(r["engine"] in mixed for r in rows), "no rows of the mixed run in data/"
-    grid = answer.grid_of(answer.Results(rows))
-    assert grid["mixed-lock", "optimize_append"].verdict == answer.SAFE
-    assert grid["mixed-lock", "vacuum"].verdict == answer.LOSES
+    grid = decision.grid_of(decision.Results(rows))
+    assert grid["mixed-lock", "optimize_append"].verdict == decision.SAFE
+    assert grid["mixed-lock", "vacuum"].verdict == decision.LOSES
     for key in ("rs-lock-interop", "spark-dynamodb"):
         cell = grid[key, "other"]
         assert cell.engines and set(cell.engines) <= mixed, (key, cell.engines)
-        assert (answer_rows.WITH_VACUUM, answer.LOSES) in cell.conditions, (key, cell.conditions)
+        assert (deltalake_rows.WITH_VACUUM, decision.LOSES) in cell.conditions, (
+            key,
+            cell.conditions,
+        )
 
     def crafted(engine: str, first: str, second: str, **changes) -> list[dict]:
         out = [dict(r) for r in rows]
@@ -688,70 +690,72 @@ def test_the_mixed_lock_cells_read_the_mixed_runs_csv():
         hits[0].update(changes)
         return out
 
-    spark_first = answer_engines.MIXED_LOCK_ENGINES[0]
-    grid = answer.grid_of(
-        answer.Results(
+    spark_first = engine_names.MIXED_LOCK_ENGINES[0]
+    grid = decision.grid_of(
+        decision.Results(
             crafted(
                 spark_first, "optimize", "append", outcome="anomaly", anomaly_kind="duplicated rows"
             )
         )
     )
-    assert grid["mixed-lock", "optimize_append"].verdict == answer.DUPLICATES
-    assert grid["spark-dynamodb", "other"].verdict == answer.DUPLICATES
+    assert grid["mixed-lock", "optimize_append"].verdict == decision.DUPLICATES
+    assert grid["spark-dynamodb", "other"].verdict == decision.DUPLICATES
     broken = [r for r in rows if r["engine"] in mixed and "broken log" in r["anomaly_kind"]]
     assert broken, "the mixed run's VACUUM anomaly is gone from the CSV"
     healed = [dict(r) for r in rows]
     for r in healed:
         if r["engine"] in mixed and "broken log" in r["anomaly_kind"]:
             r.update(outcome="refused", anomaly_kind="")
-    setting = next(x for x in answer_settings.SETTINGS if x.row == "mixed-lock")
+    setting = next(x for x in setting_paragraphs.SETTINGS if x.row == "mixed-lock")
     never = "**Never** run deltalake's zero-retention VACUUM while Delta Spark's append"
-    results = answer.Results(rows)
-    assert never in answer_settings.setting_paragraph(setting, answer.grid_of(results), results)
-    grid = answer.grid_of(results := answer.Results(healed))
-    assert never not in answer_settings.setting_paragraph(setting, grid, results)
-    assert grid["mixed-lock", "vacuum"].verdict != answer.LOSES
+    results = decision.Results(rows)
+    assert never in setting_paragraphs.setting_paragraph(
+        setting, decision.grid_of(results), results
+    )
+    grid = decision.grid_of(results := decision.Results(healed))
+    assert never not in setting_paragraphs.setting_paragraph(setting, grid, results)
+    assert grid["mixed-lock", "vacuum"].verdict != decision.LOSES
     conditions = grid["rs-lock-interop", "other"].conditions
-    assert (answer_rows.WITH_VACUUM, answer.LOSES) not in conditions
-    without = answer.grid_of(answer.Results([r for r in rows if r["engine"] not in mixed]))
-    assert without["mixed-lock", "rewrite"].verdict == answer.NOT_MEASURED
-    assert without["rs-lock-interop", "other"].verdict == answer.NOT_MEASURED
+    assert (deltalake_rows.WITH_VACUUM, decision.LOSES) not in conditions
+    without = decision.grid_of(decision.Results([r for r in rows if r["engine"] not in mixed]))
+    assert without["mixed-lock", "rewrite"].verdict == decision.NOT_MEASURED
+    assert without["rs-lock-interop", "other"].verdict == decision.NOT_MEASURED
 
 
 # refused by design: an operation the setting never allows, not an outcome of a race ----------------
 
 
-def _by_design_vacuum(results: answer.Results) -> dict:
+def _by_design_vacuum(results: decision.Results) -> dict:
     """The grid with deltalake's VACUUM on S3 crafted as refused by design (its own check and note)."""
-    row = next(r for r in answer_rows.ROWS if r.key == "rs-put-today")
-    column = next(c for c in answer_columns.COLUMNS if c.key == "vacuum")
-    check = answer_evidence.Check(
-        answer_sections.S13_5,
+    row = next(r for r in table_rows.ROWS if r.key == "rs-put-today")
+    column = next(c for c in columns.COLUMNS if c.key == "vacuum")
+    check = evidence.Check(
+        notebook_sections.S13_5,
         "a crafted check",
-        answer.BY_DESIGN,
+        decision.BY_DESIGN,
         "1.6.6",
         note="a crafted note: the setting never allows it",
         refuses=("VACUUM",),
     )
     crafted = dataclasses.replace(row, cells={**row.cells, "vacuum": check})
     return {
-        **answer.grid_of(results),
-        (row.key, "vacuum"): answer.resolve(crafted, column, results),
+        **decision.grid_of(results),
+        (row.key, "vacuum"): decision.resolve(crafted, column, results),
     }
 
 
 def test_a_row_refused_by_design_stands_under_its_own_heading():
     """A crafted cell refused by design renders under "Not allowed on this table", with its note, and its
     race stands under no heading of a race (not "rerun it", not "Keep apart" where the matrix put it)."""
-    results = answer.Results.load()
+    results = decision.Results.load()
     grid = _by_design_vacuum(results)
-    setting = next(x for x in answer_settings.SETTINGS if x.row == "rs-put-today")
-    text = answer_settings.setting_paragraph(setting, grid, results)
+    setting = next(x for x in setting_paragraphs.SETTINGS if x.row == "rs-put-today")
+    text = setting_paragraphs.setting_paragraph(setting, grid, results)
     assert f"**{NOT_ALLOWED}:** VACUUM (a crafted note: the setting never allows it)." in text, text
-    race = answer_settings.race_words("vacuum")
+    race = setting_paragraphs.race_words("vacuum")
     assert all(race not in BRACKETS.sub("", races) for _, races in HEADINGS.findall(text)), text
     assert by_design_problems("rs-put-today", text, grid) == []
-    items = answer_advice.by_design(grid, [r for r in answer_rows.ROWS if not r.loses])
+    items = advice.by_design(grid, [r for r in table_rows.ROWS if not r.loses])
     assert any(i.startswith("Do not run VACUUM with deltalake 1.6.4–1.6.6 on S3:") for i in items)
 
 
@@ -759,20 +763,20 @@ def test_a_refusal_by_design_under_rerun_is_caught():
     """The page as it once was: the maintenance cells of a catalog-managed table had the verdict of a
     race's refusal, so they stood under "rerun it", where a rerun is refused again. Rendered so from the
     crafted cell, the check finds it."""
-    results = answer.Results.load()
+    results = decision.Results.load()
     grid = _by_design_vacuum(results)
     as_a_race = {
         **grid,
         ("rs-put-today", "vacuum"): dataclasses.replace(
-            grid["rs-put-today", "vacuum"], verdict=answer.REFUSED
+            grid["rs-put-today", "vacuum"], verdict=decision.REFUSED
         ),
     }
-    setting = next(x for x in answer_settings.SETTINGS if x.row == "rs-put-today")
-    text = answer_settings.setting_paragraph(setting, as_a_race, results)
-    rerun = answer_settings.RERUN_HEADINGS[1]  # a finding applies: look before rerunning
+    setting = next(x for x in setting_paragraphs.SETTINGS if x.row == "rs-put-today")
+    text = setting_paragraphs.setting_paragraph(setting, as_a_race, results)
+    rerun = setting_paragraphs.RERUN_HEADINGS[1]  # a finding applies: look before rerunning
     assert f"**{rerun}:**" in text
     assert by_design_problems("rs-put-today", text, grid) == [
-        f"rs-put-today: {answer_settings.race_words('vacuum')!r} is refused by design, and stands "
+        f"rs-put-today: {setting_paragraphs.race_words('vacuum')!r} is refused by design, and stands "
         f"under [{rerun!r}]",
         f"rs-put-today: VACUUM is refused by design, and not under {NOT_ALLOWED!r}",
     ]
@@ -792,10 +796,10 @@ def test_the_catalog_managed_tables_maintenance_is_not_allowed_and_never_rerun()
     for operation in ("OPTIMIZE", "Z-order", "REORG", "VACUUM"):
         assert operation in barred
     assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in barred
-    assert not any(h in text for h in answer_settings.RERUN_HEADINGS) and "(retry)" not in text
-    grid = answer.grid_of(answer.Results.load())
+    assert not any(h in text for h in setting_paragraphs.RERUN_HEADINGS) and "(retry)" not in text
+    grid = decision.grid_of(decision.Results.load())
     assert {grid["spark-catalog", k].verdict for k in ("optimize", "vacuum_rewrite")} == {
-        answer.BY_DESIGN
+        decision.BY_DESIGN
     }
     assert (
         "- Do not run OPTIMIZE, Z-order, REORG or VACUUM with Delta Spark 4.4.0 on a catalog-managed "
@@ -808,14 +812,16 @@ def test_the_catalog_rows_other_engine_is_the_one_raced_beside_it():
     and its paragraph names Kernel, not deltalake, as the engine that may write beside Delta Spark; its note
     keeps that deltalake neither reads nor writes such a table. Without the row's ``other_engine`` the race
     would be named as deltalake's, and this test says so."""
-    grid = answer.grid_of(answer.Results.load())
+    grid = decision.grid_of(decision.Results.load())
     cell = grid["spark-catalog", "other"]
-    assert (cell.verdict, cell.section) == (answer.SAFE, answer_sections.S15_9)
+    assert (cell.verdict, cell.section) == (decision.SAFE, notebook_sections.S15_9)
     assert cell.evidence.check == "kernel race: problems found reading storage and the catalog"
     assert "deltalake 1.6.6 neither reads nor writes a catalog-managed table (15 §6)" in cell.note
     text = _paragraphs(_page())["spark-catalog"]
     may = BRACKETS.sub("", dict(HEADINGS.findall(text))["May run at once"])
     assert "Java Delta Kernel 4.4.0 writing the same table" in may and "deltalake" not in may
-    row = next(r for r in answer_rows.ROWS if r.key == "spark-catalog")
-    unnamed = answer_settings.race_words("other", dataclasses.replace(row, other_engine=""), cell)
+    row = next(r for r in table_rows.ROWS if r.key == "spark-catalog")
+    unnamed = setting_paragraphs.race_words(
+        "other", dataclasses.replace(row, other_engine=""), cell
+    )
     assert "Java Delta Kernel" not in unnamed and unnamed.startswith("deltalake")

@@ -1,10 +1,10 @@
 """docs/answer.md against the notebooks it cites: every cell's verdict is what its section says.
 
 Each cell with a section names the words of that section that state its verdict (``Cell.claim``: a
-check's ``claim``, or :data:`helpers.page.answer.MATRIX_CLAIMS` for a matrix cell). The test finds them
+check's ``claim``, or :data:`helpers.page.decision.MATRIX_CLAIMS` for a matrix cell). The test finds them
 in the section (its markdown and its committed outputs, from its heading to the next heading of the
 same level), takes the sentence they stand in, and classes that sentence with a vocabulary of its
-own, written here and not read from helpers.page.answer: "nothing lost", "0 lost" and "every batch is in
+own, written here and not read from helpers.page.decision: "nothing lost", "0 lost" and "every batch is in
 the table once" say no loss, "lost", "gone", "cannot be read" say a loss, "twice" duplicated rows,
 "come back" a wrong result, "refused" or "fails loudly" a refusal, "told it failed ... in the log" a
 misreport. A sentence that says "nothing lost" can then never back a "loses data" cell, nor one that
@@ -20,7 +20,7 @@ import re
 import pytest
 
 from helpers.ground import config
-from helpers.page import answer, answer_sections
+from helpers.page import decision, notebook_sections
 
 HEADING = re.compile(r"^(#{2,4}) (.+)$", re.M)
 ANCHOR = re.compile(r"\s*<a id=\"[\w-]+\"></a>$")
@@ -69,14 +69,14 @@ def agrees(verdict: str, classes: set[str]) -> bool:
     """Does a sentence of these classes back a cell of this verdict?"""
     bad = {"loss", "duplicates", "wrong"}
     return {
-        answer.SAFE: bool(classes & {"no loss", "both commit"})
+        decision.SAFE: bool(classes & {"no loss", "both commit"})
         and not classes & (bad | {"misreport"}),
-        answer.REFUSED: "refused" in classes and not classes & bad,
-        answer.BY_DESIGN: "refused" in classes and not classes & (bad | {"both commit"}),
-        answer.LOSES: "loss" in classes and "no loss" not in classes,
-        answer.DUPLICATES: "duplicates" in classes and "loss" not in classes,
-        answer.WRONG: "wrong" in classes and "loss" not in classes,
-        answer.MISREPORTS: "misreport" in classes and "loss" not in classes,
+        decision.REFUSED: "refused" in classes and not classes & bad,
+        decision.BY_DESIGN: "refused" in classes and not classes & (bad | {"both commit"}),
+        decision.LOSES: "loss" in classes and "no loss" not in classes,
+        decision.DUPLICATES: "duplicates" in classes and "loss" not in classes,
+        decision.WRONG: "wrong" in classes and "loss" not in classes,
+        decision.MISREPORTS: "misreport" in classes and "loss" not in classes,
     }[verdict]
 
 
@@ -89,7 +89,7 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def section_sentences(notebook: dict, section: answer_sections.Section) -> list[str]:
+def section_sentences(notebook: dict, section: notebook_sections.Section) -> list[str]:
     """The sentences of a section: its markdown, sentence by sentence, and its committed outputs (text
     and Markdown), line by line; from its heading to the next heading of the same or a higher level."""
     level, found = None, []
@@ -125,7 +125,7 @@ def assert_cells_agree_with_their_sections(grid: dict, notebooks=_notebook) -> i
     its verdict. Returns the number of cells checked."""
     checked, cache = 0, {}
     for (row, column), cell in grid.items():
-        if cell.section is None or cell.verdict == answer.NOT_MEASURED:
+        if cell.section is None or cell.verdict == decision.NOT_MEASURED:
             continue
         where = f"{row} / {column} ({cell.verdict}, {cell.section.label})"
         assert cell.claim, f"{where}: the cell names no words of its section that state its verdict"
@@ -144,7 +144,7 @@ def assert_cells_agree_with_their_sections(grid: dict, notebooks=_notebook) -> i
 
 
 def test_every_cell_says_what_its_section_says():
-    assert assert_cells_agree_with_their_sections(answer.grid_of(answer.Results.load())) >= 60
+    assert assert_cells_agree_with_their_sections(decision.grid_of(decision.Results.load())) >= 60
 
 
 def _with_sentence(notebook: str, old: str, new: str):
@@ -170,25 +170,25 @@ def _with_sentence(notebook: str, old: str, new: str):
 def test_a_section_that_says_nothing_lost_cannot_back_a_loses_data_cell():
     """The contradiction this page once had: 13 §5 said a zero-retention VACUUM loses nothing, while
     the page's Delta Spark cells said it loses data. Say so again in 13 §5 and the test fails."""
-    grid = answer.grid_of(answer.Results.load())
+    grid = decision.grid_of(decision.Results.load())
     broken = _with_sentence(
-        answer_sections.N13,
-        answer.MATRIX_CLAIMS["vacuum", answer.LOSES],
+        notebook_sections.N13,
+        decision.MATRIX_CLAIMS["vacuum", decision.LOSES],
         "the append then commits a version whose data file is gone: loudly, nothing lost.",
     )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\): 13 §5 does not say"):
         assert_cells_agree_with_their_sections(grid, broken)
     kept = _with_sentence(
-        answer_sections.N13, "the append then commits", "nothing lost: the append then commits"
+        notebook_sections.N13, "the append then commits", "nothing lost: the append then commits"
     )
     with pytest.raises(AssertionError, match=r"vacuum \(loses data, 13 §5\).*reads as .*'no loss'"):
         assert_cells_agree_with_their_sections(grid, kept)
 
 
 def test_a_safe_cell_whose_section_reports_a_loss_is_caught():
-    grid = answer.grid_of(answer.Results.load())
+    grid = decision.grid_of(decision.Results.load())
     misread = {
-        key: dataclasses.replace(cell, verdict=answer.SAFE)
+        key: dataclasses.replace(cell, verdict=decision.SAFE)
         if key == ("spark-several", "append")
         else cell
         for key, cell in grid.items()
@@ -200,7 +200,7 @@ def test_a_safe_cell_whose_section_reports_a_loss_is_caught():
 
 
 def test_a_claim_the_section_does_not_make_is_caught():
-    grid = answer.grid_of(answer.Results.load())
+    grid = decision.grid_of(decision.Results.load())
     cell = grid["rs-lock-interop", "append"]
     moved = {
         **grid,
@@ -246,11 +246,13 @@ def test_the_vocabulary_reads_sentences_as_a_reader_would(sentence, classes):
 def test_a_refused_by_design_cell_whose_section_says_both_commit_is_caught():
     """A cell refused by design is backed by a sentence that says "refused", and never by one that also
     says both commit: crafted so in 15 §8, the maintenance cell is caught."""
-    grid = answer.grid_of(answer.Results.load())
-    assert grid["spark-catalog", "optimize"].verdict == answer.BY_DESIGN
-    assert agrees(answer.BY_DESIGN, {"refused"}) and not agrees(answer.BY_DESIGN, {"both commit"})
+    grid = decision.grid_of(decision.Results.load())
+    assert grid["spark-catalog", "optimize"].verdict == decision.BY_DESIGN
+    assert agrees(decision.BY_DESIGN, {"refused"}) and not agrees(
+        decision.BY_DESIGN, {"both commit"}
+    )
     broken = _with_sentence(
-        answer_sections.S15_8.notebook,
+        notebook_sections.S15_8.notebook,
         "OPTIMIZE (Z-order too) and REORG are refused with",
         "OPTIMIZE (Z-order too) and REORG are refused once, then both commit, with",
     )

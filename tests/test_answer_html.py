@@ -3,7 +3,7 @@
 The page is driven in headless Chromium (Debian's ``chromium`` and ``chromium-driver``, as
 ``make lab-check`` drives JupyterLab): for every cell whose verdict is not "safe" and every fifth safe
 one, of every row and both layouts, the page is set to that setting and pair, and what it shows (the
-verdict, the copy cell, the evidence link) is compared with :func:`helpers.page.answer_html.cell` and the
+verdict, the copy cell, the evidence link) is compared with :func:`helpers.page.html_page.cell` and the
 notebooks' copy cells. Every link the page shows must open a file of this repository. The keyboard
 alone reaches every control. A page whose data was changed by hand fails, and so does a stale one.
 """
@@ -16,24 +16,24 @@ import re
 from test_references import anchors
 
 from helpers.ground import config
-from helpers.page import answer, answer_html, answer_rows, answer_sections
+from helpers.page import decision, html_page, notebook_sections, table_rows
 from helpers.page import shown as shown_cells
 
-PAGE = answer_html.PAGE
+PAGE = html_page.PAGE
 HANG_BOUND_S = 300
 """A batch of cells still not shown after this long is a hung page (a batch takes about a second)."""
 
 
 def test_the_committed_page_is_a_fresh_render(tmp_path):
-    assert PAGE.read_text(encoding="utf-8") == answer_html.render(), (
-        "run `python -m helpers.page.answer_html`"
+    assert PAGE.read_text(encoding="utf-8") == html_page.render(), (
+        "run `python -m helpers.page.html_page`"
     )
     stale = tmp_path / "answer.html"
     stale.write_text(
         PAGE.read_text(encoding="utf-8").replace('"safe"', '"safe "', 1), encoding="utf-8"
     )
-    assert answer_html.main(["--check", "--page", str(stale)]) == 1
-    assert answer_html.main(["--check", "--page", str(PAGE)]) == 0
+    assert html_page.main(["--check", "--page", str(stale)]) == 1
+    assert html_page.main(["--check", "--page", str(PAGE)]) == 0
 
 
 def test_the_page_is_small_and_fetches_nothing():
@@ -47,18 +47,18 @@ def test_the_page_is_small_and_fetches_nothing():
     )
 
 
-def expected_cases(results: answer.Results) -> list[dict]:
+def expected_cases(results: decision.Results) -> list[dict]:
     """Every cell that is not safe, every fifth safe one; with what the page must show."""
-    copies = answer_html._copy_cells()
+    copies = html_page._copy_cells()
     cases, safe_seen = [], 0
-    for row in answer_rows.ROWS:
+    for row in table_rows.ROWS:
         for layout in shown_cells.LAYOUTS:
             for first in shown_cells.OPERATIONS:
                 for second in shown_cells.LATER:
                     shown = shown_cells.cell(
                         row, first, second, shown_cells.Choice(layout), results
                     )
-                    if shown.verdict == answer.SAFE:
+                    if shown.verdict == decision.SAFE:
                         safe_seen += 1
                         if safe_seen % 5:
                             continue
@@ -116,7 +116,7 @@ for (const r of JSON.parse(arguments[0])) {
   document.querySelectorAll("a[href]").forEach((a) => seen.add(a.getAttribute("href")));
 }
 return [...seen];""",
-        json.dumps([row.key for row in answer_rows.ROWS]),
+        json.dumps([row.key for row in table_rows.ROWS]),
     )
     problems = []
     for href in hrefs:
@@ -130,23 +130,23 @@ return [...seen];""",
 
 
 def test_the_page_shows_what_the_data_says(browser):
-    cases = expected_cases(answer.Results.load())
-    assert len([c for c in cases if c["verdict"] != answer.SAFE]) > 1000
+    cases = expected_cases(decision.Results.load())
+    assert len([c for c in cases if c["verdict"] != decision.SAFE]) > 1000
     assert page_problems(browser, PAGE.as_uri(), cases) == []
 
 
 def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
     """One verdict of the page's data changed by hand: the browser shows it, and the test says where."""
-    data = answer_html.page_data()
+    data = html_page.page_data()
     row = next(r for r in data["rows"] if r["key"] == "rs-put-today")
     at = data["forms"].index("optimize") * len(data["later"]) + data["later"].index("optimize")
     crafted_cell = list(data["cells"][row["grid"]["shared"][at]])
-    crafted_cell[0] = data["verdicts"].index(answer.SAFE)
+    crafted_cell[0] = data["verdicts"].index(decision.SAFE)
     data["cells"].append(crafted_cell)
     row["grid"]["shared"][at] = len(data["cells"]) - 1
     crafted = tmp_path / "answer.html"
     crafted.write_text(
-        answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
+        html_page.TEMPLATE.read_text(encoding="utf-8").replace(
             "/*DATA*/null", json.dumps(data).replace("</", "<\\/")
         ),
         encoding="utf-8",
@@ -157,7 +157,7 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
             "first": "optimize",
             "second": "optimize",
             "layout": "shared",
-            "verdict": answer.DUPLICATES,
+            "verdict": decision.DUPLICATES,
             "evidence": "../student/13_conflict_matrix.ipynb#section-5",
             "copy": "",
         }
@@ -183,17 +183,17 @@ def test_the_evidence_links_both_editions_at_the_section(browser):
     links = browser.find_element(By.ID, "evidence").find_elements(By.TAG_NAME, "a")
     assert [(a.get_attribute("href").split("/")[-2:], a.text) for a in links] == [
         (["student", "13_conflict_matrix.ipynb#section-5"], "13 §5"),
-        (["notebooks", "13_conflict_matrix.ipynb#section-5"], answer_sections.SOLUTIONS_EDITION),
+        (["notebooks", "13_conflict_matrix.ipynb#section-5"], notebook_sections.SOLUTIONS_EDITION),
     ]
 
 
 def test_a_link_to_an_anchor_no_notebook_has_is_found(browser, tmp_path):
-    data = answer_html.page_data()
+    data = html_page.page_data()
     at = data["strings"].index("../student/13_conflict_matrix.ipynb#section-5")
     data["strings"][at] = "../student/13_conflict_matrix.ipynb#section-55"
     crafted = tmp_path / "answer.html"
     crafted.write_text(
-        answer_html.TEMPLATE.read_text(encoding="utf-8").replace(
+        html_page.TEMPLATE.read_text(encoding="utf-8").replace(
             "/*DATA*/null", json.dumps(data).replace("</", "<\\/")
         ),
         encoding="utf-8",
@@ -228,8 +228,8 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     """With "each job on a partition of its own", the same operation twice is two jobs on two partitions
     (the matrix's ``<op>_apart`` pairs, both interleavings); a MERGE names what comes of one whose
     condition does not name the partition; with the shared layout, the two jobs touch the same files."""
-    results = answer.Results.load()
-    row = next(r for r in answer_rows.ROWS if r.key == "rs-put-today")
+    results = decision.Results.load()
+    row = next(r for r in table_rows.ROWS if r.key == "rs-put-today")
     parts = shown_cells.Choice("partitions")
     apart = [
         r
@@ -238,7 +238,9 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
     ]
     assert len(apart) == 2
     shown = shown_cells.cell(row, "replace_where", "replace_where", parts, results)
-    assert shown.verdict == answer.verdict_of(apart) and shown.label == answer_sections.S13_6.label
+    assert (
+        shown.verdict == decision.verdict_of(apart) and shown.label == notebook_sections.S13_6.label
+    )
     assert shown.sentence.startswith(
         "each job on a partition of its own, its condition naming its part: both commit"
     )
@@ -248,10 +250,10 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
         results.by_pair[e, "merge_on_id", "merge_on_id_apart"]
         for e in ("deltalake-1.6.6+partitions", "deltalake-1.6.6+partitions+b-files-first")
     ]
-    assert merge.verdict == answer.verdict_of(by_key_rows)
+    assert merge.verdict == decision.verdict_of(by_key_rows)
     assert "naming only the key" in merge.sentence
     same = shown_cells.cell(row, "replace_where", "replace_where", shown_cells.Choice(), results)
-    assert same.verdict == answer.verdict_of(
+    assert same.verdict == decision.verdict_of(
         [results.by_pair[("deltalake-1.6.6", "replace_where", "replace_where")]]
     )
 
@@ -259,16 +261,16 @@ def test_one_operation_on_partitions_of_their_own_reads_the_second_jobs_pairs():
 def test_refused_by_design_has_its_own_colour_label_and_advice():
     """An operation the setting never allows is no race: its own colour and label, and a "what to do"
     that never says to rerun it; every pair with such an operation shows it, whatever the other job."""
-    data = answer_html.page_data()
-    mine = answer.BY_DESIGN
+    data = html_page.page_data()
+    mine = decision.BY_DESIGN
     assert mine in data["verdicts"]
     others = [v for v in data["verdicts"] if v != mine]
     assert data["colours"][mine] not in [data["colours"][v] for v in others]
     assert data["short"][mine] not in [data["short"][v] for v in others]
     assert "rerun it" not in data["todo"][mine] and "refused again" in data["todo"][mine]
-    results = answer.Results.load()
-    row = next(r for r in answer_rows.ROWS if r.key == "spark-catalog")
-    label = answer_sections.S15_8.label
+    results = decision.Results.load()
+    row = next(r for r in table_rows.ROWS if r.key == "spark-catalog")
+    label = notebook_sections.S15_8.label
     for first, second in (("optimize", "append"), ("zorder", "update"), ("merge", "vacuum")):
         for layout in shown_cells.LAYOUTS:
             for retention in shown_cells.RETENTIONS:
@@ -277,9 +279,9 @@ def test_refused_by_design_has_its_own_colour_label_and_advice():
                 assert shown.verdict == mine and shown.label == label, (first, second)
     assert (
         shown_cells.cell(row, "append", "append", shown_cells.Choice(), results).verdict
-        == answer.SAFE
+        == decision.SAFE
     )
-    plain = next(r for r in answer_rows.ROWS if r.key == "spark-one")
+    plain = next(r for r in table_rows.ROWS if r.key == "spark-one")
     assert shown_cells.refused_by_design(plain, "optimize", "vacuum") is None
 
 
@@ -292,17 +294,69 @@ def test_the_page_shows_refused_by_design_in_its_colour_with_its_advice(browser)
     seen = browser.execute_script(
         'return window.answerPage.show("spark-catalog", "optimize", "append", "shared")'
     )
-    assert seen["verdict"] == answer.BY_DESIGN
-    assert seen["evidence"] == answer_sections.S15_8.target
+    assert seen["verdict"] == decision.BY_DESIGN
+    assert seen["evidence"] == notebook_sections.S15_8.target
     assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in seen["sentence"]
-    assert browser.find_element(By.ID, "todo").text == answer_html.TODO[answer.BY_DESIGN]
+    assert browser.find_element(By.ID, "todo").text == html_page.TODO[decision.BY_DESIGN]
     colour = browser.execute_script(
         "return getComputedStyle(document.getElementById('verdict')).backgroundColor"
     )
     red, green, blue = (
-        int(answer_html.COLOURS[answer.BY_DESIGN][i : i + 2], 16) for i in (1, 3, 5)
+        int(html_page.COLOURS[decision.BY_DESIGN][i : i + 2], 16) for i in (1, 3, 5)
     )
     assert colour == f"rgb({red}, {green}, {blue})"
-    label = f"OPTIMIZE, then append: {answer.BY_DESIGN}"
+    label = f"OPTIMIZE, then append: {decision.BY_DESIGN}"
     button = browser.find_element(By.CSS_SELECTOR, f'#grid button[aria-label="{label}"]')
-    assert button.text == answer_html.SHORT[answer.BY_DESIGN]
+    assert button.text == html_page.SHORT[decision.BY_DESIGN]
+
+
+TOO_WIDE = """
+const vw = document.documentElement.clientWidth, wide = [];
+for (const el of document.querySelectorAll("body *")) {
+  const box = el.getBoundingClientRect();
+  const style = getComputedStyle(el), clips = ["auto", "scroll", "hidden"].includes(style.overflowX);
+  const spills = el.scrollWidth > el.clientWidth + 1 && !clips && el.clientWidth > 0;
+  if ((box.right <= vw + 1 && !spills) || style.display === "none") continue;
+  let parent = el.parentElement, scrolls = false;  // inside a block that scrolls itself: allowed
+  while (parent && !scrolls) {
+    scrolls = ["auto", "scroll"].includes(getComputedStyle(parent).overflowX);
+    parent = parent.parentElement;
+  }
+  if (!scrolls) wide.push(`${el.tagName.toLowerCase()}#${el.id} reaches ${Math.round(box.left + el.scrollWidth)} px`);
+}
+return [document.documentElement.scrollWidth, vw, wide.slice(0, 5)];
+"""
+
+
+def narrow_problems(browser, url: str, width: int = 360) -> list[str]:
+    """At ``width`` px, for the rows with the longest copy cells and every layout: every block fits the
+    screen or scrolls inside itself (the grid, a copy block), and the page itself never scrolls sideways."""
+    browser.set_window_size(width, 900)
+    browser.get(url)
+    problems = []
+    for row in ("rs-put-today", "rs-lock-seeds", "spark-dynamodb", "spark-catalog"):
+        for layout in shown_cells.LAYOUTS:
+            browser.execute_script(
+                "window.answerPage.show(arguments[0], 'merge', 'merge', arguments[1])", row, layout
+            )
+            page, screen, wide = browser.execute_script(TOO_WIDE)
+            if page > screen or wide:
+                problems.append(f"{row} ({layout}) at {width} px: page {page} px; {wide}")
+    return problems
+
+
+def test_at_360_px_every_block_fits_or_scrolls_inside_itself(browser, tmp_path):
+    """A phone's width: nothing but the copy block and the grid may be wider than the screen, and those
+    scroll inside themselves. A copy block made to overflow is found."""
+    try:
+        assert narrow_problems(browser, PAGE.as_uri()) == []
+        crafted = tmp_path / "answer.html"
+        crafted.write_text(
+            PAGE.read_text(encoding="utf-8").replace(
+                "</style>", "pre { overflow-x: visible !important; }</style>", 1
+            ),
+            encoding="utf-8",
+        )
+        assert any("pre#copy" in p for p in narrow_problems(browser, crafted.as_uri()))
+    finally:
+        browser.set_window_size(1280, 900)

@@ -25,7 +25,7 @@ import pytest
 
 from helpers.bench import worker as bench_worker
 from helpers.ground import config, eras
-from helpers.page import answer_settings
+from helpers.page import retry_advice
 from helpers.runs import runner
 from helpers.stores import tables
 
@@ -81,7 +81,7 @@ RACES = (
         # the copy cell: the race's call with the retries the answer page advises for the lock
         {
             "era": eras.SEEDS,
-            "max_commit_retries": answer_settings.advised_retries("s3-dynamodb-lock"),
+            "max_commit_retries": retry_advice.advised_retries("s3-dynamodb-lock"),
         },
     ),
     Race(
@@ -103,7 +103,7 @@ RACES = (
         {
             "era": eras.CURRENT,
             "hold_snapshot": False,
-            "max_commit_retries": answer_settings.advised_retries("s3-conditional-put"),
+            "max_commit_retries": retry_advice.advised_retries("s3-conditional-put"),
         },
     ),
 )

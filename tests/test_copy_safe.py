@@ -30,8 +30,8 @@ import uuid
 import pytest
 
 from helpers.ground import config, eras
-from helpers.page import answer, answer_rows, answer_settings
 from helpers.page import boundaries as b
+from helpers.page import decision, retry_advice, table_rows
 from helpers.stores import tables
 
 COPY_OFFER = re.compile(
@@ -89,8 +89,8 @@ def copy_cells(notebooks: dict[str, dict]) -> list[tuple[str, int, dict, str]]:
 
 
 def copy_problems(notebooks: dict[str, dict]) -> list[str]:
-    grid = answer.grid_of(results := answer.Results.load())
-    rows = {row.key: row for row in answer_rows.ROWS}
+    grid = decision.grid_of(results := decision.Results.load())
+    rows = {row.key: row for row in table_rows.ROWS}
     problems = []
     for name, index, settings, source in copy_cells(notebooks):
         where = f"{name} cell {index}"
@@ -104,14 +104,14 @@ def copy_problems(notebooks: dict[str, dict]) -> list[str]:
                 continue
             for race in races:
                 if race == "retry":
-                    verdict, _ = answer.remedy(rows[row_key], results)
+                    verdict, _ = decision.remedy(rows[row_key], results)
                     ok = verdict in (
-                        answer.SAFE,
-                        answer.REFUSED,
+                        decision.SAFE,
+                        decision.REFUSED,
                     )  # REFUSED: Delta Spark skips a fresh rerun
                 else:
                     verdict = grid[row_key, race].verdict
-                    ok = verdict == answer.SAFE
+                    ok = verdict == decision.SAFE
                 if not ok:
                     problems.append(
                         f"{where}: offered to copy for {race} in {row_key}, whose verdict is {verdict!r}"
@@ -179,7 +179,7 @@ def deltalake_problems(where: str, name: str, settings: dict, source: str) -> li
         )
     stores = {RETRIES_OF_ROW[row] for row in settings if row in RETRIES_OF_ROW}
     if stores and name not in ONE_COMMITTER:
-        advised = max(answer_settings.advised_retries(store) for store in stores)
+        advised = max(retry_advice.advised_retries(store) for store in stores)
         set_to = [int(value) for value in RETRIES.findall(source)]
         if not set_to or min(set_to) < advised:
             problems.append(
@@ -287,16 +287,16 @@ def _prose(path: str) -> str:
 
 def retry_prose_problems(texts: dict[str, str]) -> list[str]:
     """Each text must quote, for each of its protocols, what notebook 11's run measured
-    (:func:`helpers.page.answer_settings.retry_figures`), the bound for its most writers with its
+    (:func:`helpers.page.retry_advice.retry_figures`), the bound for its most writers with its
     arithmetic, and the figure the page advises."""
     problems = []
     for path, protocols in RETRY_PROSE.items():
         for protocol in protocols:
-            most = answer_settings.retry_runs(protocol)[-1]
+            most = retry_advice.retry_runs(protocol)[-1]
             for quoted in (
-                answer_settings.retry_figures(protocol),
+                retry_advice.retry_figures(protocol),
                 f"{most.writers - 1} × {most.appends} = {most.bound}",
-                f"max_commit_retries={answer_settings.advised_retries(protocol)}",
+                f"max_commit_retries={retry_advice.advised_retries(protocol)}",
             ):
                 if quoted not in texts[path]:
                     problems.append(f"{path}: does not say {quoted!r} ({protocol})")

@@ -122,13 +122,16 @@ CLAIMS = (
         1,
         "deltalake 0.23.0 or later on S3 (conditional put, no lock)",
         [
-            ("deltalake", "0.23.0–1.6.3", "conditional put"),
+            ("deltalake", "0.23.0–0.25.5", "conditional put"),
+            ("deltalake", "1.0.0–1.1.4", "conditional put"),
+            ("deltalake", "1.2.0–1.5.0", "conditional put"),
+            ("deltalake", "1.5.1–1.6.3", "conditional put"),
             ("deltalake", "1.6.4–1.6.6", "conditional put"),
         ],
         APPEND,
         "safe",
     ),
-    (1, "deltalake 1.6.6 on Azure", [("deltalake", "1.6.6", "Azure")], APPEND, "safe"),
+    (1, "deltalake 1.6.6 on Azure", [("deltalake", "1.6.4–1.6.6", "Azure")], APPEND, "safe"),
     (1, "Delta Spark from one driver", [("Delta Spark", "4.4.0", "one driver")], APPEND, "safe"),
     (
         1,

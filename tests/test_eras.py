@@ -32,8 +32,13 @@ def test_the_timeline_of_eras_keeps_its_three_and_the_lock_shape_era_stands_apar
     assert eras.era(eras.OLD_LOCK).requirements.name == "writer-deltalake-0.14.0.txt"
     assert (
         list(eras.CONFLICT_MATRIX_ERAS)
-        == [eras.LAST_REFUSING_DOUBLE_OPTIMIZE, eras.LAST_COMMITTING_BLIND_APPEND]
-        == ["deltalake-1.6.3", "deltalake-1.1.4"]
+        == [
+            eras.LAST_REFUSING_DOUBLE_OPTIMIZE,
+            eras.LAST_COMMITTING_BLIND_APPEND,
+            eras.LAST_BEFORE_1_0,
+            eras.LAST_VACUUM_FULL_WITHIN_RETENTION,
+        ]
+        == ["deltalake-1.6.3", "deltalake-1.1.4", "deltalake-0.25.5", "deltalake-1.5.0"]
     )
     assert not any(era.timeline for era in eras.CONFLICT_MATRIX_ERAS.values())
     assert eras.ALL_ERAS == {**eras.ERAS, **eras.LOCK_SHAPE_ERAS, **eras.CONFLICT_MATRIX_ERAS}

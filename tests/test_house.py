@@ -10,8 +10,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 from helpers.ground import config
 
 HELPERS = config.ROOT / "helpers"
@@ -235,13 +233,13 @@ def test_an_import_up_the_layers_is_caught(tmp_path):
             "stores/__init__.py": "",
             "stores/storage.py": "from helpers.ground import config\n",
             "page/__init__.py": "",
-            "page/answer.py": "from helpers.stores import storage\n",
+            "page/decision.py": "from helpers.stores import storage\n",
         },
     )
     assert layer_breaks(root) == []
-    (root / "stores" / "storage.py").write_text("def f():\n    from helpers.page import answer\n")
+    (root / "stores" / "storage.py").write_text("def f():\n    from helpers.page import decision\n")
     assert layer_breaks(root) == [
-        "helpers.stores.storage imports helpers.page.answer: stores may not import page"
+        "helpers.stores.storage imports helpers.page.decision: stores may not import page"
     ]
 
 

@@ -396,15 +396,15 @@ def test_readme_docs_and_the_notebooks_readme_link_the_glossary_before_its_terms
 def test_the_answer_pages_link_the_glossary_before_their_terms():
     """docs/answer.md (and the disagreements page it links) link the glossary before any term, and the
     check sees the terms of their tables: without the links, each is found."""
-    from helpers.page import answer_page
+    from helpers.page import markdown_page
 
-    for page in (answer_page.PAGE, answer_page.DISAGREEMENTS_PAGE):
+    for page in (markdown_page.PAGE, markdown_page.DISAGREEMENTS_PAGE):
         text = page.read_text(encoding="utf-8")
         assert used_before_the_glossary(page.name, text) == []
         unlinked = GLOSSARY_LINK.sub("", text)
         found = used_before_the_glossary(page.name, unlinked)
         assert f"{page.name}: 'resurrected rows' used before the glossary is linked" in found
-    assert "m+S3" not in answer_page.PAGE.read_text(encoding="utf-8")  # spelled out instead
+    assert "m+S3" not in markdown_page.PAGE.read_text(encoding="utf-8")  # spelled out instead
 
 
 ERROR_CLASS = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|Concurrent[A-Z]\w*)\b")
@@ -417,13 +417,13 @@ def learner_prose() -> list[tuple[str, str]]:
     answers, notebooks/README.md, the answer page and the page of disagreements it links (fenced code
     left out). The rest of ``docs/`` (troubleshooting, running, maintainers' pages) quotes the errors
     of tools and set-ups, not of the lessons."""
-    from helpers.page import answer_page
+    from helpers.page import markdown_page
 
     pages = [
         config.ROOT / "README.md",
         config.NOTEBOOKS_DIR / "README.md",
-        answer_page.PAGE,
-        answer_page.DISAGREEMENTS_PAGE,
+        markdown_page.PAGE,
+        markdown_page.DISAGREEMENTS_PAGE,
         *sorted((config.NOTEBOOKS_DIR / "solutions").glob("*.md")),
     ]
     texts = [(str(p.relative_to(config.ROOT)), p.read_text(encoding="utf-8")) for p in pages]

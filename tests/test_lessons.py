@@ -35,7 +35,10 @@ from helpers.ground import config
 
 BUDGET = 1500
 LONG_BUDGET = {"13": 1800, "15": 1800}
-TOTAL_BUDGET = 16000
+TOTAL_BUDGET = 16100
+"""16,000 until notebook 13 stated the VACUUM that keeps the default 7 days, the five releases the matrix
+then raced and the DELETE and UPDATE by key (2026-12-07): every word it added is a verdict the answer page
+cites; what else could go, went."""
 MAX_REMEMBER_BULLETS = 5
 CLOSING = ["What to remember", "Exercises", "Next"]
 OPTIONAL = re.compile(r"^##\s+(?:Appendix\b|How this was measured\b)", re.M)

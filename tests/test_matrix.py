@@ -296,7 +296,9 @@ def test_every_default_engine_is_an_installed_era():
     }
     assert delta_rs == {
         "deltalake-0.22.3",
+        "deltalake-0.25.5",
         "deltalake-1.1.4",
+        "deltalake-1.5.0",
         "deltalake-1.5.1",
         "deltalake-1.6.3",
         "deltalake-1.6.6",

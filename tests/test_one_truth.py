@@ -6,7 +6,7 @@ operations and says what came of it (a loss, rows twice, rows back, a refusal, b
 nothing lost) must carry a tag, an HTML comment right after it, which renders as nothing:
 
 * ``<!-- verdict: rs-put-today/optimize -->`` binds it to a cell of the answer page (row key of
-  :mod:`helpers.page.answer_rows` / column key of :mod:`helpers.page.answer_columns`);
+  :mod:`helpers.page.table_rows` / column key of :mod:`helpers.page.columns`);
   ``<!-- verdict: deltalake-1.6.6:delete/delete -->`` to pairs of
   the conflict matrix (engine or fnmatch pattern : first / second), several separated by ``;``. The
   sentence is classed with the vocabulary of ``tests/test_answer_claims.py`` and must agree with each
@@ -32,7 +32,7 @@ import pytest
 from test_answer_claims import agrees, claim_classes
 
 from helpers.ground import config
-from helpers.page import answer
+from helpers.page import decision
 
 TAG = re.compile(r"<!--\s*(verdict|measured(?: \d\d)?):\s*(.*?)\s*-->", re.S)
 OPS = {
@@ -174,7 +174,7 @@ def _notebook_named(number: str, root: Path) -> str:
     return found[0]
 
 
-def cell_verdicts(item: str, grid: dict, results: answer.Results) -> tuple[str, set[str]]:
+def cell_verdicts(item: str, grid: dict, results: decision.Results) -> tuple[str, set[str]]:
     """What one tag item binds to, and the verdicts it allows: the cell's own and those of its
     conditions and orders (a matrix item: the verdict of its rows, and of each row alone)."""
     if ":" in item:
@@ -188,10 +188,12 @@ def cell_verdicts(item: str, grid: dict, results: answer.Results) -> tuple[str, 
             and r["second"] == second
         ]
         assert rows, f"the conflict matrix has no rows {item!r}"
-        return f"matrix {item}", {answer.verdict_of(rows)} | {answer.verdict_of([r]) for r in rows}
+        return f"matrix {item}", {decision.verdict_of(rows)} | {
+            decision.verdict_of([r]) for r in rows
+        }
     row, _, column = item.partition("/")
     assert (row, column) in grid, (
-        f"the answer has no cell {item!r} (row/column keys of helpers.page.answer)"
+        f"the answer has no cell {item!r} (row/column keys of helpers.page.decision)"
     )
     cell = grid[row, column]
     return f"answer {item}", {cell.verdict} | {v for _, v in cell.conditions} | {
@@ -201,7 +203,7 @@ def cell_verdicts(item: str, grid: dict, results: answer.Results) -> tuple[str, 
 
 def problems(texts: dict[str, str], root: Path = config.ROOT) -> list[str]:
     """Every untagged verdict, every tag whose sentence contradicts what it binds to."""
-    grid = answer.grid_of(results := answer.Results.load())
+    grid = decision.grid_of(results := decision.Results.load())
     found = []
     for where, text in texts.items():
         for s in sentences(where, text):
@@ -227,7 +229,7 @@ def problems(texts: dict[str, str], root: Path = config.ROOT) -> list[str]:
                     except AssertionError as error:
                         found.append(f"{where}: {error}")
                         continue
-                    if not any(agrees(v, classes) for v in verdicts if v != answer.NOT_MEASURED):
+                    if not any(agrees(v, classes) for v in verdicts if v != decision.NOT_MEASURED):
                         found.append(
                             f"{where}: {s.text[:160]!r} reads as {sorted(classes)}, but {bound} is "
                             f"{' / '.join(sorted(verdicts))}"

@@ -31,7 +31,7 @@ from test_one_truth import prose
 
 from helpers.ground import config
 from helpers.page import boundaries as b
-from helpers.page.answer_engines import CURRENT
+from helpers.page.engine_names import CURRENT
 
 # ---------------------------------------------------------------------------------------------
 # Release ranges, against the boundaries
@@ -111,6 +111,18 @@ BEHAVIOURS = (
         r"|\bno DynamoDB log store\b|(?:log store|lock) beside deltalake",
         b.DYNAMODB_LOG_STORE_REMOVED.version,
         CURRENT,
+    ),
+    Behaviour(
+        "VACUUM's full mode deletes a write in flight whatever the retention",
+        r"full mode[^.;]{0,40}\bdeletes?\b|deletes every file the current version does not name",
+        b.VACUUM_FULL_MODE.version,
+        b.VACUUM_FULL_KEEPS_NEW_FILES.last_before,
+    ),
+    Behaviour(
+        "VACUUM's full mode deletes files removed within the retention",
+        r"written more than 7 days ago|time travel[^.;]{0,40}fails?",
+        b.VACUUM_FULL_MODE.version,
+        b.VACUUM_FULL_RETENTION.last_before,
     ),
     Behaviour(
         "the second of two OPTIMIZEs from one snapshot commits",
@@ -362,9 +374,9 @@ def _findings_of(row: dict, data: dict) -> list[str]:
 
 
 def _page_data() -> dict:
-    from helpers.page import answer_html
+    from helpers.page import html_page
 
-    return answer_html.page_data()
+    return html_page.page_data()
 
 
 def test_no_setting_with_a_failed_write_that_may_have_landed_says_rerun_without_looking():

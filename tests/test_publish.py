@@ -32,7 +32,7 @@ from helpers.torture import run as torture_run
 SCRATCH_PARTS = ("helpers", "data", "docs", "notebooks", "findings")
 """What publishing and the page commands read and write, copied into the scratch workbook."""
 PAGES = ("docs/answer.md", "docs/disagreements.md", "docs/answer.html")
-PAGE_COMMANDS = ("helpers.page.answer_page", "helpers.page.answer_html")
+PAGE_COMMANDS = ("helpers.page.markdown_page", "helpers.page.html_page")
 RUNS = {
     "bench": "build/bench/full",
     "torture": "build/torture/full",
@@ -277,7 +277,7 @@ def test_a_run_target_that_publishes_is_found():
         "matrix: install ## the conflict matrix\n"
         "\t$(PY) -m helpers.matrix --name full\n"
         "\tcp build/matrix/full/matrix.csv data/conflict_matrix.csv\n"
-        "\t$(PY) -m helpers.page.answer_page\n"
+        "\t$(PY) -m helpers.page.markdown_page\n"
         "X ?= 1\n"
         "producers: versitygw ## results in build/producers/full/, published to data/\n"
         "\t$(PY) -m helpers.producers --name full --publish\n"
@@ -290,7 +290,7 @@ def test_a_run_target_that_publishes_is_found():
         ["matrix", "producers", "bench"],
         [
             "make matrix: cp build/matrix/full/matrix.csv data/conflict_matrix.csv",
-            "make matrix: $(PY) -m helpers.page.answer_page",
+            "make matrix: $(PY) -m helpers.page.markdown_page",
             "make producers: $(PY) -m helpers.producers --name full --publish",
             "make bench depends on publish",
         ],

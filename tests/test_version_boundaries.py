@@ -29,7 +29,7 @@ FIRST = re.compile(
 )
 LAST = re.compile(rf"\b(?:until|up to|through)\s+{LIB}\**{LIB}{V}", re.I)
 RANGE = re.compile(r"(\d+\.\d+\.\d+)\s+to\s+" + LIB + r"(\d+\.\d+\.\d+)")
-LOOSE = re.compile(rf"\b(?:deltalake|delta-rs)\s+(\d+\.\d+)(?![\d.])", re.I)
+LOOSE = re.compile(r"\b(?:deltalake|delta-rs)\s+(\d+\.\d+)(?![\d.])", re.I)
 
 
 def _firsts() -> set[str]:

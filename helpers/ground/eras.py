@@ -11,8 +11,8 @@ workbook keeps one isolated environment per era and runs writer processes in it 
 Three registers: :data:`ERAS` is the timeline of S3 commit behaviours (seeds' era, DynamoDB
 interop, today) that notebooks iterate, e.g. notebook 08's table of eras; :data:`LOCK_SHAPE_ERAS`
 holds an era kept for one comparison only, the seeds' own lock table (``key``-shaped, deltalake
-0.14.0, notebook 06); :data:`CONFLICT_MATRIX_ERAS` holds deltalake 1.6.3 and 1.1.4, kept for the
-conflict matrix (:mod:`helpers.matrix`). :func:`era` resolves a name from all of them
+0.14.0, notebook 06); :data:`CONFLICT_MATRIX_ERAS` holds deltalake 1.6.3, 1.1.4, 0.25.5 and 1.5.0,
+kept for the conflict matrix (:mod:`helpers.matrix`). :func:`era` resolves a name from all of them
 (:data:`ALL_ERAS`).
 """
 
@@ -92,6 +92,22 @@ ALL_ERAS: dict[str, Era] = {
             "to 1.1.4 are measured with a release of their own.",
             timeline=False,
         ),
+        Era(
+            "deltalake-0.25.5",
+            "0.25.5",
+            "The last release before 1.0.0, whose VACUUM gained the full mode that deletes files younger than "
+            "the retention (up to 1.5.0): kept for the conflict matrix (helpers.matrix), so releases 0.23.0 to "
+            "0.25.5 are measured with a release of their own.",
+            timeline=False,
+        ),
+        Era(
+            "deltalake-1.5.0",
+            "1.5.0",
+            "The last release whose VACUUM with full=True deletes files younger than the retention (1.5.1 keeps "
+            "them): kept for the conflict matrix (helpers.matrix), so releases 1.2.0 to 1.5.0 are measured with "
+            "a release of their own.",
+            timeline=False,
+        ),
     )
 }
 """Every era with an environment: what ``make install`` installs and :func:`era` resolves."""
@@ -105,17 +121,26 @@ DYNAMODB_INTEROP = "deltalake-1.5.1"
 OLD_LOCK = "deltalake-0.14.0"
 LAST_REFUSING_DOUBLE_OPTIMIZE = "deltalake-1.6.3"
 LAST_COMMITTING_BLIND_APPEND = "deltalake-1.1.4"
+LAST_BEFORE_1_0 = "deltalake-0.25.5"
+LAST_VACUUM_FULL_WITHIN_RETENTION = "deltalake-1.5.0"
 
 LOCK_SHAPE_ERAS: dict[str, Era] = {OLD_LOCK: ALL_ERAS[OLD_LOCK]}
 """The era installed for one comparison only (notebook 06: the lock table of the seeds' text), kept
 apart from :data:`ERAS`, the timeline of S3 behaviours that other notebooks iterate."""
 
 CONFLICT_MATRIX_ERAS: dict[str, Era] = {
-    name: ALL_ERAS[name] for name in (LAST_REFUSING_DOUBLE_OPTIMIZE, LAST_COMMITTING_BLIND_APPEND)
+    name: ALL_ERAS[name]
+    for name in (
+        LAST_REFUSING_DOUBLE_OPTIMIZE,
+        LAST_COMMITTING_BLIND_APPEND,
+        LAST_BEFORE_1_0,
+        LAST_VACUUM_FULL_WITHIN_RETENTION,
+    )
 }
 """Eras installed for the conflict matrix only (:mod:`helpers.matrix`), beside the timeline's:
-deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot, and 1.1.4,
-the last that commits a blind append beside a DELETE, UPDATE, MERGE or overwrite."""
+deltalake 1.6.3, the last release that refuses a second OPTIMIZE from a stale snapshot; 1.1.4, the last
+that commits a blind append beside a DELETE, UPDATE, MERGE or overwrite; 0.25.5, the last before 1.0.0; and
+1.5.0, the last whose VACUUM with ``full=True`` deletes files younger than the retention."""
 
 
 class EraError(RuntimeError):

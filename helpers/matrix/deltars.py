@@ -233,9 +233,20 @@ class DeltaRs:
         # 0.x: write_deltalake would reload the handle first (see the module's text)
         from deltalake._internal import write_to_deltalake
 
+        reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+        if "table" not in inspect.signature(write_to_deltalake).parameters:
+            # 0.25: the Rust writer is the handle's own method (write_deltalake calls it after reloading)
+            handle._table.write(
+                data=reader,
+                mode=mode,
+                predicate=predicate,
+                commit_properties=properties,
+                partition_by=partition_by,
+            )
+            return
         write_to_deltalake(
             table_uri=path,
-            data=pa.RecordBatchReader.from_batches(data.schema, data.to_batches()),
+            data=reader,
             mode=mode,
             table=handle._table,
             predicate=predicate,

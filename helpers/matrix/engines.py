@@ -194,7 +194,9 @@ _DELTA_RS = [
     _delta_rs(era)
     for era in (
         "deltalake-0.22.3",
+        "deltalake-0.25.5",
         "deltalake-1.1.4",
+        "deltalake-1.5.0",
         "deltalake-1.5.1",
         "deltalake-1.6.3",
         CURRENT_RS,

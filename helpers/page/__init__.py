@@ -1,11 +1,13 @@
 """The one-page answer to "is it safe to write to this Delta table from two jobs at once?".
 
-``answer`` (the decision table, as data: each cell resolved), its ``answer_rows`` (the settings),
-``answer_columns`` (the races), ``answer_sections`` (the notebook sections cited), ``answer_evidence``
-(what decides a cell), ``answer_engines`` (the releases and the mixed run), ``answer_matrix`` (the
-conflict matrix's side of it), ``answer_settings`` (a paragraph per setting), ``boundaries`` (from which
-release on), and the page rendered: ``answer_page`` (``docs/answer.md``, with its ``answer_table`` and
-``answer_advice``) and ``answer_html`` (``docs/answer.html``).
+``decision`` (the decision table, as data: each cell resolved), its rows (``table_rows``, with
+``deltalake_rows``: a setting and a release range each), ``columns`` (the races), ``notebook_sections`` (the
+notebook sections cited), ``evidence`` (what decides a cell), ``engine_names`` (the releases and the mixed run),
+``matrix_verdicts`` (the conflict matrix's verdicts and their rule), ``boundaries`` (from which release on),
+``findings`` (which finding applies to which setting and release, and its words), ``retry_advice`` (the retries
+to set), ``setting_paragraphs`` (a paragraph per setting), and the pages rendered: ``markdown_page``
+(``docs/answer.md``, with its ``table`` and ``advice``) and ``html_page`` (``docs/answer.html``, each choice
+resolved by ``shown``).
 
 Imports: the lab's runs (:mod:`helpers.matrix`, :mod:`helpers.producers`, :mod:`helpers.catalog`)
 and every layer below them.

@@ -4,7 +4,7 @@ Each :class:`Boundary` is one change in one library: the first release that beha
 the last release before it, what changed, and how the workbook knows it (measured in a notebook,
 or traced to the library's sources and release tags). The eras the workbook installs are in
 :mod:`helpers.ground.eras`; this module says where their behaviours begin and end, so that a page such as
-``docs/answer.md`` (:mod:`helpers.page.answer`) names no version that is not in one of the two.
+``docs/answer.md`` (:mod:`helpers.page.decision`) names no version that is not in one of the two.
 
 Standard library only, data only: nothing here runs or imports a library.
 """
@@ -81,6 +81,39 @@ APPEND_READS_TABLE = Boundary(
     "measured: the conflict matrix (0.22.3 commits, 1.5.1, 1.6.3 and 1.6.6 refuse); a DELETE, then an append "
     "from a handle opened before it, outside the workbook (1.0.2, 1.1.0 and 1.1.4 commit; 1.2.0, 1.2.1, "
     "1.4.2, 1.5.0 and 1.5.1 refuse); upstream: delta-io/delta-rs#2700, #3890",
+)
+VACUUM_FULL_MODE = Boundary(
+    "deltalake",
+    "1.0.0",
+    "0.25.5",
+    "VACUUM gains a full mode (`full=True`), which also deletes the files the log does not name; up to 1.1.4 "
+    "it deletes them whatever their age, so a concurrent writer's data file, written but not yet committed, "
+    "is deleted even with the default 7-day retention, and that writer's commit then leaves the table "
+    "unreadable",
+    "measured: the conflict matrix (a VACUUM keeping 7 days beside an append whose data file is written "
+    "first: 1.1.4 leaves a commit whose data file is gone, 0.25.5 has no full mode, 1.5.0, 1.5.1, 1.6.3 and "
+    "1.6.6 keep the file), findings/deltalake-vacuum-full-deletes-files-within-retention (1.0.0 to 1.1.4 "
+    "delete the file)",
+)
+VACUUM_FULL_KEEPS_NEW_FILES = Boundary(
+    "deltalake",
+    "1.2.0",
+    "1.1.4",
+    "VACUUM's full mode keeps the files the log does not name that are younger than the retention, so a "
+    "concurrent writer's data file survives a VACUUM that keeps the default 7 days",
+    "measured: findings/deltalake-vacuum-full-deletes-files-within-retention (1.1.4 deletes the file; 1.2.0 "
+    "and later keep it); traced: delta-io/delta-rs#3835, first in 1.2.0",
+)
+VACUUM_FULL_RETENTION = Boundary(
+    "deltalake",
+    "1.5.1",
+    "1.5.0",
+    "VACUUM's full mode keeps a file a commit removed for the retention from that commit, not from the "
+    "file's own writing: up to 1.5.0 a file written more than 7 days ago that an OPTIMIZE, DELETE or "
+    "overwrite removed seconds ago is deleted, so a job still reading an older snapshot finds it gone, as "
+    "with zero retention",
+    "measured: findings/deltalake-vacuum-full-deletes-files-within-retention (1.2.0 to 1.5.0 delete such a "
+    "file; 1.5.1 and later keep it); traced: delta-io/delta-rs#4300 (closes #4290), first in 1.5.1",
 )
 STUCK_REPAIR = Boundary(
     "deltalake",
@@ -177,9 +210,12 @@ BOUNDARIES: tuple[Boundary, ...] = (
     DYNAMODB_LOG_STORE,
     CONDITIONAL_PUT_OPT_IN,
     CONDITIONAL_PUT_DEFAULT,
+    VACUUM_FULL_MODE,
     APPEND_READS_TABLE,
+    VACUUM_FULL_KEEPS_NEW_FILES,
     TABLE_PATH_SLASH,
     STUCK_REPAIR,
+    VACUUM_FULL_RETENTION,
     DYNAMODB_LOG_STORE_REMOVED,
     DOUBLE_OPTIMIZE,
     DAFT_SEEDS,

@@ -1,4 +1,4 @@
-"""What the query page (:mod:`helpers.page.answer_html`) shows for one choice of a row, two operations, a
+"""What the query page (:mod:`helpers.page.html_page`) shows for one choice of a row, two operations, a
 layout, a VACUUM retention and a condition: :func:`cell`, the one resolution of a race the page's data holds.
 
 A cell stands under the worst of what its release did: every interleaving the matrix raced (a job cannot
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from helpers.ground import config
 from helpers.matrix.operations import MATRIX_OPS
-from helpers.page import answer, answer_columns, answer_engines, answer_sections
-from helpers.page.answer_evidence import Check, Row, Unmeasured
-from helpers.page.answer_matrix import CONDITIONS, CONFIRMATION, INTERLEAVINGS, OP_WORDS, met
+from helpers.page import columns, decision, engine_names, notebook_sections
+from helpers.page.evidence import Check, Row, Unmeasured
+from helpers.page.matrix_verdicts import CONDITIONS, CONFIRMATION, INTERLEAVINGS, OP_WORDS, met
 
 RETAINED = "vacuum_retained"
 """VACUUM keeping the default retention (7 days); the matrix's ``vacuum`` keeps 0 hours."""
@@ -104,21 +104,21 @@ def _kinds(rows: list[dict]) -> list[str]:
 
 def _one_sentence(rows: list[dict], verdict: str) -> str:
     """The outcome of some rows that share ``verdict``, in a person's words."""
-    worst = [r for r in rows if answer.verdict_of([r]) == verdict] or rows
+    worst = [r for r in rows if decision.verdict_of([r]) == verdict] or rows
     row = worst[0]
     if row["second"].startswith("retry"):
         return (
             "the rerun commits again, and the append's rows are in the table twice"
-            if verdict == answer.DUPLICATES
+            if verdict == decision.DUPLICATES
             else "the rerun fails loudly from the old snapshot, and a rerun from a fresh snapshot is skipped"
-            if verdict == answer.REFUSED
+            if verdict == decision.REFUSED
             else "the rerun appends nothing: the table holds the append once"
         )
-    if verdict == answer.REFUSED:
+    if verdict == decision.REFUSED:
         error = row["error_class"] or "an error"
         later = WORDS.get(row["second"].removesuffix("_apart"), row["second"])
         return f"the later job ({later}) fails with {error} and commits nothing"
-    if verdict == answer.SAFE:
+    if verdict == decision.SAFE:
         return met(row["first"], row["second"], row["matched"])
     kinds = _kinds(worst)
     return (
@@ -130,12 +130,12 @@ def _one_sentence(rows: list[dict], verdict: str) -> str:
 
 def sentence_of(rows: list[dict], verdict: str) -> str:
     """The worst outcome of ``rows``, then each interleaving whose rows gave a milder one, with its condition."""
-    if verdict == answer.NOT_MEASURED:  # a row that could not be raced says why in its detail
+    if verdict == decision.NOT_MEASURED:  # a row that could not be raced says why in its detail
         return "; ".join(
             dict.fromkeys(
                 r["detail"].split(": ", 2)[-1]
                 for r in rows
-                if r["outcome"] in answer.UNDECIDED and r["detail"]
+                if r["outcome"] in decision.UNDECIDED and r["detail"]
             )
         )
     text = _one_sentence(rows, verdict)
@@ -144,17 +144,17 @@ def sentence_of(rows: list[dict], verdict: str) -> str:
         by_point.setdefault(r["interleaving"], []).append(r)
     if len(by_point) > 1:
         for point, words in CONDITIONS:
-            if point in by_point and (mine := answer.verdict_of(by_point[point])) != verdict:
+            if point in by_point and (mine := decision.verdict_of(by_point[point])) != verdict:
                 text += f"; {mine} {words}: {_one_sentence(by_point[point], mine)}"
     return text
 
 
 def _checked(check: Check) -> Shown:
     sentence = {
-        answer.SAFE: "both commit, and nothing is lost",
-        answer.LOSES: "rows are lost, and every job is told it committed",
-        answer.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table",
-        answer.BY_DESIGN: f"{_listed(check.refuses) or 'the operation'} "
+        decision.SAFE: "both commit, and nothing is lost",
+        decision.LOSES: "rows are lost, and every job is told it committed",
+        decision.MISREPORTS: "nothing is lost, but a job can be told its write failed although it is in the table",
+        decision.BY_DESIGN: f"{_listed(check.refuses) or 'the operation'} "
         f"{'is' if len(check.refuses) == 1 else 'are'} refused by design on this table",
     }
     text = sentence.get(check.verdict, check.check) + (f" ({check.note})" if check.note else "")
@@ -174,14 +174,14 @@ def refused_by_design(row: Row, *operations: str) -> Check | None:
             check
             for check in row.cells.values()
             if isinstance(check, Check)
-            and check.verdict == answer.BY_DESIGN
+            and check.verdict == decision.BY_DESIGN
             and names & set(check.refuses)
         ),
         None,
     )
 
 
-def _link(section: answer_sections.Section | None) -> str:
+def _link(section: notebook_sections.Section | None) -> str:
     """The section in the learner's edition, at its heading's anchor; the page links the same section
     in the solutions edition beside it."""
     return section.target if section else ""
@@ -205,15 +205,15 @@ def pair_of(first: str, second: str, choice: Choice) -> tuple[str, str]:
     return form(first), form(second)
 
 
-def _column(first: str, second: str) -> answer_columns.Column | None:
+def _column(first: str, second: str) -> columns.Column | None:
     plain = tuple(op.replace("_retained", "").replace("_on_id", "") for op in (first, second))
     if second.startswith("retry"):
-        return next(c for c in answer_columns.COLUMNS if c.key == "retry")
-    return next((c for c in answer_columns.COLUMNS if plain in c.pairs), None)
+        return next(c for c in columns.COLUMNS if c.key == "retry")
+    return next((c for c in columns.COLUMNS if plain in c.pairs), None)
 
 
 def matrix_rows(
-    engines: list[str], pair: tuple[str, str], layout: str, results: answer.Results
+    engines: list[str], pair: tuple[str, str], layout: str, results: decision.Results
 ) -> list[dict]:
     """The rows of a pair for a row's engines on a layout, with every interleaving raced (the S3
     confirmations on the shared layout only)."""
@@ -226,7 +226,7 @@ def matrix_rows(
     return [r for e in variants if (r := results.by_pair.get((e, *pair))) is not None]
 
 
-def cell(row: Row, first: str, second: str, choice: Choice, results: answer.Results) -> Shown:
+def cell(row: Row, first: str, second: str, choice: Choice, results: decision.Results) -> Shown:
     """The one resolution of a race for the page: the row's loss, its checked or unmeasured cell, or the
     conflict matrix's rows of its engines for the pair the choice names (every interleaving)."""
     if row.loses:
@@ -240,26 +240,30 @@ def cell(row: Row, first: str, second: str, choice: Choice, results: answer.Resu
     if isinstance(found, Check) and (choice.layout == "shared" or column.key == "other"):
         return _checked(found)
     if isinstance(found, Unmeasured):
-        return Shown(answer.NOT_MEASURED, found.note or "nothing here races it for this setting")
+        return Shown(decision.NOT_MEASURED, found.note or "nothing here races it for this setting")
     engines = results.engines(row.engines)
     if not engines:
         why = next((c.note for c in row.cells.values() if isinstance(c, Unmeasured) and c.note), "")
         return Shown(
-            answer.NOT_MEASURED,
+            decision.NOT_MEASURED,
             why
             or f"no release of {row.versions} is raced by the conflict matrix yet"
             + (f" ({row.measured_as})" if row.measured_as else ""),
         )
     rows = matrix_rows(engines, pair, choice.layout, results)
     if not rows:
-        return Shown(answer.NOT_MEASURED, _unraced(pair, choice, engines))
-    verdict = answer.verdict_of(rows)
+        return Shown(decision.NOT_MEASURED, _unraced(pair, choice, engines))
+    verdict = decision.verdict_of(rows)
     engines = sorted({r["engine"] for r in rows})
-    if answer_engines.mixed_run(tuple(engines)):  # the mixed run on S3: its CSV is the evidence
+    if engine_names.mixed_run(tuple(engines)):  # the mixed run on S3: its CSV is the evidence
         return _mixed(rows, verdict, engines, results)
     section = (
-        answer_sections.S13_6 if pair[1].endswith("_apart") else column.section if column else None
-    ) or answer_sections.S13_5
+        notebook_sections.S13_6
+        if pair[1].endswith("_apart")
+        else column.section
+        if column
+        else None
+    ) or notebook_sections.S13_5
     sentence = sentence_of(rows, verdict)
     if pair[1].endswith("_apart"):
         each = "each job appending to" if pair[0] == "append" else "each job on"
@@ -273,7 +277,7 @@ def cell(row: Row, first: str, second: str, choice: Choice, results: answer.Resu
 
 
 def _unraced(pair: tuple[str, str], choice: Choice, engines: list[str]) -> str:
-    if answer_engines.mixed_run(tuple(engines)):
+    if engine_names.mixed_run(tuple(engines)):
         return "the mixed run (`make matrix-mixed`) does not race this pair"
     if RETAINED in pair:
         return "the conflict matrix has not raced a VACUUM that keeps the default retention for this setting"
@@ -285,12 +289,12 @@ def _unraced(pair: tuple[str, str], choice: Choice, engines: list[str]) -> str:
     )
 
 
-def _mixed(rows: list[dict], verdict: str, engines: list[str], results: answer.Results) -> Shown:
+def _mixed(rows: list[dict], verdict: str, engines: list[str], results: decision.Results) -> Shown:
     by_order = {e: mine for e in engines if (mine := [r for r in rows if r["engine"] == e])}
-    verdicts = {e: answer.verdict_of(mine) for e, mine in by_order.items()}
+    verdicts = {e: decision.verdict_of(mine) for e, mine in by_order.items()}
     sentence = (  # each order in its own words where the two orders differ
         "; ".join(
-            f"{answer_engines.MIXED_ORDERS[e]}: {sentence_of(mine, verdicts[e])}"
+            f"{engine_names.MIXED_ORDERS[e]}: {sentence_of(mine, verdicts[e])}"
             for e, mine in by_order.items()
         )
         if len(set(verdicts.values())) > 1
@@ -299,7 +303,7 @@ def _mixed(rows: list[dict], verdict: str, engines: list[str], results: answer.R
     return Shown(
         verdict,
         sentence,
-        "../" + answer_engines.MIXED_CSV.relative_to(config.ROOT).as_posix(),
+        "../" + engine_names.MIXED_CSV.relative_to(config.ROOT).as_posix(),
         "make matrix-mixed",
         results.versions(engines),
     )

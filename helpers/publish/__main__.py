@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from helpers.ground import config
-from helpers.page import answer_html, answer_page
+from helpers.page import html_page, markdown_page
 from helpers.publish import kinds
 
-PAGES = (answer_page.main, answer_html.main)
+PAGES = (markdown_page.main, html_page.main)
 """Every page rendered from ``data/``, by its command (each ``--check``s its page in ``make test``)."""
 
 

@@ -1,16 +1,16 @@
 """The one-page answer rendered: ``docs/answer.md``, in Markdown, from the decision table of
-:mod:`helpers.page.answer`.
+:mod:`helpers.page.decision`.
 
-:func:`render` writes the page from :data:`helpers.page.answer_rows.ROWS` and
-:data:`~helpers.page.answer_columns.COLUMNS` (each cell resolved by :func:`helpers.page.answer.grid_of`), the
-conflict matrix's CSV (:class:`helpers.page.answer.Results`) and the matrix run's facts
+:func:`render` writes the page from :data:`helpers.page.table_rows.ROWS` and
+:data:`~helpers.page.columns.COLUMNS` (each cell resolved by :func:`helpers.page.decision.grid_of`), the
+conflict matrix's CSV (:class:`helpers.page.decision.Results`) and the matrix run's facts
 (``data/conflict_matrix_meta.json``, :func:`load_meta`): the table with its notes
-(:mod:`helpers.page.answer_table`), the rule, what to do (:mod:`helpers.page.answer_advice`), the version
+(:mod:`helpers.page.table`), the rule, what to do (:mod:`helpers.page.advice`), the version
 boundaries (:mod:`helpers.page.boundaries`) and the sources.
 The same inputs give the same text. :func:`main` is the command (``make matrix`` runs it)::
 
-    python -m helpers.page.answer_page           # writes docs/answer.md and docs/disagreements.md
-    python -m helpers.page.answer_page --check   # exit 1 if either differs from a fresh render
+    python -m helpers.page.markdown_page           # writes docs/answer.md and docs/disagreements.md
+    python -m helpers.page.markdown_page --check   # exit 1 if either differs from a fresh render
 
 :func:`render_disagreements` writes docs/disagreements.md: per engine, the pairs whose outcome differs
 from Delta's documentation (the answer page links it once).
@@ -25,13 +25,13 @@ from pathlib import Path
 
 from helpers.ground import config
 from helpers.page import boundaries as b
-from helpers.page.answer import Results, grid_of
-from helpers.page.answer_advice import what_to_do
-from helpers.page.answer_engines import MIXED_LINK, MIXED_LOCK_ENGINES, MIXED_RUN, SPARK
-from helpers.page.answer_evidence import Check
-from helpers.page.answer_matrix import RULE
-from helpers.page.answer_settings import SETTINGS, setting_paragraph, term
-from helpers.page.answer_table import INTRO, sections_linked, table
+from helpers.page.advice import what_to_do
+from helpers.page.decision import Results, grid_of
+from helpers.page.engine_names import MIXED_LINK, MIXED_LOCK_ENGINES, MIXED_RUN, SPARK
+from helpers.page.evidence import Check
+from helpers.page.matrix_verdicts import RULE
+from helpers.page.setting_paragraphs import SETTINGS, setting_paragraph, term
+from helpers.page.table import INTRO, sections_linked, table
 from helpers.runs import full_runs
 
 MATRIX_META = config.DATA_DIR / "conflict_matrix_meta.json"
@@ -143,7 +143,7 @@ def render(results: Results | None = None, meta: dict | None = None) -> str:
     out = [
         "# Is it safe to write to this Delta table from two jobs at once? The answer, on one page",
         "",
-        "<!-- Written by `python -m helpers.page.answer_page` from data/: change helpers/page/answer_rows.py, not this file. -->",
+        "<!-- Written by `python -m helpers.page.markdown_page` from data/: change helpers/page/table_rows.py, not this file. -->",
         "",
         "To find your own setting, choose it in [answer.html](answer.html): the same answer as a page you query (open "
         "it in a browser). Below, a paragraph per setting, then every cell with its evidence. Every term this "
@@ -217,9 +217,9 @@ def render_disagreements(results: Results | None = None) -> str:
     out = [
         f"# {DISAGREEMENTS_TITLE}",
         "",
-        "<!-- Written by `python -m helpers.page.answer_page` from data/conflict_matrix.csv and "
+        "<!-- Written by `python -m helpers.page.markdown_page` from data/conflict_matrix.csv and "
         "data/conflict_matrix_mixed_dynamodb.csv: change "
-        "helpers/page/answer_page.py, not this file. -->",
+        "helpers/page/markdown_page.py, not this file. -->",
         "",
         DISAGREEMENTS_INTRO,
         "",
@@ -260,11 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     """Write (or ``--check``) docs/answer.md, then docs/disagreements.md; with ``--page``, that page alone
     as docs/answer.md."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    failed = page_command(argv, module="helpers.page.answer_page", page=PAGE, render_page=render)
+    failed = page_command(argv, module="helpers.page.markdown_page", page=PAGE, render_page=render)
     if "--page" not in argv:
         failed |= page_command(
             argv,
-            module="helpers.page.answer_page",
+            module="helpers.page.markdown_page",
             page=DISAGREEMENTS_PAGE,
             render_page=render_disagreements,
         )

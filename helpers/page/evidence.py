@@ -1,4 +1,4 @@
-"""What decides a cell of the one-page answer (:mod:`helpers.page.answer`): pairs of the conflict matrix
+"""What decides a cell of the one-page answer (:mod:`helpers.page.decision`): pairs of the conflict matrix
 (:class:`MatrixCells`), one check of a notebook's Checks cell (:class:`Check`) or nothing
 (:class:`Unmeasured`); and the :class:`Row` of a setting that holds them.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from helpers.page.answer_sections import Section
+from helpers.page.notebook_sections import Section
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ class Check:
     """Words of the section (its prose or committed output) that state what the cell says; a test
     checks they are there and that they say the cell's verdict."""
     refuses: tuple[str, ...] = ()
-    """For a verdict of :data:`helpers.page.answer_matrix.BY_DESIGN`: the operations the setting never
+    """For a verdict of :data:`helpers.page.matrix_verdicts.BY_DESIGN`: the operations the setting never
     allows, as a sentence names them (the matrix's operations by their words in
-    :data:`helpers.page.answer_matrix.OP_WORDS`)."""
+    :data:`helpers.page.matrix_verdicts.OP_WORDS`)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The notebook sections the one-page answer's cells link (:mod:`helpers.page.answer`): a
+"""The notebook sections the one-page answer's cells link (:mod:`helpers.page.decision`): a
 :class:`Section` per heading (its notebook, number and title, with its anchor and links into the learner's
 and the solutions edition), and one constant per section a cell or a row cites (``S13_5``: notebook 13,
 section 5).

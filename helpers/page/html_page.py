@@ -1,5 +1,5 @@
 """The answer as a page a user queries: ``docs/answer.html``, one static file (no server, nothing
-fetched), rendered from the same rows and data as ``docs/answer.md`` (:mod:`helpers.page.answer`, the
+fetched), rendered from the same rows and data as ``docs/answer.md`` (:mod:`helpers.page.decision`, the
 committed conflict matrix in ``data/``, the notebooks' copy cells).
 
 The user chooses an engine, a release, a store and setting, the two jobs' operations and the table's
@@ -9,8 +9,8 @@ setting), what to do, the findings that apply and the evidence, or "not measured
 (row, first, second, layout) that the page's data holds; ``tests/test_answer_html.py`` drives the page
 in Chromium and compares what it shows with it::
 
-    python -m helpers.page.answer_html           # writes docs/answer.html
-    python -m helpers.page.answer_html --check   # exit 1 if docs/answer.html differs from a fresh render
+    python -m helpers.page.html_page           # writes docs/answer.html
+    python -m helpers.page.html_page --check   # exit 1 if docs/answer.html differs from a fresh render
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from pathlib import Path
 
 from helpers.ground import config, eras
 from helpers.page import (
-    answer,
-    answer_page,
-    answer_rows,
-    answer_sections,
-    answer_settings,
     boundaries,
+    decision,
     findings,
+    markdown_page,
+    notebook_sections,
+    setting_paragraphs,
     shown,
+    table_rows,
 )
-from helpers.page.answer_evidence import Row
+from helpers.page.evidence import Row
 
 PAGE = config.ROOT / "docs" / "answer.html"
 VACUUM_FORMS = (*shown.OPERATIONS, shown.RETAINED)
@@ -51,44 +51,45 @@ ENGINES = {
     "both": "Delta Spark and deltalake on one table",
 }
 COLOURS = {
-    answer.SAFE: "#1a7f37",
-    answer.REFUSED: "#0a58ca",
-    answer.LOSES: "#b42318",
-    answer.DUPLICATES: "#b54708",
-    answer.WRONG: "#9a3412",
-    answer.MISREPORTS: "#6f42c1",
-    answer.BY_DESIGN: "#0e6672",
-    answer.NOT_MEASURED: "#57606a",
+    decision.SAFE: "#1a7f37",
+    decision.REFUSED: "#0a58ca",
+    decision.LOSES: "#b42318",
+    decision.DUPLICATES: "#b54708",
+    decision.WRONG: "#9a3412",
+    decision.MISREPORTS: "#6f42c1",
+    decision.BY_DESIGN: "#0e6672",
+    decision.NOT_MEASURED: "#57606a",
 }
 SHORT = {
-    answer.SAFE: "safe",
-    answer.REFUSED: "retry",
-    answer.LOSES: "loses",
-    answer.DUPLICATES: "twice",
-    answer.WRONG: "wrong",
-    answer.MISREPORTS: "told",
-    answer.BY_DESIGN: "never",
-    answer.NOT_MEASURED: "n/m",
+    decision.SAFE: "safe",
+    decision.REFUSED: "retry",
+    decision.LOSES: "loses",
+    decision.DUPLICATES: "twice",
+    decision.WRONG: "wrong",
+    decision.MISREPORTS: "told",
+    decision.BY_DESIGN: "never",
+    decision.NOT_MEASURED: "n/m",
 }
 """A verdict in a grid cell (the cell's label says it in full)."""
 TODO = {
-    answer.SAFE: "Run them at once.",
-    answer.REFUSED: "Run them at once if you like: the job refused by a conflict committed nothing; rerun it, "
+    decision.SAFE: "Run them at once.",
+    decision.REFUSED: "Run them at once if you like: the job refused by a conflict committed nothing; rerun it, "
     "and it starts from a fresh snapshot. A failure that is no conflict (a timeout, a lost answer) may "
     "have committed: look in the table first (the findings below say where that is known).",
-    answer.LOSES: "Keep them apart: run one after the other.",
-    answer.DUPLICATES: "Keep them apart: run one after the other.",
-    answer.WRONG: "Keep them apart: run one after the other.",
-    answer.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
-    answer.BY_DESIGN: "Do not run it on this table, beside another job or alone: this setting refuses it by "
+    decision.LOSES: "Keep them apart: run one after the other.",
+    decision.DUPLICATES: "Keep them apart: run one after the other.",
+    decision.WRONG: "Keep them apart: run one after the other.",
+    decision.MISREPORTS: "Before you rerun a job that was told it failed, look for its write in the table.",
+    decision.BY_DESIGN: "Do not run it on this table, beside another job or alone: this setting refuses it by "
     "design, before anything is written, and a rerun is refused again; the sentence above says what to do "
     "instead.",
-    answer.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it.",
+    decision.NOT_MEASURED: "Nothing here measures it: treat it as unsafe until you have measured it.",
 }
 
 
 def _releases() -> dict[str, list[str]]:
-    """The releases a user may choose, per library: every release the boundaries and eras name."""
+    """The releases a user may choose, per library: every release the boundaries, the eras and the findings'
+    version table name (each one measured, or the first or last of a behaviour)."""
 
     def key(v):
         return [int(p) for p in v.split(".")]
@@ -101,6 +102,12 @@ def _releases() -> dict[str, list[str]]:
         if v
     }
     deltalake |= {e.deltalake_version for e in eras.ALL_ERAS.values()} | {"1.6.5"}
+    deltalake |= {
+        v
+        for f in findings.load()
+        if f.library == "deltalake"
+        for v in (*f.affected, *f.not_affected)
+    }
     return {
         "deltalake": sorted(deltalake, key=key),
         "Delta Spark": [boundaries.DELTA_SPARK.version],
@@ -133,7 +140,7 @@ def _markdown_links(text: str) -> str:
     )
 
 
-def _grid(row: Row, key: str, results: answer.Results, pack) -> list[int]:
+def _grid(row: Row, key: str, results: decision.Results, pack) -> list[int]:
     """One grid of a row (:data:`GRIDS`), every first operation by every later one, as indices of
     distinct cells."""
     layout, _, predicate = key.partition("|")
@@ -141,10 +148,10 @@ def _grid(row: Row, key: str, results: answer.Results, pack) -> list[int]:
     return [pack(shown.cell(row, a, b, choice, results)) for a in VACUUM_FORMS for b in LATER]
 
 
-def page_data(results: answer.Results | None = None) -> dict:
+def page_data(results: decision.Results | None = None) -> dict:
     """Everything the page shows, with each sentence, link and label stored once (``strings``) and each
     distinct cell once (``cells``)."""
-    results = results or answer.Results.load()
+    results = results or decision.Results.load()
     strings: dict[str, int] = {}
     cells: dict[tuple[int, ...], int] = {}
 
@@ -153,7 +160,7 @@ def page_data(results: answer.Results | None = None) -> dict:
 
     def pack(one: shown.Shown) -> int:
         packed = (
-            answer.VERDICTS.index(one.verdict),
+            decision.VERDICTS.index(one.verdict),
             s(one.sentence),
             s(one.evidence),
             s(one.label),
@@ -161,11 +168,11 @@ def page_data(results: answer.Results | None = None) -> dict:
         )
         return cells.setdefault(packed, len(cells))
 
-    settings = {setting.row: setting for setting in answer_settings.SETTINGS}
+    settings = {setting.row: setting for setting in setting_paragraphs.SETTINGS}
     copies = _copy_cells()
     table = findings.load()
     rows = []
-    for row in answer_rows.ROWS:
+    for row in table_rows.ROWS:
         setting = settings.get(row.key)
         source, notebook = copies.get(row.key, ("", ""))
         rows.append(
@@ -179,7 +186,7 @@ def page_data(results: answer.Results | None = None) -> dict:
                 "name": row.name,
                 "measuredAs": row.measured_as,
                 "configure": _markdown_links(
-                    answer_settings.configure(setting) if setting else row.setting
+                    setting_paragraphs.configure(setting) if setting else row.setting
                 ),
                 "copy": source,
                 "copyFrom": f"../notebooks/{notebook}" if notebook else "",
@@ -201,7 +208,7 @@ def page_data(results: answer.Results | None = None) -> dict:
         "releases": _releases(),
         "findings": [
             {
-                "html": _markdown_links(answer_settings.finding_text(f.folder)),
+                "html": _markdown_links(findings.finding_text(f.folder)),
                 "folder": f.folder,
                 "library": f.library,
                 "first": f.first,
@@ -212,20 +219,20 @@ def page_data(results: answer.Results | None = None) -> dict:
         ],
         "jvm": list(findings.JVM_LIBRARIES),
         "spark": boundaries.DELTA_SPARK.version,
-        "verdicts": list(answer.VERDICTS),
+        "verdicts": list(decision.VERDICTS),
         "colours": COLOURS,
         "short": SHORT,
         "todo": TODO,
         "strings": list(strings),
         "cells": [list(c) for c in cells],
-        "solutionsEdition": answer_sections.SOLUTIONS_EDITION,
+        "solutionsEdition": notebook_sections.SOLUTIONS_EDITION,
     }
 
 
-TEMPLATE = Path(__file__).with_name("answer_html_template.html")
+TEMPLATE = Path(__file__).with_name("html_page_template.html")
 
 
-def render(results: answer.Results | None = None) -> str:
+def render(results: decision.Results | None = None) -> str:
     """The page: the template with the data inlined (``</`` escaped so no string closes the script)."""
     data = json.dumps(page_data(results), ensure_ascii=False, separators=(",", ":")).replace(
         "</", "<\\/"
@@ -234,8 +241,8 @@ def render(results: answer.Results | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return answer_page.page_command(
-        argv, module="helpers.page.answer_html", page=PAGE, render_page=render
+    return markdown_page.page_command(
+        argv, module="helpers.page.html_page", page=PAGE, render_page=render
     )
 
 

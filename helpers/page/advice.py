@@ -1,4 +1,4 @@
-"""The "What to do" of ``docs/answer.md`` (:mod:`helpers.page.answer_page`), from the cells: what to do
+"""The "What to do" of ``docs/answer.md`` (:mod:`helpers.page.markdown_page`), from the cells: what to do
 about each bad verdict, in a person's words (:data:`ADVICE`), each item naming the settings whose cells call
 for it; the races refused and nothing lost (and where a finding says a failed write may have landed); the
 operations a setting refuses by design; parallel backfills; and how to rerun an append safely.
@@ -6,10 +6,11 @@ operations a setting refuses by design; parallel backfills; and how to rerun an 
 
 from __future__ import annotations
 
-from helpers.page.answer import Results, link_of, remedy
-from helpers.page.answer_columns import COLUMNS
-from helpers.page.answer_evidence import Check
-from helpers.page.answer_matrix import (
+from helpers.page.columns import COLUMNS
+from helpers.page.decision import Results, link_of, remedy
+from helpers.page.evidence import Check
+from helpers.page.findings import may_have_landed
+from helpers.page.matrix_verdicts import (
     BY_DESIGN,
     CONDITIONS,
     DUPLICATES,
@@ -21,8 +22,8 @@ from helpers.page.answer_matrix import (
     UNNAMED_MERGE,
     WRONG,
 )
-from helpers.page.answer_rows import ROWS
-from helpers.page.answer_settings import NOT_ALLOWED, WHY, may_have_landed, race_words
+from helpers.page.setting_paragraphs import NOT_ALLOWED, WHY, race_words
+from helpers.page.table_rows import ROWS
 
 ADVICE = {
     ("optimize", DUPLICATES): (
@@ -51,6 +52,16 @@ ADVICE = {
         "a full overwrite or a DELETE of every row made from a snapshot older than the compaction commits; "
         "when it wrote its data files before the VACUUM committed, the log removes a file twice and the table "
         "can no longer be read, and otherwise removed rows come back",
+    ),
+    ("vacuum_retained", LOSES): (
+        "Run VACUUM only while no job writes, whatever its retention",
+        "a VACUUM (`full=True`) that keeps the default 7 days still deletes the data file of an append in "
+        "flight, the append then commits, and the table can no longer be read",
+    ),
+    ("vacuum_retained", WRONG): (
+        "Run OPTIMIZE + VACUUM only while no job overwrites or deletes every row, whatever the retention",
+        "the OPTIMIZE before the VACUUM lets a full overwrite or a DELETE of every row made from an older "
+        "snapshot commit, and the rows it removed come back",
     ),
     ("retry", DUPLICATES): (
         "Never rerun an append blindly",

@@ -1,25 +1,22 @@
 """The answer's settings: a paragraph per setting a reader may have (what to configure, which races may
 run at once, which fail loudly, which to keep apart, the findings that apply), read from the cells of
-:mod:`helpers.page.answer`; the retry advice from notebook 11's committed run. :mod:`helpers.page.answer_page`
-and :mod:`helpers.page.answer_html` render them."""
+:mod:`helpers.page.decision`; the retry advice from notebook 11's committed run. :mod:`helpers.page.markdown_page`
+and :mod:`helpers.page.html_page` render them."""
 
 from __future__ import annotations
 
-import csv
-import gzip
 import re
 from dataclasses import dataclass
 
-from helpers.bench import stats
 from helpers.catalog import server as uc_server
-from helpers.ground import config
 from helpers.page import boundaries as b
 from helpers.page import findings
-from helpers.page.answer import Cell, Results, link_of, remedy
-from helpers.page.answer_columns import COLUMNS
-from helpers.page.answer_engines import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
-from helpers.page.answer_evidence import Check
-from helpers.page.answer_matrix import (
+from helpers.page.columns import COLUMNS
+from helpers.page.decision import Cell, Results, link_of, remedy
+from helpers.page.engine_names import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
+from helpers.page.evidence import Check
+from helpers.page.findings import finding_text, may_have_landed
+from helpers.page.matrix_verdicts import (
     BY_DESIGN,
     DUPLICATES,
     LOSES,
@@ -30,8 +27,8 @@ from helpers.page.answer_matrix import (
     SAFE,
     WRONG,
 )
-from helpers.page.answer_rows import ROWS
-from helpers.page.answer_sections import Section
+from helpers.page.retry_advice import retries
+from helpers.page.table_rows import ROWS
 from helpers.spark.sessions import (
     DELTA_DYNAMODB_LOG_STORE,
     DYNAMODB_LOG_STORE_PREFIX,
@@ -58,6 +55,7 @@ RACE_WORDS = {
     "vacuum": "a zero-retention VACUUM beside an append, a DELETE with a predicate, an UPDATE, a MERGE or a "
     "replaceWhere",
     "vacuum_rewrite": "a zero-retention VACUUM beside a full overwrite or a DELETE of every row",
+    "vacuum_retained": "a VACUUM keeping the default 7 days beside any write",
     "backfill": "the same operation from two jobs, each on a partition of its own named in its condition",
     "retry": "a rerun append",
     "other": "the other engine on the same table",
@@ -107,68 +105,6 @@ SPARK_LOG_STORE_MEASURED = (
     "the workbook's class retries the copy and fails the other case with an error naming the item. With Delta's class, "
     "look for a failed append in the table before running it again"
 )
-FINDINGS = "../findings"
-LOST_ANSWER = (
-    f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
-    f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
-    "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
-    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id, "
-    "and look in the table before rerunning a failed DELETE"
-)
-DOUBLE_OPTIMIZE = (
-    f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
-    f"from {b.DOUBLE_OPTIMIZE.version}, a second OPTIMIZE or Z-order, an overwrite or a DELETE of every row made from a "
-    "snapshot older than a concurrent OPTIMIZE commits. Compact from one job at a time, never "
-    f"beside a DELETE of every row or an overwrite, or stay on {b.DOUBLE_OPTIMIZE.last_before} until a release fixes it"
-)
-DYNAMODB_ADVISORY = (
-    f"[the DynamoDB log store advisory]({FINDINGS}/deltalake-dynamodb-log-store-advisory/ADVISORY.md): in "
-    f"{b.STUCK_REPAIR.version}–{b.DYNAMODB_LOG_STORE_REMOVED.last_before} a commit whose writer died at the wrong moment "
-    "wedges the table until its staged file is deleted, and a job that loads the table can finish a writer's commit "
-    "before the writer does (the writer is then told it failed)"
-)
-DELTA_LOG_STORE_REPORT = (
-    f"[Delta's DynamoDB log store]({FINDINGS}/delta-s3-dynamodb-log-store-unfinished-commit/REPORT.md) "
-    f"({b.DELTA_SPARK.version}): a writer whose claim won but whose copy to `N.json` S3 refused is told its append "
-    "failed although it is in the log; look in the table before rerunning a failed append"
-)
-CATALOG_LOST_ANSWER = (
-    f"[a lost `add-commit` answer]({FINDINGS}/delta-uc-lost-commit-answer-commits-twice/REPORT.md) "
-    f"({b.DELTA_SPARK.version}, 15 appendix B): when the catalog ratified a commit and its answer is lost, Delta "
-    "takes its own commit for another writer's and commits the same append again as the next version (the rows "
-    "are read once, and the log holds the append twice, with new row ids)"
-)
-CATALOG_COMMIT_LIMIT = (
-    f"[the catalog's commit limit]({FINDINGS}/delta-uc-commit-limit-never-backfills/REPORT.md) "
-    f"({b.DELTA_SPARK.version}, 15 appendix B): after ten commits the catalog ratified and nobody published, "
-    "Delta retries the catalog's refusal (HTTP 429) without publishing them, and no writer commits until they are "
-    "published"
-)
-KERNEL_REBASE = (
-    f"[Kernel's second rebase]({FINDINGS}/delta-kernel-uc-rebase-behind-an-unpublished-commit/REPORT.md) "
-    f"(Java Delta Kernel {b.DELTA_SPARK.version}): behind one published and one unpublished commit of another "
-    "writer, Kernel's commit stops on its own check; read the table again and retry (delta-io/delta#5018)"
-)
-WRITE_TRANSACTION = (
-    "[`create_write_transaction` leaves the table behind]"
-    f"({FINDINGS}/deltalake-create-write-transaction-leaves-the-table-behind/REPORT.md): after a commit "
-    "through `DeltaTable.create_write_transaction`, the `DeltaTable` stays at the version it read, so its next "
-    "commit with the same app id is refused as concurrent (1.6.3 and later) or made from a stale snapshot "
-    "(1.5.1); a job that commits twice through one `DeltaTable` calls `update()` between the two"
-)
-FINDING_TEXTS = (
-    DOUBLE_OPTIMIZE,
-    WRITE_TRANSACTION,
-    LOST_ANSWER,
-    DYNAMODB_ADVISORY,
-    DELTA_LOG_STORE_REPORT,
-    CATALOG_LOST_ANSWER,
-    CATALOG_COMMIT_LIMIT,
-    KERNEL_REBASE,
-)
-"""Each finding a setting may meet, in words with what to do about it; each links its report."""
-
-
 RERUN_HEADINGS = (
     "One of the two fails loudly and commits nothing; rerun it",
     "One of the two fails loudly; a rerun from a fresh snapshot commits, but look in the table before "
@@ -176,27 +112,6 @@ RERUN_HEADINGS = (
 )
 """The heading of the races refused (retry) in a setting's paragraph: plain, and where a finding says a
 failed write may have committed (:func:`may_have_landed`)."""
-LANDED_THOUGH_FAILED = (LOST_ANSWER, DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)
-"""The findings that say a job can be told its write failed although it committed: where one applies, a
-failed job is looked for in the table before it is rerun."""
-
-
-def may_have_landed(row) -> bool:
-    """Whether a finding that applies to some release of ``row`` says a failed write may have committed."""
-    return any(
-        finding_text(f.folder) in LANDED_THOUGH_FAILED for f in findings.within(row, *row.span())
-    )
-
-
-def finding_text(folder: str) -> str:
-    """The words of the finding whose report is in ``findings/<folder>/`` (a finding of the version table
-    with no words here is an error: add them to :data:`FINDING_TEXTS`)."""
-    for text in FINDING_TEXTS:
-        if f"{FINDINGS}/{folder}/" in text:
-            return text
-    raise KeyError(f"findings/versions.csv names {folder!r}, which FINDING_TEXTS does not describe")
-
-
 SETTINGS = (
     Setting(
         f"deltalake {b.DOUBLE_OPTIMIZE.version}–{CURRENT} on S3",
@@ -274,46 +189,6 @@ SETTINGS = (
 """The settings the page opens with, each rendered from its row's cells."""
 
 
-S11_3 = Section("11_commit_throughput.ipynb", "3", "The full run: every protocol, 1 to 16 writers")
-BENCH_COMMITS = config.DATA_DIR / "full_runs" / "bench" / "commits.csv.gz"
-
-
-def retry_runs(protocol: str) -> list[stats.RetriesNeeded]:
-    """Notebook 11's committed full run of ``protocol``, read for ``max_commit_retries``, one entry per writer
-    count (:func:`helpers.bench.stats.retries_needed`)."""
-    with gzip.open(BENCH_COMMITS, "rt", newline="", encoding="utf-8") as handle:
-        return stats.retries_needed(r for r in csv.DictReader(handle) if r["protocol"] == protocol)
-
-
-def advised_retries(protocol: str) -> int:
-    """The ``max_commit_retries`` the page advises for ``protocol``, and its copy cells set: for the most writers
-    measured, what they needed, or where some gave up, the bound (:attr:`helpers.bench.stats.RetriesNeeded.advised`)."""
-    return max(run.advised for run in retry_runs(protocol))
-
-
-def retry_figures(protocol: str) -> str:
-    """What the run measured, in the words the page, notebook 11 and the solutions share (a test holds them
-    to it): :func:`helpers.bench.stats.retry_words`."""
-    return stats.retry_words(retry_runs(protocol))
-
-
-def retries(protocol: str) -> str:
-    """The retry advice for ``protocol``, from notebook 11's committed full run: the figure to set
-    (:func:`advised_retries`), what each writer count needed, and the rule above the counts measured."""
-    runs = retry_runs(protocol)
-    most = runs[-1]
-    if all(r.needed is not None for r in runs):
-        return f"keep the library's default retries ({retry_figures(protocol)}; {S11_3.link})"
-    return (
-        f"keep retries on, and set `CommitProperties(max_commit_retries={advised_retries(protocol)})`: in notebook "
-        f"11's run ({most.appends} appends per writer, back to back), {retry_figures(protocol)} "
-        "(`CommitFailedError`, loudly: rerun them, each with its idempotent-write id, which finds an append that "
-        "landed all the same); every retry is a version another job's "
-        "commit took, so (jobs at once − 1) × (appends each makes meanwhile) retries cannot run out: "
-        f"{most.bound} for the {most.writers} writers measured, N − 1 for N jobs that each append once ({S11_3.link})"
-    )
-
-
 def configure(setting: Setting) -> str:
     """What to configure for a setting, its retry advice read from notebook 11's committed run."""
     return re.sub(r"\{retries:([\w-]+)\}", lambda m: retries(m.group(1)), setting.configure)
@@ -389,7 +264,7 @@ def never(row, results: Results) -> list[str]:
 
 
 NOT_ALLOWED = "Not allowed on this table"
-"""The heading of the operations a setting refuses by design (:data:`helpers.page.answer.BY_DESIGN`): no race,
+"""The heading of the operations a setting refuses by design (:data:`helpers.page.decision.BY_DESIGN`): no race,
 so never under "rerun it" nor under "May run at once"."""
 
 
@@ -433,9 +308,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     if barred := not_allowed(grid, row):
         parts.append(f"**{NOT_ALLOWED}:** {'; '.join(barred)}.")
     if refused := under((REFUSED,)):
-        parts.append(
-            f"**{RERUN_HEADINGS[may_have_landed(row)]}:** {'; '.join(refused)}."
-        )
+        parts.append(f"**{RERUN_HEADINGS[may_have_landed(row)]}:** {'; '.join(refused)}.")
     if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
     if told := _races(grid, row, (MISREPORTS,)):

@@ -1,4 +1,4 @@
-"""The races of the one-page answer (:mod:`helpers.page.answer`), its columns: a :class:`Column` per race,
+"""The races of the one-page answer (:mod:`helpers.page.decision`), its columns: a :class:`Column` per race,
 the conflict matrix's pairs that answer it and the section a matrix cell of it links; and the pairs one engine
 meets beside the other (:data:`SHARED_PAIRS`, and VACUUM's apart: :data:`VACUUM_PAIRS`).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helpers.matrix import operations as matrix_ops
-from helpers.page.answer_sections import S13_4, S13_5, S13_6, Section
+from helpers.page.notebook_sections import S13_4, S13_5, S13_6, Section
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ APART = tuple(
 """The same operation from two jobs, each on a partition of its own named in its condition (the matrix's
 pairs of :data:`helpers.matrix.operations.APART_OPS`; the MERGE whose condition does not name the
 partition, and a DELETE's or UPDATE's predicate by key only, are a condition of the cell:
-:data:`helpers.page.answer_matrix.UNNAMED_MERGE`)."""
+:data:`helpers.page.matrix_verdicts.UNNAMED_MERGE`)."""
 COLUMNS = (
     Column("append", "append ‖ append", (("append", "append"),), S13_5),
     Column(
@@ -89,6 +89,12 @@ COLUMNS = (
         S13_5,
     ),
     Column(
+        "vacuum_retained",
+        "VACUUM keeping the default 7 days ‖ any write",
+        _both(WRITERS, "vacuum_retained"),
+        S13_5,
+    ),
+    Column(
         "backfill",
         "one operation ‖ itself, each job's condition naming a partition of its own (backfills)",
         APART,
@@ -105,4 +111,4 @@ SHARED_PAIRS = tuple(
     for p in c.pairs
 )
 """Every pair the matrix races on one table but VACUUM's: what one engine meets beside the other."""
-VACUUM_PAIRS = tuple(p for c in COLUMNS if c.key.startswith("vacuum") for p in c.pairs)
+VACUUM_PAIRS = tuple(p for c in COLUMNS if c.key in ("vacuum", "vacuum_rewrite") for p in c.pairs)

@@ -1,4 +1,4 @@
-"""The conflict matrix's side of the one-page answer (:mod:`helpers.page.answer`): the verdicts, the rule
+"""The conflict matrix's side of the one-page answer (:mod:`helpers.page.decision`): the verdicts, the rule
 from a pair's classes to a verdict (:func:`verdict_of`), and the matrix's rows by engine and pair
 (:class:`Results`, ``data/conflict_matrix.csv``)."""
 
@@ -148,7 +148,7 @@ class Results:
 
     def cited(self, cells) -> tuple[list[str], list[dict | None]]:
         """The engines present, and for each of them and each pair of ``cells`` (a
-        :class:`helpers.page.answer_evidence.MatrixCells`) its row (None where missing)."""
+        :class:`helpers.page.evidence.MatrixCells`) its row (None where missing)."""
         present = self.engines(cells.engines)
         # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
         return present, self.cited_rows(present, cells.pairs)

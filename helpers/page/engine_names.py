@@ -1,4 +1,4 @@
-"""The releases and engines the one-page answer (:mod:`helpers.page.answer`) names: each era's deltalake
+"""The releases and engines the one-page answer (:mod:`helpers.page.decision`) names: each era's deltalake
 version (:mod:`helpers.ground.eras`) and Delta Spark's (:mod:`helpers.page.boundaries`); and the mixed run
 (``make matrix-mixed``): its CSV, its engines, the order of its two jobs in a condition's words, and how the
 page names it.

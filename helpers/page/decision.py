@@ -1,17 +1,17 @@
 """The one-page answer to "is it safe to write to this Delta table from two jobs at once?", as data.
 
-Each row (:data:`helpers.page.answer_rows.ROWS`: engine, releases, store, setting) has one cell per race
-(:data:`helpers.page.answer_columns.COLUMNS`): a verdict, the releases measured, the notebook section that
-shows it (:mod:`helpers.page.answer_sections`), and its evidence (:mod:`helpers.page.answer_evidence`):
+Each row (:data:`helpers.page.table_rows.ROWS`: engine, releases, store, setting) has one cell per race
+(:data:`helpers.page.columns.COLUMNS`): a verdict, the releases measured, the notebook section that
+shows it (:mod:`helpers.page.notebook_sections`), and its evidence (:mod:`helpers.page.evidence`):
 pairs of the conflict matrix (``data/conflict_matrix.csv``; for Delta Spark and deltalake through one lock
 table, the mixed run's ``data/conflict_matrix_mixed_dynamodb.csv``) whose classes decide the verdict by
 :data:`RULE`, engines absent from the CSV skipped (so "not measured" until the matrix runs them); or one
 check of a notebook's Checks cell; or nothing. A row whose commit protocol loses appends loses data in every
 cell, on one evidence. Versions come from :mod:`helpers.page.boundaries` and :mod:`helpers.ground.eras` only
-(:mod:`helpers.page.answer_engines`). :func:`grid_of` resolves every cell from the rows and the CSV
-(:class:`Results`, with the verdicts and their rule from :mod:`helpers.page.answer_matrix`); each cell also
+(:mod:`helpers.page.engine_names`). :func:`grid_of` resolves every cell from the rows and the CSV
+(:class:`Results`, with the verdicts and their rule from :mod:`helpers.page.matrix_verdicts`); each cell also
 names the words of its section that state its verdict (``claim``, :data:`MATRIX_CLAIMS`).
-:mod:`helpers.page.answer_page` renders them as ``docs/answer.md`` (``python -m helpers.page.answer_page``);
+:mod:`helpers.page.markdown_page` renders them as ``docs/answer.md`` (``python -m helpers.page.markdown_page``);
 this module imports nothing of it.
 """
 
@@ -20,17 +20,17 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 
-from helpers.page import answer_matrix
-from helpers.page.answer_columns import COLUMNS, Column
-from helpers.page.answer_engines import (
+from helpers.page import matrix_verdicts
+from helpers.page.columns import COLUMNS, Column
+from helpers.page.engine_names import (
     MIXED_CSV,
     MIXED_LINK,
     MIXED_ORDERS,
     MIXED_RUN,
     mixed_run,
 )
-from helpers.page.answer_evidence import Check, MatrixCells, Row, Unmeasured
-from helpers.page.answer_matrix import (  # noqa: F401  (the page and the tests use them from here)
+from helpers.page.evidence import Check, MatrixCells, Row, Unmeasured
+from helpers.page.matrix_verdicts import (  # noqa: F401  (the page and the tests use them from here)
     BY_DESIGN,
     DUPLICATES,
     LOSES,
@@ -47,11 +47,11 @@ from helpers.page.answer_matrix import (  # noqa: F401  (the page and the tests 
     short_version,
     verdict_of,
 )
-from helpers.page.answer_rows import ROWS
-from helpers.page.answer_sections import Section
+from helpers.page.notebook_sections import Section
+from helpers.page.table_rows import ROWS
 
 
-class Results(answer_matrix.Results):
+class Results(matrix_verdicts.Results):
     """The conflict matrix's rows and the mixed run's (``MIXED_CSV``), by engine and pair."""
 
     @classmethod
@@ -163,6 +163,22 @@ MATRIX_CLAIMS = {
     ): "the append then commits a version whose data file is gone, and the table can no longer be read: "
     "its rows are lost and every read fails.",
     (
+        "vacuum_rewrite",
+        LOSES,
+    ): "the log removes a file twice and the table can no longer be read",
+    (
+        "vacuum_retained",
+        REFUSED,
+    ): "a later DELETE, UPDATE, MERGE or overwrite is refused: loudly, nothing lost",
+    (
+        "vacuum_retained",
+        LOSES,
+    ): "which deletes it as a zero-retention one does, and the table can no longer be read",
+    (
+        "vacuum_retained",
+        WRONG,
+    ): "an overwrite beside it commits, and the rows it replaced come back",
+    (
         "delete_all_append",
         REFUSED,
     ): "one order is refused, the later job failing loudly and committing nothing",
@@ -175,7 +191,7 @@ MATRIX_CLAIMS = {
     (
         "other",
         DUPLICATES,
-    ): "with Delta Spark first and deltalake 1.6.6 second, every compacted row is in the table twice",
+    ): "with Delta Spark first and deltalake 1.6.6 second: every compacted row is in the table twice",
 }
 """For a matrix cell, keyed by (column, verdict): the words of the section it links (13 §5, or §4 for the
 retried append) that state that verdict; a test checks they are there and say it."""

@@ -1,4 +1,4 @@
-"""The table of ``docs/answer.md`` (:mod:`helpers.page.answer_page`): every setting, every race. Its
+"""The table of ``docs/answer.md`` (:mod:`helpers.page.markdown_page`): every setting, every race. Its
 introduction (:data:`INTRO`), a row per setting with the evidence most of its cells share stated once
 (:func:`row_evidence`), each cell's verdict with only what differs and its note's mark (:func:`cell_text`),
 and the sections the cells name, each linked once.
@@ -6,15 +6,15 @@ and the sections the cells name, each linked once.
 
 from __future__ import annotations
 
-from helpers.page.answer import Cell
-from helpers.page.answer_columns import COLUMNS
-from helpers.page.answer_engines import MIXED_RUN, mixed_run
-from helpers.page.answer_evidence import MatrixCells
-from helpers.page.answer_matrix import (
+from helpers.page.columns import COLUMNS
+from helpers.page.decision import Cell
+from helpers.page.engine_names import MIXED_RUN, mixed_run
+from helpers.page.evidence import MatrixCells
+from helpers.page.matrix_verdicts import (
     NOT_MEASURED,
 )
-from helpers.page.answer_rows import ROWS
-from helpers.page.answer_settings import NOT_ALLOWED, term
+from helpers.page.setting_paragraphs import NOT_ALLOWED, term
+from helpers.page.table_rows import ROWS
 
 INTRO = (
     "Each row is an engine, its releases (from the version boundaries below), a store and a setting; each column is "
