@@ -136,6 +136,10 @@ class Results:
         self.rows = rows
         self.by_pair = {(r["engine"], r["first"], r["second"]): r for r in rows}
         self.engine_names = list(dict.fromkeys(r["engine"] for r in rows))
+        self.engine_versions: dict[str, set[str]] = {}
+        for r in rows:
+            self.engine_versions.setdefault(r["engine"], set()).add(short_version(r["engine_version"]))
+        self._selected: dict[tuple[str, ...], list[str]] = {}
 
     @classmethod
     def load(cls, path: Path = MATRIX_CSV) -> Results:
@@ -144,7 +148,11 @@ class Results:
 
     def engines(self, names: tuple[str, ...]) -> list[str]:
         """The CSV's engines that ``names`` (names or fnmatch patterns) select, in the CSV's order."""
-        return [e for e in self.engine_names if any(fnmatch.fnmatchcase(e, n) for n in names)]
+        if names not in self._selected:
+            self._selected[names] = [
+                e for e in self.engine_names if any(fnmatch.fnmatchcase(e, n) for n in names)
+            ]
+        return list(self._selected[names])
 
     def cited(self, cells) -> tuple[list[str], list[dict | None]]:
         """The engines present, and for each of them and each pair of ``cells`` (a
@@ -264,7 +272,7 @@ class Results:
 
     def versions(self, engines: list[str]) -> str:
         """The versions those engines ran (the CSV's ``engine_version``), ascending, comma-separated."""
-        found = {short_version(r["engine_version"]) for r in self.rows if r["engine"] in engines}
+        found = {v for e in engines for v in self.engine_versions.get(e, ())}
         return ", ".join(
             sorted(
                 found,
