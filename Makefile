@@ -138,8 +138,9 @@ audit: install ## check a Delta table from storage, every problem named (TABLE=s
 	@test -n "$(TABLE)" || { echo 'Name the table: make audit TABLE=s3://<bucket>/<table> (or az://..., or a local path)'; exit 2; }
 	$(PY) -m helpers.runs.audit $(TABLE)
 
-student: install ## the student edition: notebooks/ with their exercises' answers taken out by nbgrader, into student/
+student: install ## the student edition: notebooks/ with their exercises' answers taken out by nbgrader, into student/; then docs/evidence/, a copy to read of each notebook the answer page cites
 	$(PY) -m helpers.jupyter.student build
+	$(PY) -m helpers.jupyter.rendered
 
 outputs: install ## re-execute notebooks in place to refresh their committed outputs (NB=03 for one)
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook refresh $(NB)

@@ -127,6 +127,8 @@ return [...seen];""",
             problems.append(f"the link {href!r} opens nothing in the repository")
         elif anchor and target.suffix in (".md", ".ipynb") and anchor not in anchors(target):
             problems.append(f"the link {href!r} names an anchor its file does not have")
+        elif anchor and target.suffix == ".html" and f'id="{anchor}"' not in target.read_text():
+            problems.append(f"the link {href!r} names an anchor its file does not have")
     return problems
 
 
@@ -159,7 +161,7 @@ def test_a_page_whose_data_disagrees_is_caught(browser, tmp_path):
             "second": "optimize",
             "layout": "shared",
             "verdict": decision.DUPLICATES,
-            "evidence": "../student/13_conflict_matrix.ipynb#section-5",
+            "evidence": "evidence/13_conflict_matrix.html#section-5",
             "copy": "",
         }
     ]
@@ -183,15 +185,24 @@ def test_the_evidence_links_both_editions_at_the_section(browser):
     )
     links = browser.find_element(By.ID, "evidence").find_elements(By.TAG_NAME, "a")
     assert [(a.get_attribute("href").split("/")[-2:], a.text) for a in links] == [
-        (["student", "13_conflict_matrix.ipynb#section-5"], "13 §5"),
+        (["evidence", "13_conflict_matrix.html#section-5"], "13 §5"),
         (["notebooks", "13_conflict_matrix.ipynb#section-5"], notebook_sections.SOLUTIONS_EDITION),
     ]
+    links[0].click()  # the copy to read opens at the section's heading, in view
+    seen = browser.execute_script(
+        """const a = document.getElementById("section-5");
+        return a && [a.closest("h2") ? a.closest("h2").textContent : "", a.getBoundingClientRect().top,
+                     window.innerHeight, window.scrollY, document.body.innerText.trim().startsWith("{")];"""
+    )
+    assert seen is not None, "the copy has no #section-5"
+    heading, top, height, scrolled, json_text = seen
+    assert heading.startswith("5. ") and -1 <= top < height and scrolled > 0 and not json_text
 
 
 def test_a_link_to_an_anchor_no_notebook_has_is_found(browser, tmp_path):
     data = html_page.page_data()
-    at = data["strings"].index("../student/13_conflict_matrix.ipynb#section-5")
-    data["strings"][at] = "../student/13_conflict_matrix.ipynb#section-55"
+    at = data["strings"].index("evidence/13_conflict_matrix.html#section-5")
+    data["strings"][at] = "evidence/13_conflict_matrix.html#section-55"
     crafted = tmp_path / "answer.html"
     crafted.write_text(
         html_page.TEMPLATE.read_text(encoding="utf-8").replace(
@@ -202,7 +213,7 @@ def test_a_link_to_an_anchor_no_notebook_has_is_found(browser, tmp_path):
     # its links resolve from docs/, where the page lives, not from the crafted copy's folder
     problems = links_problems(browser, crafted.as_uri(), base=PAGE.parent)
     assert (
-        "the link '../student/13_conflict_matrix.ipynb#section-55' names an anchor its file does not have"
+        "the link 'evidence/13_conflict_matrix.html#section-55' names an anchor its file does not have"
         in problems
     )
     assert not any("section-55" in p and "opens nothing" in p for p in problems)
@@ -296,7 +307,7 @@ def test_the_page_shows_refused_by_design_in_its_colour_with_its_advice(browser)
         'return window.answerPage.show("spark-catalog", "optimize", "append", "shared")'
     )
     assert seen["verdict"] == decision.BY_DESIGN
-    assert seen["evidence"] == notebook_sections.S15_8.target
+    assert seen["evidence"] == notebook_sections.S15_8.rendered
     assert "DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION" in seen["sentence"]
     assert browser.find_element(By.ID, "todo").text == html_page.TODO[decision.BY_DESIGN]
     colour = browser.execute_script(

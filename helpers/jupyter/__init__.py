@@ -3,7 +3,8 @@ real browser, and a notebook's parameters.
 
 ``kernels`` (kernels over short Unix sockets), ``workbook`` (execute, render, tidy), ``student``
 (the edition without answers), ``lab_server`` and ``lab_check`` (``make lab-check``) and
-``parameters`` (a notebook's parameters checked before anything runs).
+``parameters`` (a notebook's parameters checked before anything runs) and ``rendered`` (a copy to read of
+each notebook the answer page cites, ``docs/evidence/``).
 
-Imports: :mod:`helpers.ground` only.
+Imports: :mod:`helpers.ground`, and :mod:`helpers.page` for the sections the answer page cites.
 """

@@ -50,6 +50,12 @@ class Section:
         return f"../student/{self.notebook}#{self.anchor}"
 
     @property
+    def rendered(self) -> str:
+        """The section in the learner's edition as a page to read, from ``docs/`` (``docs/evidence/``, written
+        by :mod:`helpers.jupyter.rendered`), at the heading's anchor."""
+        return f"evidence/{self.notebook.removesuffix('.ipynb')}.html#{self.anchor}"
+
+    @property
     def solutions_target(self) -> str:
         """The same section in the solutions edition (``notebooks/``: the exercises' answers in it)."""
         return f"../notebooks/{self.notebook}#{self.anchor}"

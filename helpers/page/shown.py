@@ -182,9 +182,9 @@ def refused_by_design(row: Row, *operations: str) -> Check | None:
 
 
 def _link(section: notebook_sections.Section | None) -> str:
-    """The section in the learner's edition, at its heading's anchor; the page links the same section
-    in the solutions edition beside it."""
-    return section.target if section else ""
+    """The section in the learner's edition as a page to read (``docs/evidence/``), at its heading's anchor;
+    the page links the same section of the solutions edition's notebook beside it."""
+    return section.rendered if section else ""
 
 
 def pair_of(first: str, second: str, choice: Choice) -> tuple[str, str]:
