@@ -101,7 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         found = stale()
         for name in found:
-            print(f"docs/evidence/{name} is not what `python -m helpers.jupyter.rendered` writes now")
+            print(
+                f"docs/evidence/{name} is not what `python -m helpers.jupyter.rendered` writes now"
+            )
         return 1 if found else 0
     for path in write():
         print(f"wrote {path.relative_to(config.ROOT)} ({path.stat().st_size // 1024} KB)")

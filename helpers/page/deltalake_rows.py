@@ -76,7 +76,7 @@ def _key(prefix: str, first: str) -> str:
 
 def _measured_as(release: str) -> str:
     return (
-        f"measured with {release}, the last release of the range: the conflict matrix on local disk, whose commit is "
+        f"{release} is the last release of the range, raced by the conflict matrix on local disk, whose commit is "
         "a put-if-absent as S3's conditional put and Azure's are"
     )
 

@@ -138,7 +138,9 @@ class Results:
         self.engine_names = list(dict.fromkeys(r["engine"] for r in rows))
         self.engine_versions: dict[str, set[str]] = {}
         for r in rows:
-            self.engine_versions.setdefault(r["engine"], set()).add(short_version(r["engine_version"]))
+            self.engine_versions.setdefault(r["engine"], set()).add(
+                short_version(r["engine_version"])
+            )
         self._selected: dict[tuple[str, ...], list[str]] = {}
 
     @classmethod

@@ -145,10 +145,11 @@ def load(folder: str | Path | None = None) -> Results:
         raise full_runs.FullRunError(
             f"No producers run in {config.shown(folder)}; `make producers` makes one."
         )
-    extra = {
-        name: full_runs.read_table(folder, name)
+    extra = {  # a table the run left out (``--no-profile``: an empty file) stays None
+        name: table
         for name in EXTRA_TABLES
         if (folder / f"{name}.csv").is_file() or (folder / f"{name}.csv.gz").is_file()
+        if not (table := full_runs.read_table(folder, name)).empty
     }
     return Results(
         *(full_runs.read_table(folder, t) for t in TABLES),
