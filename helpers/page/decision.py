@@ -229,23 +229,19 @@ def resolve(row: Row, column: Column, results: Results) -> Cell:
         if present
         else f"no rows for {' / '.join(found.engines)} in the conflict matrix yet"
     )
-    verdict = verdict_of(rows + results.interleaved(present, found.pairs))
+    verdict = verdict_of(rows)
     conditions = results.conditions(present, found.pairs, verdict)
     if column.layout:
         conditions += results.layout_conditions(present, found.pairs, column.layout, verdict)
     if found.also and present:
         words, pairs = found.also
-        also = results.cited(MatrixCells(found.engines, pairs))
-        more = verdict_of(also[1] + results.interleaved(also[0], pairs))
+        more = verdict_of(results.cited(MatrixCells(found.engines, pairs))[1])
         if more != verdict:
             conditions += ((words, more),)
     mixed = mixed_run(tuple(present))
     if mixed:  # the order of the two engines, where one order gives another verdict
         for engine in present:
-            alone = verdict_of(
-                results.cited(MatrixCells((engine,), found.pairs))[1]
-                + results.interleaved([engine], found.pairs)
-            )
+            alone = verdict_of(results.cited(MatrixCells((engine,), found.pairs))[1])
             if alone != verdict:
                 conditions += ((MIXED_ORDERS[engine], alone),)
     return Cell(
@@ -276,5 +272,4 @@ def grid_of(results: Results) -> dict[tuple[str, str], Cell]:
 def remedy(row: Row, results: Results) -> tuple[str, str]:
     """The retried append made safe: the verdict of the row's remedy pairs, and the versions measured."""
     present, rows = results.cited(MatrixCells(row.engines, row.remedy))
-    rows += results.interleaved(present, row.remedy)
     return (verdict_of(rows), results.versions(present)) if row.remedy else (NOT_MEASURED, "")

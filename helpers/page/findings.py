@@ -1,5 +1,6 @@
-"""Which finding applies to which setting and release: the findings' version table,
-``findings/versions.csv`` (one line per finding and the commit paths it was measured on).
+"""Which finding applies to which setting and release, and what it says: the findings' version table,
+``findings/versions.csv`` (one line per finding and the commit paths it was measured on), and each finding in
+words with what to do about it (:data:`FINDING_TEXTS`).
 
 A finding applies to a row of the answer (:class:`helpers.page.evidence.Row`) when one of the row's
 commit paths (:data:`helpers.page.evidence.PATHS`) is one of the finding's, and the release chosen lies
@@ -14,7 +15,6 @@ import csv
 from dataclasses import dataclass
 
 from helpers.ground import config
-from helpers.page import boundaries
 from helpers.page import boundaries as b
 from helpers.page.engine_names import CURRENT
 
@@ -43,10 +43,6 @@ class Finding:
         """Whether ``release`` (of :attr:`library`) lies from the first to the last release affected."""
         return version_key(self.first) <= version_key(release) <= version_key(self.last)
 
-    def span(self) -> str:
-        """The releases affected, as a page names them."""
-        return self.first if self.first == self.last else f"{self.first}–{self.last}"
-
 
 def load(path=TABLE) -> list[Finding]:
     """Every line of the table, in its order."""
@@ -65,11 +61,6 @@ def load(path=TABLE) -> list[Finding]:
         ]
 
 
-def release_of(library: str, deltalake_release: str) -> str:
-    """The release a finding of ``library`` is checked against, for a reader who chose ``deltalake_release``."""
-    return boundaries.DELTA_SPARK.version if library in JVM_LIBRARIES else deltalake_release
-
-
 def within(row, low: str, high: str, table: list[Finding] | None = None) -> list[Finding]:
     """The findings that apply to ``row`` at some release from ``low`` to ``high`` (deltalake's; ``""``: no
     bound), each folder once: what a paragraph on the whole row names."""
@@ -78,7 +69,7 @@ def within(row, low: str, high: str, table: list[Finding] | None = None) -> list
         if not set(finding.paths) & set(row.paths):
             continue
         if finding.library in JVM_LIBRARIES:
-            hit = finding.covers(boundaries.DELTA_SPARK.version)
+            hit = finding.covers(b.DELTA_SPARK.version)
         else:
             hit = (not low or version_key(finding.last) >= version_key(low)) and (
                 not high or version_key(finding.first) <= version_key(high)

@@ -91,9 +91,6 @@ def _releases() -> dict[str, list[str]]:
     """The releases a user may choose, per library: every release the boundaries, the eras and the findings'
     version table name (each one measured, or the first or last of a behaviour)."""
 
-    def key(v):
-        return [int(p) for p in v.split(".")]
-
     deltalake = {
         v
         for x in boundaries.BOUNDARIES
@@ -109,7 +106,7 @@ def _releases() -> dict[str, list[str]]:
         for v in (*f.affected, *f.not_affected)
     }
     return {
-        "deltalake": sorted(deltalake, key=key),
+        "deltalake": sorted(deltalake, key=findings.version_key),
         "Delta Spark": [boundaries.DELTA_SPARK.version],
     }
 

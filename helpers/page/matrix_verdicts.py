@@ -157,11 +157,10 @@ class Results:
         return list(self._selected[names])
 
     def cited(self, cells) -> tuple[list[str], list[dict | None]]:
-        """The engines present, and for each of them and each pair of ``cells`` (a
-        :class:`helpers.page.evidence.MatrixCells`) its row (None where missing)."""
+        """The engines present, and their rows of the pairs of ``cells`` (a
+        :class:`helpers.page.evidence.MatrixCells`) in every interleaving (:meth:`raced`)."""
         present = self.engines(cells.engines)
-        # a confirmation on S3 (``<engine>@s3``) may race a sample of the pairs: a pair it skipped is no gap
-        return present, self.cited_rows(present, cells.pairs)
+        return present, self.raced(present, cells.pairs)
 
     def interleaved(self, present: list[str], pairs) -> list[dict]:
         """The rows of these engines' other interleaving (``<engine>+b-files-…``) for these pairs: what the
@@ -180,8 +179,7 @@ class Results:
         what every run gave: each interleaving whose rows gave a milder verdict, and each other layout
         (partitions, file statistics: a team's choice) whose rows of the same pairs give another."""
         found = []
-        rows = [r for r in self.cited_rows(present, pairs) if r is not None]
-        rows += self.interleaved(present, pairs)
+        rows = [r for r in self.raced(present, pairs) if r is not None]
         by_point: dict[str, list[dict]] = {}
         for r in rows:
             by_point.setdefault(r["interleaving"], []).append(r)
@@ -211,10 +209,13 @@ class Results:
                 found.append((words, layout))
         return tuple(dict.fromkeys(found))
 
-    def cited_rows(self, present: list[str], pairs) -> list[dict | None]:
-        """The rows of these engines and pairs (None where missing; a confirmation's skipped pair no gap)."""
+    def raced(self, present: list[str], pairs) -> list[dict | None]:
+        """What these engines did in these pairs, in every interleaving raced: each engine's own row (None
+        where missing: a gap, but for a confirmation on S3, which may race a sample of the pairs), then the
+        rows of its other interleaving (:meth:`interleaved`). A cell stands under the worst of them."""
         found = [(e, self.by_pair.get((e, a, b))) for e in present for a, b in pairs]
-        return [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
+        own = [row for e, row in found if row is not None or not e.endswith(CONFIRMATION)]
+        return own + self.interleaved(present, pairs)
 
     def layout_conditions(
         self, present: list[str], pairs, layout: str, own: str
@@ -224,17 +225,14 @@ class Results:
         give another verdict than ``own``."""
         found = []
         words, pair = UNNAMED_MERGE
-        merged = verdict_of(
-            [self.by_pair.get((e, *pair)) for e in present] + self.interleaved(present, [pair])
-        )
+        merged = verdict_of(self.raced(present, [pair]))
         if present and merged != own:
             found.append((words, merged))
         for suffix, words in CONDITIONS:
             if suffix == layout or suffix.startswith("b-files"):
                 continue
             others = [e.removesuffix(f"+{layout}") + f"+{suffix}" for e in present]
-            rows = [self.by_pair.get((e, a, b)) for e in others for a, b in pairs]
-            varied = verdict_of(rows + self.interleaved(others, pairs))
+            varied = verdict_of(self.raced(others, pairs))
             if present and varied != own and varied != NOT_MEASURED:
                 found.append((words, varied))
         return tuple(found)
@@ -247,11 +245,7 @@ class Results:
         for first, second in pairs:
             by_first.setdefault(first, []).append((first, second))
         verdicts = {
-            first: verdict_of(
-                [self.by_pair.get((e, a, b)) for e in engines for a, b in group]
-                + self.interleaved(engines, group)
-            )
-            for first, group in by_first.items()
+            first: verdict_of(self.raced(engines, group)) for first, group in by_first.items()
         }
         if len(set(verdicts.values())) < 2 or not engines:
             return ()

@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from helpers.ground import config
-from helpers.matrix.operations import MATRIX_OPS
+from helpers.matrix.layouts import LAYOUTS as LAYOUTS_RACED
+from helpers.matrix.operations import BY_KEY, MATRIX_OPS
 from helpers.page import columns, decision, engine_names, notebook_sections
 from helpers.page.evidence import Check, Row, Unmeasured
-from helpers.page.matrix_verdicts import CONDITIONS, CONFIRMATION, INTERLEAVINGS, OP_WORDS, met
+from helpers.page.matrix_verdicts import CONDITIONS, CONFIRMATION, OP_WORDS, met
 
 RETAINED = "vacuum_retained"
 """VACUUM keeping the default retention (7 days); the matrix's ``vacuum`` keeps 0 hours."""
@@ -27,11 +28,9 @@ RETRIES = ("retry", "retry_txn", "retry_checked", "retry_checked_stale")
 table for that id, and after checking its own stale snapshot instead (the mistake the check must avoid)."""
 RETRY_PAIRS = {retry: ("append" if retry == "retry" else "append_txn", retry) for retry in RETRIES}
 LATER = (*OPERATIONS, *RETRIES)
-BY_KEY = ("merge", "delete", "update")
-"""Operations whose condition may name the partition, or only the key (``<op>_on_id``)."""
-IDS_ONLY = {"file-stats": ("delete", "update")}
-"""Layouts whose DELETE and UPDATE predicates name ids already (no partition): the key-only choice is the
-same race (the matrix races no ``_on_id`` form of them there)."""
+KEY_FORMS = {plain: form for form, plain in BY_KEY.items()}
+"""Each operation whose condition may name only the key, and that form's name (``merge`` ->
+``merge_on_id``)."""
 LAYOUTS = {
     "shared": "both jobs touch the same files",
     "partitions": "each job on a partition of its own",
@@ -197,8 +196,9 @@ def pair_of(first: str, second: str, choice: Choice) -> tuple[str, str]:
     def form(op: str) -> str:
         if op == "vacuum" and choice.retention == "default":
             return RETAINED
-        keyed = by_key and op in BY_KEY and op not in IDS_ONLY.get(choice.layout, ())
-        return f"{op}_on_id" if keyed else op
+        # a layout whose condition for ``op`` names ids already (file statistics' DELETE) races no other form
+        keyed = by_key and op in (LAYOUTS_RACED[choice.layout].by_key or {})
+        return KEY_FORMS[op] if keyed else op
 
     if choice.layout != "shared" and first == second:
         return form(first), f"{form(second)}_apart"
@@ -222,8 +222,7 @@ def matrix_rows(
         if layout == "shared"
         else [f"{e}+{layout}" for e in engines if not e.endswith(CONFIRMATION)]
     )
-    variants = [n for e in names for n in (e, *(f"{e}+{p}" for p in INTERLEAVINGS))]
-    return [r for e in variants if (r := results.by_pair.get((e, *pair))) is not None]
+    return [r for r in results.raced(names, [pair]) if r is not None]
 
 
 def cell(row: Row, first: str, second: str, choice: Choice, results: decision.Results) -> Shown:
