@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers publish clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers lost-answer publish clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -109,7 +109,7 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver; about 6 min on 2 cores; CI runs it after make test)
+test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; about 9 min on 2 cores; CI runs it after make test)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/ only: make publish RUN=build/bench/full makes them the committed run)
@@ -126,6 +126,10 @@ torture: install ## the torture run: each safe protocol takes enough operations 
 
 matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
+	$(MAKE) --no-print-directory lost-answer
+
+lost-answer: install uc-server ## a commit whose answer is lost, on every commit path of the answer page (deltalake in each era, Delta Spark, the catalog), with and without each engine's remedy, 20 trials each, judged from storage (make matrix runs it too); results in build/lost_answer/full/ only: make publish RUN=build/lost_answer/full makes them the committed data/lost_answer.csv
+	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.lost_answer --name full $(LOST_ANSWER_ARGS)
 
 publish: ## for maintainers: make runs of yours the committed ones (RUN=build/bench/full, or several: RUN="build/bench/full build/producers/full"; each kind from its folder, or KIND=bench, torture, producers, matrix or matrix-mixed), once their checks pass: copied into data/, then docs/answer.md, docs/disagreements.md and docs/answer.html written again from them
 	@test -n "$(RUN)" || { echo 'Name the run: make publish RUN=build/<kind>/<name> (e.g. RUN=build/bench/full)'; exit 2; }

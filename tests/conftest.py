@@ -102,6 +102,9 @@ HEAVY = (
     "tests/test_writer_spark.py",  # ~45 s: Spark writer processes, and deltalake 1.5.1 taking its turn through Spark's lock table
     "tests/test_matrix_mixed.py",  # ~35 s: one mixed pair, deltalake 1.5.1 and a held Spark driver (`make matrix-mixed`'s evidence)
     "tests/test_bench_run.py",  # ~30 s: one Spark driver with writer threads, through the benchmark's request meter
+    "tests/test_lost_answer_spark.py",  # ~70 s: two Spark drivers, one lost commit answer per path and remedy
+    "tests/test_lost_answer_catalog.py",  # ~45 s: one Spark driver, a lost add-commit answer per remedy through the catalog
+    "tests/test_lost_answer_deltalake.py",  # ~60 s: every deltalake era and path, one lost commit answer per remedy
 )
 
 

@@ -122,7 +122,7 @@ def table_cells(page: str) -> dict[tuple[str, str], list[str]]:
             f"rows out of order at {parts[:4]}"
         )
         shared = _evidence(parts[4].split(" · ") if parts[4] != "none" else [])
-        for column, text in zip(columns.COLUMNS, parts[5:], strict=True):
+        for column, text in zip(columns.COLUMNS, parts[5:-1], strict=True):  # then the lost answer
             verdict, *own = text.split(" · ")
             mine = _evidence(own)
             cells[row.key, column.key] = [

@@ -389,12 +389,16 @@ def _cell_of(prefix: str) -> str:
     )
 
 
-def run_cell(source: str, calls: str, python: str = sys.executable) -> str:
+def run_cell(
+    source: str, calls: str, python: str = sys.executable, endpoints: dict | None = None
+) -> str:
     """Run a copy cell, then ``calls``, in a fresh interpreter given only the emulators' environment
-    (and the machine's PATH); its printed last line is returned."""
+    (``endpoints`` replacing some of its variables) and the machine's PATH; its printed last line
+    is returned."""
     env = {
         **config.without_telemetry({"PATH": os.environ.get("PATH", "")}),
         **emulator_environment(),
+        **(endpoints or {}),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     done = subprocess.run(
@@ -447,6 +451,26 @@ def test_the_azure_copy_cell_appends(stores):
     assert _rows(uri, tables.azure_storage_options()) == 10
 
 
+def lock_append_only(source: str) -> str:
+    """Notebook 06's copy cell without ``create_lock_table``: its append alone, for deltalake's era
+    environment, which has no boto3."""
+    tree = ast.parse(source)
+    functions = [
+        ast.get_source_segment(source, node)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name in ("landed_version", "append_with_lock")
+    ]
+    return "\n".join(
+        [
+            "import os",
+            "import pyarrow as pa",
+            "from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake",
+            "from deltalake.exceptions import TableNotFoundError",
+            *functions,
+        ]
+    )
+
+
 @pytest.mark.services
 def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     """``create_lock_table`` runs in the kernel's environment (boto3); ``append_with_lock`` in
@@ -464,21 +488,7 @@ def test_the_lock_copy_cell_creates_the_table_and_commits_through_it(stores):
     }
     ttl = storage.dynamodb_client().describe_time_to_live(TableName=lock)["TimeToLiveDescription"]
     assert ttl.get("AttributeName") == "expireTime"
-    tree = ast.parse(source)
-    functions = [
-        ast.get_source_segment(source, node)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and node.name in ("landed_version", "append_with_lock")
-    ]
-    only = "\n".join(
-        [
-            "import os",
-            "import pyarrow as pa",
-            "from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake",
-            "from deltalake.exceptions import TableNotFoundError",
-            *functions,
-        ]
-    )
+    only = lock_append_only(source)
     uri = tables.s3_uri(f"copy-cells/lock-{uuid.uuid4().hex[:8]}")
     python = str(config.ENVS_DIR / eras.DYNAMODB_INTEROP / "bin" / "python")
     told = run_cell(

@@ -457,7 +457,14 @@ WORKBOOK_INTERNALS = re.compile(
 torture run, its notebooks, its environments, the relay modes only its own tests use, and paths of
 its own tree (a finding's folder, ``findings/<name>``; a test module, ``tests/test_<name>.py``)."""
 
-UPSTREAM_TEXTS = ("*/REPORT*.md", "*/ADVISORY.md", "*/repro.py", "*/*.java")
+UPSTREAM_TEXTS = (
+    "*/REPORT*.md",
+    "*/ADVISORY.md",
+    "*/repro.py",
+    "*/*.java",
+    "*/*.rs",
+    "*/Cargo.toml",
+)
 """What is pasted or attached upstream: each folder's report(s), the advisory, the reproducers."""
 
 
@@ -566,3 +573,19 @@ def test_create_write_transaction_still_leaves_its_table_behind(tmp_path):
         "dt2 says: version() = 2, transaction_version('nightly-ingest') = 2",
     ):
         assert line in done.stdout, f"missing: {line}\n{done.stdout}"
+
+
+@pytest.mark.parametrize("era", [eras.SEEDS, eras.DYNAMODB_INTEROP])
+def test_a_lost_dynamodb_claim_answer_still_stops_later_writes_unless_an_app_transaction_checks(
+    tmp_path, era
+):
+    """deltalake's DynamoDB log store, the answer to its claim lost: the table refuses every later
+    write (and 1.5.1 reports the committed append failed); with an app transaction and a check of
+    ``transaction_version`` after the error, committed once and the table still writable."""
+    moto = ("--moto-python", str(eras.python_for(eras.CURRENT)))
+    finding = "deltalake-dynamodb-lost-claim-answer-reported-failed"
+    release = eras.era(era).deltalake_version
+    done = _reproduce(finding, eras.python_for(era), tmp_path, *moto)
+    _assert_still_reproduces(done, f"the lost DynamoDB claim answer (deltalake {release})")
+    remedied = _reproduce(finding, eras.python_for(era), tmp_path, *moto, "--app-transaction")
+    assert remedied.returncode == 0, remedied.stdout + remedied.stderr[-2000:]

@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("jupyter",),
     ("publish",),
     ("page",),
+    ("lost_answer",),
     ("producers", "catalog", "matrix"),
     ("torture", "probe"),
     ("bench",),

@@ -328,7 +328,7 @@ def page_data_problems(data: dict) -> list[str]:
         if not any(LANDED.search(re.sub(r"<[^>]+>", "", f)) for f in _findings_of(row, data)):
             continue
         shown = {data["verdicts"][v] for v in _verdicts_shown(row["grid"], data)}
-        lines = [(f"what to do when {v}", data["todo"][v]) for v in sorted(shown)]
+        lines = [(f"what to do when {v}", _todo(data, row, v)) for v in sorted(shown)]
         lines.append(("configure", re.sub(r"<[^>]+>", "", row["configure"])))
         found += [
             f"answer.html, {row['name']}, {what}: {_around(s)!r}"
@@ -336,6 +336,13 @@ def page_data_problems(data: dict) -> list[str]:
             for s in unguarded_reruns(_paragraph_sentences(text))
         ]
     return found
+
+
+def _todo(data: dict, row: dict, verdict: str) -> str:
+    """A cell's "What to do" as the page writes it: its verdict's, and for a refused cell the row's
+    rerun advice from the lost-answer run."""
+    rerun = row.get("lost", {}).get("rerun", "") if verdict == "refused (retry)" else ""
+    return f"{data['todo'][verdict]} {rerun}".strip()
 
 
 def _verdicts_shown(grid, data: dict):

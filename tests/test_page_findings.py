@@ -15,6 +15,7 @@ ADVISORY = "deltalake-dynamodb-log-store-advisory"
 SPARK_LOG_STORE = "delta-s3-dynamodb-log-store-unfinished-commit"
 STALE = "deltalake-create-write-transaction-leaves-the-table-behind"
 VACUUM = "deltalake-vacuum-full-deletes-files-within-retention"
+LOST_CLAIM = "deltalake-dynamodb-lost-claim-answer-reported-failed"
 
 
 def _row(key: str):
@@ -36,9 +37,11 @@ def _folders(key: str, release: str, table=None) -> set[str]:
         ("rs-put-today", "1.6.4", {LOST, TWO_OPTIMIZES, STALE}),
         ("rs-put-opt-in", "0.22.3", {LOST}),
         ("rs-put-opt-in", "0.19.2", set()),
-        ("rs-lock-interop", "1.5.1", {ADVISORY, STALE}),
-        ("mixed-lock-early", "1.3.0", {SPARK_LOG_STORE, VACUUM}),
-        ("mixed-lock", "1.6.0", {SPARK_LOG_STORE, ADVISORY, STALE}),
+        ("rs-lock-interop", "1.5.1", {ADVISORY, STALE, LOST_CLAIM}),
+        ("rs-lock-seeds", "0.22.3", {LOST_CLAIM}),
+        ("rs-lock-seeds", "0.19.2", set()),
+        ("mixed-lock-early", "1.3.0", {SPARK_LOG_STORE, VACUUM, LOST_CLAIM}),
+        ("mixed-lock", "1.6.0", {SPARK_LOG_STORE, ADVISORY, STALE, LOST_CLAIM}),
         ("mixed-put", "1.6.6", {SPARK_LOG_STORE, LOST, TWO_OPTIMIZES, STALE}),
         ("spark-one", "4.4.0", set()),
     ],
@@ -87,8 +90,8 @@ def test_the_page_lists_the_findings_of_the_release_chosen(browser):
         ("rs-put", "1.6.3", {LOST, STALE}),
         ("rs-put-1-2-0", "1.4.2", {LOST, VACUUM}),
         ("rs-put-today", "1.6.6", {LOST, TWO_OPTIMIZES, STALE}),
-        ("mixed-lock-early", "1.3.0", {SPARK_LOG_STORE, VACUUM}),
-        ("mixed-lock", "1.5.1", {SPARK_LOG_STORE, ADVISORY, STALE}),
+        ("mixed-lock-early", "1.3.0", {SPARK_LOG_STORE, VACUUM, LOST_CLAIM}),
+        ("mixed-lock", "1.5.1", {SPARK_LOG_STORE, ADVISORY, STALE, LOST_CLAIM}),
         ("rs-put-opt-in", "0.19.2", set()),
     ):
         seen = browser.execute_script(show, key, release)

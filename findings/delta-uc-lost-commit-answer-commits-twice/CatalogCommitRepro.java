@@ -49,10 +49,11 @@ import org.apache.hadoop.conf.Configuration;
  * that acts on the catalog's add-commit requests only. Two scenarios:
  *
  * <ul>
- *   <li>{@code lost-answer}: the catalog ratifies version 1 and the proxy answers the client 502
- *       instead. The client resends the same add-commit, the catalog answers 409, and the client
- *       throws a retryable conflict for the commit the catalog holds with the client's own staged
- *       file. (Delta Spark then rebases and commits the same actions again as version 2.)</li>
+ *   <li>{@code lost-answer}: the catalog ratifies version 1 and the proxy closes the client's
+ *       connection without an answer. The client resends the same add-commit, the catalog answers
+ *       409, and the client throws a retryable conflict for the commit the catalog holds with the
+ *       client's own staged file. (Delta Spark then rebases and commits the same actions again as
+ *       version 2.) {@code lost-answer-502}: the same, the proxy answering 502 instead.</li>
  *   <li>{@code commit-limit}: the catalog holds ten ratified, unpublished commits of a writer that
  *       stopped before publishing them (the catalog's limit). The client's commit of version 11 gets
  *       429; it never publishes the backlog (its full backfill is not reached), re-sends the same
@@ -60,7 +61,8 @@ import org.apache.hadoop.conf.Configuration;
  *       hand.</li>
  * </ul>
  *
- * <p>Usage: {@code java -cp <jars> CatalogCommitRepro.java <uc-server binary> [lost-answer|commit-limit]}.
+ * <p>Usage: {@code java -cp <jars> CatalogCommitRepro.java <uc-server binary>
+ * [lost-answer|lost-answer-502|commit-limit]}.
  * Starts the server and the proxy on 127.0.0.1 (free ports) with the catalog in memory and tables in a
  * temporary folder. Exit 1: the bug is present; 0: it is not; 2: the program could not run.
  */
@@ -90,18 +92,21 @@ public final class CatalogCommitRepro {
         @Override
         public String toString() {
             String shown = answer.length() > 160 ? answer.substring(0, 160) + "..." : answer;
-            return String.format("  add-commit #%d: version %d, latest-published-version %d -> server %d, client %d %s",
-                    number, version, reportedPublished, serverStatus, clientStatus, shown.trim());
+            String client = clientStatus == 0 ? "none (connection closed)" : String.valueOf(clientStatus);
+            return String.format("  add-commit #%d: version %d, latest-published-version %d -> server %d, client %s%s",
+                    number, version, reportedPublished, serverStatus, client, shown.isBlank() ? "" : " " + shown.trim());
         }
     }
 
-    /** Forwards every request to the server; loses the answer of the n-th add-commit (502). */
+    /** Forwards every request to the server; loses the answer of the n-th add-commit: closes the
+     *  connection without an answer, or answers 502 ({@code loseWith502}). */
     static final class Proxy implements AutoCloseable {
         final HttpServer server;
         final String upstream;
         final long started = System.currentTimeMillis();
         final List<AddCommit> addCommits = Collections.synchronizedList(new ArrayList<>());
         volatile int loseAnswerOf = -1;
+        volatile boolean loseWith502 = false;
         volatile CountDownLatch watched = new CountDownLatch(0);
         volatile int watchedStatus = -1;
 
@@ -152,6 +157,10 @@ public final class CatalogCommitRepro {
             if (record != null) {
                 record.serverStatus = status;
                 record.answer = status == 200 ? "" : new String(out, StandardCharsets.UTF_8);
+                if (record.number == loseAnswerOf && !loseWith502) {  // the catalog decided; no answer
+                    record.clientStatus = 0;
+                    throw new IOException("the answer is dropped: the server closes the connection");
+                }
                 if (record.number == loseAnswerOf) {  // the catalog decided; its answer is lost
                     status = 502;
                     out = "{\"error\":\"bad gateway: the answer was lost\"}".getBytes(StandardCharsets.UTF_8);
@@ -302,10 +311,15 @@ public final class CatalogCommitRepro {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 1) {
-            System.err.println("usage: java -cp <jars> CatalogCommitRepro.java <uc-server binary> [lost-answer|commit-limit]");
+            System.err.println("usage: java -cp <jars> CatalogCommitRepro.java <uc-server binary> "
+                    + "[lost-answer|lost-answer-502|commit-limit]");
             System.exit(2);
         }
         String scenario = args.length > 1 ? args[1] : "lost-answer";
+        if (!Set.of("lost-answer", "lost-answer-502", "commit-limit").contains(scenario)) {
+            System.err.println("unknown scenario " + scenario + ": lost-answer, lost-answer-502 or commit-limit");
+            System.exit(2);
+        }
         Path root = Files.createTempDirectory("catalog-commit-repro");
         Path tables = Files.createDirectories(root.resolve("tables"));
         int port;
@@ -344,7 +358,8 @@ public final class CatalogCommitRepro {
                 settings.put("token", "anonymous");
                 UCDeltaTokenBasedRestClient rest = new UCDeltaTokenBasedRestClient(settings, Configuration::new);
                 UCCommitCoordinatorClient coordinator = new UCCommitCoordinatorClient(new HashMap<>(), rest);
-                exit = scenario.equals("commit-limit") ? commitLimit(base, proxy, coordinator) : lostAnswer(base, proxy, coordinator);
+                exit = scenario.equals("commit-limit") ? commitLimit(base, proxy, coordinator)
+                        : lostAnswer(base, proxy, coordinator, scenario.equals("lost-answer-502"));
             }
         } finally {
             server.destroy();
@@ -360,14 +375,17 @@ public final class CatalogCommitRepro {
                 Optional.of(new TableIdentifier("main", "default", name)), tableConf);
     }
 
-    static int lostAnswer(String base, Proxy proxy, UCCommitCoordinatorClient coordinator) throws Exception {
+    static int lostAnswer(String base, Proxy proxy, UCCommitCoordinatorClient coordinator, boolean with502)
+            throws Exception {
         String[] table = createTable(base, "lost_answer");
         Path log = Path.of(URI.create(table[1])).resolve("_delta_log");
         Configuration hadoop = new Configuration();
         LogStore store = new LocalLogStore(hadoop);
         long now = System.currentTimeMillis();
         proxy.loseAnswerOf = 1;
-        System.out.println("commit version 1 (an append); the answer to the first add-commit is lost (502)");
+        proxy.loseWith502 = with502;
+        System.out.println("commit version 1 (an append); the answer to the first add-commit is lost ("
+                + (with502 ? "502" : "connection closed") + ")");
         String outcome;
         boolean conflict = false;
         try {

@@ -32,7 +32,9 @@ client does not resend the commit: the append fails with an error although it la
 a job can detect from the log before it retries (a workaround). With ``--app-transaction``
 the append carries an idempotent-write id, ``Transaction(app_id, version)``: deltalake's conflict
 checker then refuses the second attempt ("Concurrent transaction failed"), so the append is
-committed once and the writer is told it failed (the other workaround).
+committed once and the writer is told it failed (the other workaround); the script then reloads the
+table and prints ``transaction_version(app_id)``, the check a job makes before it reruns an append
+that failed.
 
 After the verdict lines it prints what a user of the table sees: ``DeltaTable.history()`` and, on
 releases that have it, ``DeltaTable.load_cdf`` (the table is created with the change data feed on).
@@ -406,6 +408,13 @@ def main(argv: list[str] | None = None) -> int:
               + (", so the appended rows are read twice" if rows > ROWS_WRITTEN
                  else " (it counts a file added by two commits once)" if len(holding) > 1 else ""))
         show_history_and_change_feed(table)
+        if args.app_transaction:
+            # the check before any rerun: the table reloaded, is this job's version there?
+            landed = (table.transaction_version("repro-job") if hasattr(table, "transaction_version")
+                      else getattr(getattr(table, "transaction_versions", dict)().get("repro-job"), "version", None))
+            print(f"reloaded, DeltaTable.transaction_version('repro-job') = {landed}: "
+                  + ("the append is in the table: the job must not rerun it" if landed == 1
+                     else "the append is not in the table"))
     except CannotRun as problem:
         print(f"cannot run: {problem}", file=sys.stderr)
         return 2

@@ -20,7 +20,8 @@ class AddCommit:
     status: int | None = None
     """What the server answered (None: the request never reached it)."""
     answered: int | None = None
-    """What the client got (differs from ``status`` when the gate lost the answer)."""
+    """What the client got (differs from ``status`` when the gate lost the answer; None: its
+    connection was closed without an answer)."""
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Outcome:
     def summary(self) -> str:
         gate = ", ".join(
             f"#{c.number} v{c.version} (published {c.reported_published}): server {c.status}, "
-            f"client {c.answered}"
+            f"client {c.answered or 'no answer, connection closed'}"
             for c in self.add_commits
         )
         lines = [f"{self.scenario}:"]

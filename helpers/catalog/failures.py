@@ -8,8 +8,10 @@ only on Delta's ``add-commit`` requests (the POST that asks the catalog to ratif
 counted from 1 as they arrive:
 
 * :meth:`CatalogGate.lose_answer`: the n-th is sent to the server, which decides it, and its answer
-  is replaced by HTTP 502, as when a connection breaks on the way back; ``then`` runs first (e.g.
-  :func:`kill_client`, which kills the process that sent it);
+  is replaced by HTTP 502, as a proxy says when its connection to the server breaks on the way
+  back, or (``drop=True``) the client's connection is closed without a word
+  (:class:`~helpers.runs.gate_http.AnswerDropped`), as a network that loses the answer does;
+  ``then`` runs first (e.g. :func:`kill_client`, which kills the process that sent it);
 * :meth:`CatalogGate.restart_at`: the server is stopped as the n-th arrives (so it gets 502 and
   never reaches the server) and started again on the same store; requests meanwhile wait;
 * :meth:`CatalogGate.after_status`: ``then`` runs after the k-th answer with a given status (429).
@@ -49,10 +51,14 @@ from helpers.catalog.tables import COLUMNS
 from helpers.catalog.writer import ROWS_PER_BATCH, batch_rows
 from helpers.delta import delta_log
 from helpers.runs import commitgate
+from helpers.runs.gate_http import AnswerDropped
 
 LOST_ANSWER_STATUS = 502
 """What the gate answers in place of a lost answer: a bad gateway, as a proxy says when the
 connection to the server breaks."""
+IDEMPOTENCY_CHECK = "spark.databricks.delta.commit.idempotencyCheck.enabled"
+"""Delta 4.4.0's setting (internal, default false) that takes a winning commit carrying the
+writer's own ``txnId`` for its own (:mod:`helpers.lost_answer.catalog_path` measures it here)."""
 CAP = 10
 """olai-uc-server 0.0.11 holds at most this many ratified commits not reported published (then 429)."""
 
@@ -79,10 +85,13 @@ class CatalogGate(commitgate.CommitGate):
 
     # -- arming ----------------------------------------------------------------------------------
 
-    def lose_answer(self, number: int, then: Callable[[], None] | None = None) -> None:
+    def lose_answer(
+        self, number: int, then: Callable[[], None] | None = None, *, drop: bool = False
+    ) -> None:
         """Send the ``number``-th add-commit to the server, then answer its client 502 instead of
-        the server's answer; ``then()`` runs before the 502 is sent."""
-        self._rules[number] = ("lose", then)
+        the server's answer, or with ``drop`` close its connection without an answer; ``then()``
+        runs first."""
+        self._rules[number] = ("drop" if drop else "lose", then)
 
     def restart_at(self, number: int) -> None:
         """Stop the server as the ``number``-th add-commit arrives (its client gets 502), start it
@@ -115,9 +124,12 @@ class CatalogGate(commitgate.CommitGate):
             raise ConnectionError("the catalog was stopped as this request arrived")
         answer = super().forward(method, path, headers, body)
         record.status = record.answered = answer[0]
-        if action == "lose":
+        if action in ("lose", "drop"):
             if then is not None:
                 then()
+            if action == "drop":
+                record.answered = None  # no answer at all
+                raise AnswerDropped(answer[0], "the catalog's answer was dropped")
             record.answered = LOST_ANSWER_STATUS
             raise ConnectionError("the catalog's answer was lost on its way back")
         if self._status_rule and answer[0] == self._status_rule[0]:
@@ -208,7 +220,7 @@ def kill_client(gate: CatalogGate, killed: list[int]) -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def _through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[CatalogGate]:
+def through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[CatalogGate]:
     """A server of its own under ``root`` (emptied first), the gate in front of it, and ``spark``
     committing through the gate until the block ends."""
     shutil.rmtree(root, ignore_errors=True)
@@ -225,16 +237,42 @@ def _through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[Ca
             spark.conf.set(tables.URI_KEY, previous)
 
 
-def _create(spark, catalog: rest.UnityCatalog, name: str) -> rest.StagedTable:
+def fresh_table(spark, catalog: rest.UnityCatalog, name: str) -> rest.StagedTable:
+    """A new catalog-managed table ``default.<name>`` (:data:`COLUMNS`), its name forgotten
+    first."""
     tables.forget(spark, name)
     return tables.create(spark, catalog, name, COLUMNS)
 
 
-def append(spark, name: str, writer: str, batch: int) -> str:
-    """Append one batch as ``writer`` from ``spark``; ``success`` or what Delta raised (first line)."""
-    frame = spark.createDataFrame(batch_rows(writer, batch), COLUMNS)
+@contextlib.contextmanager
+def settings(spark, conf: dict[str, str]) -> Iterator[None]:
+    """``spark``'s session settings ``conf`` while the block runs, as they were after it."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
     try:
-        frame.writeTo(f"{tables.SCHEMA}.{name}").append()
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def append(
+    spark,
+    name: str,
+    writer: str,
+    batch: int,
+    options: dict[str, str] | None = None,
+    rows: int = ROWS_PER_BATCH,
+) -> str:
+    """Append one batch as ``writer`` from ``spark`` (its first ``rows`` rows), with the write's
+    ``options`` (``txnAppId``, ``txnVersion``); ``success`` or what Delta raised (first line)."""
+    frame = spark.createDataFrame(batch_rows(writer, batch)[:rows], COLUMNS)
+    try:
+        frame.writeTo(f"{tables.SCHEMA}.{name}").options(**(options or {})).append()
     except Exception as error:  # noqa: BLE001 - what the writer is told is the measurement
         lines = str(getattr(error, "desc", None) or error).strip().splitlines()
         cause = next((line for line in lines if "Exception:" in line), lines[0])
@@ -270,9 +308,9 @@ def lost_answer(spark, root: Path) -> Outcome:
     writer and what the table holds; if told it failed, what a rerun does; then, whatever it was
     told, what a blind rerun of the append does."""
     name = "lost_answer"
-    with _through_gate(spark, root) as gate:
+    with through_gate(spark, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        _create(spark, catalog, name)
+        fresh_table(spark, catalog, name)
         gate.lose_answer(1)
         told = {"append of batch 1": append(spark, name, "a", 1)}
         if told["append of batch 1"] != "success":
@@ -295,9 +333,9 @@ def lost_answer(spark, root: Path) -> Outcome:
 def killed_before_publish(spark, root: Path) -> Outcome:
     """(b) A racing driver killed once the catalog has ratified its first commit, before it hears
     so and so before it publishes; then the next writer (``spark``) appends."""
-    with _through_gate(spark, root) as gate:
+    with through_gate(spark, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = _create(spark, catalog, "killed_writer")
+        staged = fresh_table(spark, catalog, "killed_writer")
         killed: list[int] = []
         gate.lose_answer(1, then=kill_client(gate, killed))
         raced = race.run_race(
@@ -332,9 +370,9 @@ def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
     (:func:`log_by_hand.ratify_unpublished`). A racing driver then appends: it is killed after its
     ``retries_seen``-th 429, with what its requests reported published. Then the ratified commits
     are published as Delta would (:func:`log_by_hand.publish`) and ``spark`` appends."""
-    with _through_gate(spark, root) as gate:
+    with through_gate(spark, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = _create(spark, catalog, "commit_cap")
+        staged = fresh_table(spark, catalog, "commit_cap")
         log = tables.local_path(staged.location) / delta_log.LOG_DIR
         ratified = log_by_hand.ratify_unpublished(catalog, "commit_cap", CAP)
         held = catalog.table(tables.CATALOG, tables.SCHEMA, "commit_cap")
@@ -372,9 +410,9 @@ def restarted(spark, root: Path, *, persistent: bool) -> Outcome:
     """(c) The catalog stopped as an add-commit arrives and started again, its catalog in memory
     (``persistent=False``: ``spark`` appends once) or in SQLite (two racing drivers, three appends
     each, the server restarted at the third add-commit)."""
-    with _through_gate(spark, root, persistent=persistent) as gate:
+    with through_gate(spark, root, persistent=persistent) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = _create(spark, catalog, "restarted")
+        staged = fresh_table(spark, catalog, "restarted")
         if not persistent:
             gate.restart_at(1)
             told = {"append of batch 1": append(spark, "restarted", "a", 1)}

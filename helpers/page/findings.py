@@ -89,8 +89,18 @@ LOST_ANSWER = (
     f"[a lost commit answer]({FINDINGS}/deltalake-lost-commit-response-commits-twice/REPORT.md) (measured on S3 by "
     f"conditional put and on Azure, up to {CURRENT}): when the answer to the write of a commit file is lost and the "
     "library's resend is refused, it takes its own commit for another writer's, so an append is committed twice (and "
-    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id, "
-    "and look in the table before rerunning a failed DELETE"
+    "reported once) and a DELETE is reported failed although it committed. Give every append an idempotent-write id "
+    "(`Transaction(app_id, version)`) and, after an error, reload the table and check `transaction_version` before "
+    "rerunning (measured: committed once); look in the table before rerunning a failed DELETE"
+)
+DYNAMODB_LOST_CLAIM = (
+    f"[a lost DynamoDB claim answer]({FINDINGS}/deltalake-dynamodb-lost-claim-answer-reported-failed/REPORT.md): "
+    f"up to {b.DYNAMODB_LOG_STORE_REMOVED.last_before}, when the answer to the log store's `PutItem` is lost and its "
+    "resend refused, the writer finishes its own commit, then marks the next version's claim complete without its "
+    "commit file: every later write to the table fails (`Invalid table version`) until that lock item is deleted "
+    f"by hand, and from {b.APPEND_READS_TABLE.version} the committed append is reported failed. An app transaction "
+    "with a check of `transaction_version` after an error avoids both (measured: committed once, the table still "
+    "writable)"
 )
 DOUBLE_OPTIMIZE = (
     f"[the {b.DOUBLE_OPTIMIZE.version} conflict-checker change]({FINDINGS}/deltalake-two-optimizes-both-commit/REPORT.md): "
@@ -149,6 +159,7 @@ FINDING_TEXTS = (
     VACUUM_FULL,
     WRITE_TRANSACTION,
     LOST_ANSWER,
+    DYNAMODB_LOST_CLAIM,
     DYNAMODB_ADVISORY,
     DELTA_LOG_STORE_REPORT,
     CATALOG_LOST_ANSWER,
@@ -158,7 +169,7 @@ FINDING_TEXTS = (
 """Each finding a setting may meet, in words with what to do about it; each links its report."""
 
 
-LANDED_THOUGH_FAILED = (LOST_ANSWER, DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)
+LANDED_THOUGH_FAILED = (LOST_ANSWER, DYNAMODB_LOST_CLAIM, DYNAMODB_ADVISORY, DELTA_LOG_STORE_REPORT)
 """The findings that say a job can be told its write failed although it committed: where one applies, a
 failed job is looked for in the table before it is rerun."""
 

@@ -26,6 +26,7 @@ from helpers.page import (
     boundaries,
     decision,
     findings,
+    lost_answer_cells,
     markdown_page,
     notebook_sections,
     setting_paragraphs,
@@ -59,6 +60,7 @@ COLOURS = {
     decision.MISREPORTS: "#6f42c1",
     decision.BY_DESIGN: "#0e6672",
     decision.NOT_MEASURED: "#57606a",
+    lost_answer_cells.STOPS: "#7a2e0e",
 }
 SHORT = {
     decision.SAFE: "safe",
@@ -75,7 +77,7 @@ TODO = {
     decision.SAFE: "Run them at once.",
     decision.REFUSED: "Run them at once if you like: the job refused by a conflict committed nothing; rerun it, "
     "and it starts from a fresh snapshot. A failure that is no conflict (a timeout, a lost answer) may "
-    "have committed: look in the table first (the findings below say where that is known).",
+    "have committed: look in the table first.",
     decision.LOSES: "Keep them apart: run one after the other.",
     decision.DUPLICATES: "Keep them apart: run one after the other.",
     decision.WRONG: "Keep them apart: run one after the other.",
@@ -145,6 +147,48 @@ def _grid(row: Row, key: str, results: decision.Results, pack) -> list[int]:
     return [pack(shown.cell(row, a, b, choice, results)) for a in VACUUM_FORMS for b in LATER]
 
 
+def _lost(row_key: str) -> dict:
+    """A row's "the commit's answer is lost": its verdict, what happens, and its remedy (HTML)."""
+    found = lost_answer_cells.cell(row_key)
+    remedy = f" Remedy, measured: {found.remedy}." if found.remedy else ""
+    return {
+        "verdict": found.verdict,
+        "html": _markdown_links(f"{found.text}.{remedy}"),
+        "rerun": lost_answer_cells.rerun(row_key).replace("`", ""),  # shown as text
+    }
+
+
+def _row_data(row: Row, setting, copy: tuple[str, str]) -> dict:
+    """What the page says of a row, but its grids: its setting, what to configure (against a lost
+    commit answer too), its copy cell, and its lost-answer cell."""
+    source, notebook = copy
+    return {
+        "key": row.key,
+        "engine": _engine_of(row),
+        "versions": row.versions,
+        "span": list(row.span()),
+        "store": row.store,
+        "setting": row.setting,
+        "name": row.name,
+        "measuredAs": row.measured_as,
+        "configure": _markdown_links(
+            " ".join(
+                part
+                for part in (
+                    setting_paragraphs.configure(setting) if setting else row.setting,
+                    lost_answer_cells.configure(row.key),
+                )
+                if part
+            )
+        ),
+        "copy": source,
+        "copyFrom": f"../notebooks/{notebook}" if notebook else "",
+        "paths": list(row.paths),
+        "remedy": row.remedy_how,
+        "lost": _lost(row.key),
+    }
+
+
 def page_data(results: decision.Results | None = None) -> dict:
     """Everything the page shows, with each sentence, link and label stored once (``strings``) and each
     distinct cell once (``cells``)."""
@@ -168,30 +212,13 @@ def page_data(results: decision.Results | None = None) -> dict:
     settings = {setting.row: setting for setting in setting_paragraphs.SETTINGS}
     copies = _copy_cells()
     table = findings.load()
-    rows = []
-    for row in table_rows.ROWS:
-        setting = settings.get(row.key)
-        source, notebook = copies.get(row.key, ("", ""))
-        rows.append(
-            {
-                "key": row.key,
-                "engine": _engine_of(row),
-                "versions": row.versions,
-                "span": list(row.span()),
-                "store": row.store,
-                "setting": row.setting,
-                "name": row.name,
-                "measuredAs": row.measured_as,
-                "configure": _markdown_links(
-                    setting_paragraphs.configure(setting) if setting else row.setting
-                ),
-                "copy": source,
-                "copyFrom": f"../notebooks/{notebook}" if notebook else "",
-                "paths": list(row.paths),
-                "remedy": row.remedy_how,
-                "grid": {key: _grid(row, key, results, pack) for key in GRIDS},
-            }
-        )
+    rows = [
+        {
+            **_row_data(row, settings.get(row.key), copies.get(row.key, ("", ""))),
+            "grid": {key: _grid(row, key, results, pack) for key in GRIDS},
+        }
+        for row in table_rows.ROWS
+    ]
     return {
         "rows": rows,
         "operations": shown.OPERATIONS,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from helpers.catalog import server as uc_server
 from helpers.page import boundaries as b
-from helpers.page import findings
+from helpers.page import findings, lost_answer_cells
 from helpers.page.columns import COLUMNS
 from helpers.page.decision import Cell, Results, link_of, remedy
 from helpers.page.engine_names import CURRENT, MIXED_LINK, MIXED_RUN, mixed_run
@@ -108,7 +108,8 @@ SPARK_LOG_STORE_MEASURED = (
 RERUN_HEADINGS = (
     "One of the two fails loudly and commits nothing; rerun it",
     "One of the two fails loudly; a rerun from a fresh snapshot commits, but look in the table before "
-    "rerunning a failed job (a finding below says a failure may have committed)",
+    "rerunning a job that failed otherwise than by a conflict (a lost commit answer, measured below, or a "
+    "finding says such a failure may have committed)",
 )
 """The heading of the races refused (retry) in a setting's paragraph: plain, and where a finding says a
 failed write may have committed (:func:`may_have_landed`)."""
@@ -308,7 +309,8 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
     if barred := not_allowed(grid, row):
         parts.append(f"**{NOT_ALLOWED}:** {'; '.join(barred)}.")
     if refused := under((REFUSED,)):
-        parts.append(f"**{RERUN_HEADINGS[may_have_landed(row)]}:** {'; '.join(refused)}.")
+        landed = may_have_landed(row) or lost_answer_cells.may_have_landed(row.key)
+        parts.append(f"**{RERUN_HEADINGS[landed]}:** {'; '.join(refused)}.")
     if apart := under((LOSES, DUPLICATES, WRONG), skip=("retry",)):
         parts.append(f"**Keep apart:** {'; '.join(apart)}.")
     if told := _races(grid, row, (MISREPORTS,)):
@@ -339,6 +341,7 @@ def setting_paragraph(setting: Setting, grid: dict, results: Results) -> str:
             "its rows twice."
         )
     parts += never(row, results)
+    parts.append(lost_answer_cells.paragraph(row.key))
     for key in setting.avoid:
         avoided = next(r for r in ROWS if r.key == key)
         parts.append(

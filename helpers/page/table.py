@@ -6,6 +6,7 @@ and the sections the cells name, each linked once.
 
 from __future__ import annotations
 
+from helpers.page import lost_answer_cells
 from helpers.page.columns import COLUMNS
 from helpers.page.decision import Cell
 from helpers.page.engine_names import MIXED_RUN, mixed_run
@@ -123,8 +124,23 @@ def cell_text(
     return " · ".join(parts) + varied + _note_mark(cell.note, notes)
 
 
+def lost_answer_text(row_key: str) -> str:
+    """The row's "the commit's answer is lost" cell: **verdict**, what happened, and the remedy."""
+    found = lost_answer_cells.cell(row_key)
+    remedy = f"; **{found.remedy_verdict}** {found.remedy}" if found.remedy else ""
+    return f"**{found.verdict}** · {found.text}{remedy}"
+
+
 def table(grid: dict, notes: list[str]) -> list[str]:
-    head = ["engine", "versions", "store", "setting", "measured", *(c.title for c in COLUMNS)]
+    head = [
+        "engine",
+        "versions",
+        "store",
+        "setting",
+        "measured",
+        *(c.title for c in COLUMNS),
+        lost_answer_cells.TITLE,
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in ROWS:
         shared = row_evidence(grid, row)
@@ -135,7 +151,15 @@ def table(grid: dict, notes: list[str]) -> list[str]:
         lines.append(
             "| "
             + " | ".join(
-                [row.engine, row.versions, row.store, row.setting, measured_text(shared), *cells]
+                [
+                    row.engine,
+                    row.versions,
+                    row.store,
+                    row.setting,
+                    measured_text(shared),
+                    *cells,
+                    lost_answer_text(row.key),
+                ]
             )
             + " |"
         )

@@ -8,6 +8,7 @@ its own command makes), where it goes in ``data/``, and what else shows it.
 | ``producers`` | ``make producers`` | ``data/full_runs/producers/`` |
 | ``matrix`` | ``make matrix`` | ``data/conflict_matrix.csv``, ``data/conflict_matrix_meta.json`` |
 | ``matrix-mixed`` | ``make matrix-mixed`` | ``data/conflict_matrix_mixed_dynamodb.csv`` and its meta |
+| ``lost_answer`` | ``make lost-answer`` | ``data/lost_answer.csv``, ``data/lost_answer_meta.json`` |
 
 A run's kind is the folder its command writes it under, ``build/<kind>/<name>/``
 (:func:`kind_of`); a run of the mixed matrix, under ``build/matrix/`` too, by its columns.
@@ -23,6 +24,7 @@ from helpers.bench import run as bench_run
 from helpers.bench import stats
 from helpers.ground import config
 from helpers.ground.checks import Checklist
+from helpers.lost_answer import run as lost_answer
 from helpers.matrix import mixed, outputs
 from helpers.producers import results as producers
 from helpers.runs import full_runs
@@ -130,6 +132,13 @@ KINDS = {
             mixed.problems,
             mixed.publish,
             "nothing, the answer pages are all that show this run",
+        ),
+        Kind(
+            "lost_answer",
+            "make lost-answer",
+            _when_finished(lost_answer.folder_problems),
+            lost_answer.publish,
+            "notebook 15 and the findings quote it; the answer pages show it",
         ),
     )
 }

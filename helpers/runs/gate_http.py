@@ -32,6 +32,15 @@ HOP_BY_HOP = {
 UPSTREAM_TIMEOUT_S = 60.0
 
 
+class AnswerDropped(ConnectionAbortedError):
+    """Raised by a gate's ``forward`` for a request the store has answered ``status``: the handler
+    then closes the client's connection without a word, as a network that lost the answer does."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class Server(ThreadingHTTPServer):
     """The gate's HTTP server: a client that hung up before its answer is no error to print (a
     profile's meter sees hundreds of them)."""
@@ -121,6 +130,13 @@ class GateHandler(BaseHTTPRequestHandler):
             status, reason, response_headers, data = gate.forward(
                 self.command, self.path, headers, body
             )
+        except AnswerDropped as dropped:  # the store applied it; its client hears nothing
+            if request is not None:
+                request.status = dropped.status
+            if lock_request is not None:
+                self._log_lock_write(lock_request, dropped.status, b"")
+            self.close_connection = True
+            return
         except Exception as error:  # the emulator is down or hung: say so to the client
             status, reason, response_headers = (
                 502,
