@@ -146,9 +146,7 @@ def test_a_cell_is_the_worst_of_its_trials(monkeypatch):
     found = lost_answer_cells.cell("rs-put-today")
     assert found.verdict == lost_answer_cells.VERDICT_OF[trials.TWICE]
     assert "1 of 2 trials" in found.text
-    assert (
-        "set to 0" in found.remedy.split(";")[0]
-    )  # the remedy that held every time, first
+    assert "set to 0" in found.remedy.split(";")[0]  # the remedy that held every time, first
     assert found.remedy_verdict == "safe"
 
 
