@@ -213,9 +213,9 @@ def run_one(path: Path_, era: str, folder: Path, run_name: str, count: int) -> l
         dropped = [table for table, _ in gate.dropped]
     records = []
     for (remedy, number, name), said in zip(planned, told, strict=True):
-        commits, rows, later = trials.stored_commits(_uri(path, name))
         records.append(
-            trials.Trial(
+            trials.judged(
+                _uri(path, name),
                 path=path.name,
                 engine="deltalake",
                 release=release,
@@ -226,9 +226,6 @@ def run_one(path: Path_, era: str, folder: Path, run_name: str, count: int) -> l
                 dropped=any(t.endswith(name) for t in dropped),
                 told=said["told"],
                 steps=said["steps"],
-                commits=commits,
-                rows=rows,
-                later=later,
             )
         )
     return records

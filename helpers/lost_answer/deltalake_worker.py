@@ -60,7 +60,7 @@ class Job:
             )
         try:
             write_deltalake(self.uri, _rows(1, APPENDED_ROWS), **kwargs)
-        except Exception as error:  # what the job is told is the measurement
+        except Exception as error:  # noqa: BLE001 - what the job is told is the measurement
             self.steps.append(f"append: {type(error).__name__}: {one_line(str(error), 160)}")
             return False
         self.steps.append("append: returned")
@@ -86,7 +86,7 @@ class Job:
                 self.uri, _rows(10, LATER_ROWS), mode="append", storage_options=dict(self.options)
             )
             self.steps.append("later append: returned")
-        except Exception as error:  # the table may refuse every later write
+        except Exception as error:  # noqa: BLE001 - the table may refuse every later write
             self.steps.append(f"later append: {type(error).__name__}: {one_line(str(error), 160)}")
 
     def run(self) -> str:

@@ -155,9 +155,9 @@ def run(folder: Path, count: int = trials.TRIALS, progress=print) -> list[trials
         }
         done = _run_worker(log_store, spec, folder / "work" / f"spark-{log_store}", progress)
         for (path, remedy, number, uri), said in zip(planned, done["trials"], strict=True):
-            commits, rows, later = trials.stored_commits(uri)
             records.append(
-                trials.Trial(
+                trials.judged(
+                    uri,
                     path=path.name,
                     engine=ENGINE,
                     release=done["release"],
@@ -168,9 +168,6 @@ def run(folder: Path, count: int = trials.TRIALS, progress=print) -> list[trials
                     dropped=said["dropped"],
                     told=said["told"],
                     steps=said["steps"],
-                    commits=commits,
-                    rows=rows,
-                    later=later,
                 )
             )
     return records

@@ -40,9 +40,6 @@ STUCK = "later writes refused"
 LOST = "told committed, nothing committed"
 OUTCOMES = (ONCE, REFUSED, TOLD_FAILED, STUCK, TWICE, LOST)
 """From best to worst: a cell shows the worst outcome of its trials."""
-HARMLESS = (ONCE, REFUSED)
-"""Outcomes after which the job's own next step is right without a check."""
-
 NO_REMEDY = "none"
 REMEDIES = {
     NO_REMEDY: "the append as written, the library's retries at their defaults",
@@ -142,6 +139,13 @@ def stored_commits(table_uri: str) -> tuple[int, int, bool]:
     from helpers.stores import storage
 
     return commits_of(delta_log.commit_files(storage.table_store(table_uri)))
+
+
+def judged(table_uri: str, **said) -> Trial:
+    """A trial's record: what the job and the gate said (``said``, every field of :class:`Trial`
+    but the ones storage gives), and what storage holds of the table at ``table_uri``."""
+    commits, rows, later = stored_commits(table_uri)
+    return Trial(**said, commits=commits, rows=rows, later=later)
 
 
 def worst(outcomes: Iterable[str]) -> str:
