@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers lost-answer publish clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers lost-answer catalog-run publish clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -109,7 +109,7 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; about 9 min on 2 cores; CI runs it after make test)
+test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, catalog-managed tables on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; the catalog's job refusing the testing flag, a short outage, the Kernel race twice, a small cost run and its upkeep; CI runs it after make test, and prints its time)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/ only: make publish RUN=build/bench/full makes them the committed run)
@@ -131,7 +131,10 @@ matrix: install ## the conflict matrix: every ordered pair of writes raced from 
 lost-answer: install uc-server ## a commit whose answer is lost, on every commit path of the answer page (deltalake in each era, Delta Spark, the catalog), with and without each engine's remedy, 20 trials each, judged from storage (make matrix runs it too); results in build/lost_answer/full/ only: make publish RUN=build/lost_answer/full makes them the committed data/lost_answer.csv
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.lost_answer --name full $(LOST_ANSWER_ARGS)
 
-publish: ## for maintainers: make runs of yours the committed ones (RUN=build/bench/full, or several: RUN="build/bench/full build/producers/full"; each kind from its folder, or KIND=bench, torture, producers, matrix or matrix-mixed), once their checks pass: copied into data/, then docs/answer.md, docs/disagreements.md and docs/answer.html written again from them
+catalog-run: install uc-server ## notebook 15's long run: the catalog down for 3 minutes while two writers and a reader run (a load balancer's 503, then connections refused), Java Delta Kernel raced beside Delta Spark 10 times, requests and latency of 100 commits per table with and without the catalog, auto compaction and log cleanup; about 20 min on 2 cores; results in build/catalog/full/ only: make publish RUN=build/catalog/full makes them the committed data/catalog_run.json
+	$(PY) -m helpers.catalog.long_run --name full $(CATALOG_RUN_ARGS)
+
+publish: ## for maintainers: make runs of yours the committed ones (RUN=build/bench/full, or several: RUN="build/bench/full build/producers/full"; each kind from its folder, or KIND=bench, torture, producers, matrix, matrix-mixed, lost_answer or catalog), once their checks pass: copied into data/, then docs/answer.md, docs/disagreements.md and docs/answer.html written again from them
 	@test -n "$(RUN)" || { echo 'Name the run: make publish RUN=build/<kind>/<name> (e.g. RUN=build/bench/full)'; exit 2; }
 	$(PY) -m helpers.publish $(if $(KIND),--kind $(KIND)) $(RUN)
 

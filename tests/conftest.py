@@ -105,6 +105,8 @@ HEAVY = (
     "tests/test_lost_answer_spark.py",  # ~70 s: two Spark drivers, one lost commit answer per path and remedy
     "tests/test_lost_answer_catalog.py",  # ~45 s: one Spark driver, a lost add-commit answer per remedy through the catalog
     "tests/test_lost_answer_deltalake.py",  # ~60 s: every deltalake era and path, one lost commit answer per remedy
+    "tests/test_catalog_kernel.py",  # ~45 s: the Kernel race repeated twice, its retries counted
+    "tests/test_catalog_maintenance.py",  # ~60 s idle: auto compaction, log cleanup and VACUUM in one driver
 )
 
 

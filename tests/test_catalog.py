@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers.catalog import cost, maintenance, race, rest, server, tables
+from helpers.catalog import maintenance, race, rest, server, tables
 from helpers.delta import delta_log
 
 COLUMNS = {
@@ -389,57 +389,6 @@ def test_an_error_class_is_found_in_the_message():
         "no class here",
         "no class here: at all",
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# The cost: tables made alike, figures over rounds
-# ---------------------------------------------------------------------------------------------
-
-VERSION_ZERO = [
-    {
-        "protocol": {
-            "readerFeatures": ["catalogManaged", "deletionVectors"],
-            "writerFeatures": ["catalogManaged", "deletionVectors", "rowTracking"],
-        }
-    },
-    {
-        "metaData": {
-            "configuration": {
-                "io.unitycatalog.tableId": "an-id",
-                "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x",
-                "delta.enableRowTracking": "true",
-            }
-        }
-    },
-]
-
-
-def test_the_reference_table_has_the_features_of_version_zero_but_the_catalogs():
-    properties = cost.same_features(VERSION_ZERO)
-    assert properties == {
-        "delta.feature.deletionVectors": "supported",
-        "delta.feature.rowTracking": "supported",
-        "delta.enableRowTracking": "true",
-    }
-    assert list(cost.table_kinds(VERSION_ZERO, each_feature=False)) == [
-        cost.SAME_FEATURES,
-        cost.DEFAULTS,
-    ]
-    kinds = cost.table_kinds(VERSION_ZERO, each_feature=True)
-    assert list(kinds)[1:-1] == list(cost.ONE_FEATURE)
-    assert len(cost.reference_names("t")) == 1 + len(kinds)
-
-
-def test_the_cost_gives_the_median_commit_and_each_rounds():
-    figures = cost.CommitCost({"a": [[1, 2, 3], [4, 5, 6]], "b": [[1, 1, 1], [2, 2, 2]]}, {}, None)
-    assert figures.median("a") == 3.5 and figures.round_medians("a") == [2, 5]
-    assert figures.gap("a", "b") == (2.0, 1, 3)
-    assert figures.table()[0] == {
-        "table": "a",
-        "commits timed": 6,
-        "median commit (s)": 3.5,
-        "each round's median (s)": "2.000, 5.000",
-    }
 
 
 def test_the_session_settings_name_the_extension_and_the_testing_flag_only_to_create():

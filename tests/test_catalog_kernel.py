@@ -4,12 +4,13 @@ Checked from storage and the catalog (helpers.catalog.race.check_table), never f
 reports.
 
 The race of one Kernel writer beside two Delta Spark drivers runs in notebook 15 (section 9), with
-its checks; it is not run again here. The server is the real one (``make uc-server``; ``make test``
+its checks; here it is repeated twice, small (helpers.catalog.kernel_runs), its retries counted
+and checked against storage, and the verdict shown to rest on every run. The server is the real one (``make uc-server``; ``make test``
 builds it first); the tables are created by a Delta Spark driver of their own, as notebook 15
 creates them. These tests give the Kernel writer rivals by hand (a staged commit the catalog
 ratifies, published or not, as another writer leaves it), to reach on every run what the race
 reaches only in some: a winner the catalog ratified that nobody has published yet. Each test has a
-table of its own.
+table of its own (the repetition, one per run).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import uuid
 
 import pytest
 
-from helpers.catalog import kernel_writer, race, rest, server, tables
+from helpers.catalog import kernel_runs, kernel_writer, race, rest, server, tables
 from helpers.ground import config
 
 pytestmark = pytest.mark.spark
@@ -38,8 +39,14 @@ def uc(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def created(uc):
-    """A table per test: ``wrong_id``, ``behind_one``, ``behind_two``."""
-    return kernel_writer.create_in_a_driver(uc.uri, "wrong_id", "behind_one", "behind_two")
+    """A table per test: ``wrong_id``, ``behind_one``, ``behind_two``, and ``repeat_1`` and
+    ``repeat_2`` for the repeated race's runs (one driver creates them all)."""
+    return kernel_writer.create_in_a_driver(
+        uc.uri, "wrong_id", "behind_one", "behind_two", *REPEATS
+    )
+
+
+REPEATS = ("repeat_1", "repeat_2")
 
 
 def test_a_kernel_writer_of_another_table_id_is_refused_by_the_catalog(uc, created):
@@ -174,8 +181,13 @@ def append_behind_rivals(uc, created, table: str, batch: int, rivals: list[bool]
 def test_behind_one_rival_not_yet_published_kernel_reads_again_and_publishes_it(uc, created):
     append = append_behind_rivals(uc, created, "behind_one", 41, [False])
     assert append["version"] == append["read"] + 2
-    # Kernel's conflict check could not read the winner (ConcurrentWriteException): read again
-    assert append["rebuilds"] == 1 and append["kernel_errors"] == []
+    # Kernel's conflict check could not read the winner (ConcurrentWriteException): the appender
+    # read again; Kernel did not retry by itself
+    refused = append["read"] + 1
+    assert [
+        (r["by"], r["tried"], r["raised"].split(":")[0], r["next"]) for r in append["retries"]
+    ] == [("appender", refused, "io.delta.kernel.exceptions.ConcurrentWriteException", refused + 1)]
+    assert append["rebuilds"] == 1
     check = race.check_table(rest.UnityCatalog(uc.uri), "behind_one", {("k1", 41): 10})
     assert check.problems == []
     # Kernel published every ratified commit up to its own, the rival's too
@@ -189,13 +201,114 @@ def test_behind_a_published_rival_and_one_not_yet_kernel_440_stops_on_its_own_ch
     append = append_behind_rivals(uc, created, "behind_two", 42, [True, False])
     first_try = append["read"] + 1
     stuck = first_try + 1  # its second attempt, after the published rival
-    assert append["kernel_errors"] == [
+    kernels, appenders = append["retries"]
+    # Kernel retried by itself after reading the published winner, then stopped on its check
+    assert (kernels["by"], kernels["tried"], kernels["raised"], kernels["next"]) == (
+        "kernel",
+        first_try,
+        None,
+        stuck,
+    )
+    assert (appenders["by"], appenders["tried"], appenders["raised"], appenders["next"]) == (
+        "appender",
+        stuck,
         (
             f"java.lang.IllegalArgumentException: New commit version {stuck} should be greater than "
             f"the previous commit attempt version {stuck}."
-        )
-    ]
+        ),
+        stuck + 1,
+    )
     assert append["version"] == append["read"] + 3
     check = race.check_table(rest.UnityCatalog(uc.uri), "behind_two", {("k1", 42): 10})
     assert check.problems == []
     assert check.published == list(range(append["version"] + 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The race repeated: Kernel's retries counted, a verdict on every run
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_race_repeated_twice_counts_kernels_retries_and_checks_every_run(uc, created, tmp_path):
+    """Two runs, small: one Spark job (a JVM for both runs) and a Kernel writer per run. Kernel's
+    first commit waits for a rival, so every run has at least one retry, and each retry Kernel
+    reported is one of its staged commits that lost its version in storage."""
+    record = kernel_runs.repeat_race(
+        uc.uri,
+        tmp_path,
+        runs=2,
+        spark_writers=1,
+        batches_per_writer=2,
+        created={name: created[name] for name in REPEATS},
+    )
+    print(record.summary())
+    assert record.passed, record.summary()
+    assert [run.table for run in record.runs] == list(REPEATS)
+    assert record.testing_flags == {"w1": None}  # the Spark job measured without the flag
+    for run in record.runs:
+        assert run.problems == []
+        assert run.commits == {kernel_runs.SPARK: 2, kernel_runs.KERNEL: 2}
+        assert len(run.retries) >= 1 and len(run.retries) == run.kernel_losers
+        for retry in run.retries:
+            assert retry["by"] in ("kernel", "appender")
+            assert "409" in retry["refusal"]  # the catalog refused the version
+            assert (retry["raised"] is None) == (retry["by"] == "kernel")
+            assert retry["next"] > retry["tried"]
+    assert sum(record.retry_counts.values()) == sum(len(run.retries) for run in record.runs)
+    assert record.commits == {kernel_runs.SPARK: 4, kernel_runs.KERNEL: 4}
+    assert json.loads(json.dumps(record.to_dict()))["passed"] is True
+    assert record.summary().endswith("Verdict: every run without a problem.")
+
+
+def a_run(run: int, problems: list[str]) -> kernel_runs.KernelRun:
+    retries = [
+        {"batch": 31, "by": "kernel", "tried": 1, "refusal": "409", "raised": None, "next": 2},
+        {"batch": 32, "by": "appender", "tried": 4, "refusal": "409", "raised": "CWE", "next": 5},
+    ]
+    return kernel_runs.KernelRun(
+        run, f"t{run}", {"Delta Spark": 4, "Delta Kernel": 2}, retries, 2, problems, 1.0
+    )
+
+
+def test_the_verdict_rests_on_every_run():
+    """One run with a problem among clean ones fails the whole record; no run at all fails too."""
+    clean = kernel_runs.KernelRaces(2, 2, [a_run(1, []), a_run(2, []), a_run(3, [])])
+    assert clean.passed
+    assert clean.retry_counts == {"kernel": 3, "appender": 3}
+    assert clean.commits == {"Delta Spark": 12, "Delta Kernel": 6}
+    broken = kernel_runs.KernelRaces(
+        2, 2, [a_run(1, []), a_run(2, ["batch 21 of w2: 20 rows"]), a_run(3, [])]
+    )
+    assert not broken.passed
+    assert "Verdict: failed; runs with problems: [2]." in broken.summary()
+    assert "  - batch 21 of w2: 20 rows" in broken.summary()
+    assert json.loads(json.dumps(broken.to_dict()))["passed"] is False
+    assert not kernel_runs.KernelRaces(2, 2, []).passed
+
+
+def test_kernels_reports_are_checked_against_storage():
+    """A version Kernel claims that storage gives another engine, or a refused attempt that left no
+    staged commit, is a problem of the run."""
+    appends = [{"version": 2, "retries": [{"by": "kernel"}]}, {"version": 4, "retries": []}]
+    owners = {1: "Delta Spark", 2: "Delta Kernel", 3: "Delta Spark", 4: "Delta Kernel"}
+    assert kernel_runs.disagreements(appends, owners, kernel_losers=1) == []
+    assert kernel_runs.disagreements(appends, {**owners, 4: "Delta Spark"}, 1) == [
+        "Kernel reported versions [2, 4]; storage has its commits at [2]"
+    ]
+    assert kernel_runs.disagreements(appends, owners, kernel_losers=0) == [
+        (
+            "Kernel reported 1 refused attempts; storage holds 0 of its staged commits that lost "
+            "their version"
+        )
+    ]
+
+
+def test_retries_are_counted_by_who_made_them():
+    appends = [
+        {"retries": [{"by": "kernel"}, {"by": "appender"}]},
+        {"retries": [{"by": "kernel"}]},
+        {},
+    ]
+    assert kernel_writer.retry_counts(appends) == {"kernel": 2, "appender": 1}
+    assert kernel_runs.engine_name("Kernel-4.4.0/workbook-kernel-appender") == kernel_runs.KERNEL
+    assert kernel_runs.engine_name("Apache-Spark/4.2.0 Delta-Lake/4.4.0") == kernel_runs.SPARK

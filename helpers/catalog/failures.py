@@ -19,15 +19,16 @@ counted from 1 as they arrive:
 One function per scenario, each returning an :class:`Outcome` (what the writers were told, what
 the gate saw, versions in storage and in the catalog, rows per batch, the check's problems):
 
-    outcome = failures.lost_answer(spark, folder)       # (a) the catalog's yes is lost
-    outcome = failures.killed_before_publish(spark, folder)   # (b) ratified, never published
-    outcome = failures.commit_cap(spark, folder)        # (b) ten unpublished commits, then 429
-    outcome = failures.restarted(spark, folder, persistent=False)  # (c) the catalog restarted
+    outcome = failures.lost_answer(spark, job, folder)   # (a) the catalog's yes is lost
+    outcome = failures.killed_before_publish(spark, job, folder)   # (b) ratified, unpublished
+    outcome = failures.commit_cap(spark, job, folder)    # (b) ten unpublished commits, then 429
+    outcome = failures.restarted(spark, job, folder, persistent=False)  # (c) restarted
     outcome.summary()
 
-``spark`` is a driver that creates tables (:func:`helpers.catalog.tables.spark_session` with
-``creates_tables=True``); each scenario points it at a server and a gate of its own while it runs,
-then back. The racing drivers are :mod:`helpers.catalog.writer` processes (:func:`race.run_race`).
+``spark`` is the driver that creates tables (:func:`helpers.catalog.tables.spark_session` with
+``creates_tables=True``, the one step that needs Spark's testing flag); ``job`` is a driver
+without it (:class:`helpers.catalog.driver.Job`), which makes every append a scenario measures.
+Each scenario points both at a server and a gate of its own. The racing drivers are :mod:`helpers.catalog.writer` processes (:func:`race.run_race`).
 The records are in :mod:`helpers.catalog.failure_records`, the server kept in SQLite in
 :mod:`helpers.catalog.persistent_server`, the log read and written by hand in
 :mod:`helpers.catalog.log_by_hand`.
@@ -46,9 +47,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from helpers.catalog import log_by_hand, persistent_server, race, rest, server, tables
+from helpers.catalog.driver import Job
 from helpers.catalog.failure_records import AddCommit, Outcome
 from helpers.catalog.tables import COLUMNS
-from helpers.catalog.writer import ROWS_PER_BATCH, batch_rows
+from helpers.catalog.writer import ROWS_PER_BATCH
 from helpers.delta import delta_log
 from helpers.runs import commitgate
 from helpers.runs.gate_http import AnswerDropped
@@ -220,64 +222,29 @@ def kill_client(gate: CatalogGate, killed: list[int]) -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def through_gate(spark, root: Path, *, persistent: bool = False) -> Iterator[CatalogGate]:
-    """A server of its own under ``root`` (emptied first), the gate in front of it, and ``spark``
-    committing through the gate until the block ends."""
+def through_gate(spark, job: Job, root: Path, *, persistent: bool = False) -> Iterator[CatalogGate]:
+    """A server of its own under ``root`` (emptied first), the gate in front of it, and both
+    drivers (``spark``, which creates tables, and ``job``, which appends) committing through the
+    gate until the block ends."""
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     uc = persistent_server.start_persistent(root) if persistent else server.start(root)
-    previous = spark.conf.get(tables.URI_KEY, None)
     gate = CatalogGate(uc)
     spark.conf.set(tables.URI_KEY, gate.endpoint)
+    job.configure(tables.URI_KEY, gate.endpoint)
     try:
         yield gate
     finally:
         gate.close()
-        if previous is not None:
-            spark.conf.set(tables.URI_KEY, previous)
 
 
-def fresh_table(spark, catalog: rest.UnityCatalog, name: str) -> rest.StagedTable:
-    """A new catalog-managed table ``default.<name>`` (:data:`COLUMNS`), its name forgotten
-    first."""
+def fresh_table(spark, job: Job, catalog: rest.UnityCatalog, name: str) -> rest.StagedTable:
+    """A new catalog-managed table ``default.<name>`` (:data:`COLUMNS`), created by ``spark`` (its
+    name forgotten first) and named in ``job``'s session catalog."""
     tables.forget(spark, name)
-    return tables.create(spark, catalog, name, COLUMNS)
-
-
-@contextlib.contextmanager
-def settings(spark, conf: dict[str, str]) -> Iterator[None]:
-    """``spark``'s session settings ``conf`` while the block runs, as they were after it."""
-    before = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-
-
-def append(
-    spark,
-    name: str,
-    writer: str,
-    batch: int,
-    options: dict[str, str] | None = None,
-    rows: int = ROWS_PER_BATCH,
-) -> str:
-    """Append one batch as ``writer`` from ``spark`` (its first ``rows`` rows), with the write's
-    ``options`` (``txnAppId``, ``txnVersion``); ``success`` or what Delta raised (first line)."""
-    frame = spark.createDataFrame(batch_rows(writer, batch)[:rows], COLUMNS)
-    try:
-        frame.writeTo(f"{tables.SCHEMA}.{name}").options(**(options or {})).append()
-    except Exception as error:  # noqa: BLE001 - what the writer is told is the measurement
-        lines = str(getattr(error, "desc", None) or error).strip().splitlines()
-        cause = next((line for line in lines if "Exception:" in line), lines[0])
-        return cause.lstrip(": ")[:400]
-    return "success"
+    staged = tables.create(spark, catalog, name, COLUMNS)
+    job.open(name, staged.location)
+    return staged
 
 
 def _outcome(
@@ -303,25 +270,25 @@ def _outcome(
     )
 
 
-def lost_answer(spark, root: Path) -> Outcome:
+def lost_answer(spark, job: Job, root: Path) -> Outcome:
     """(a) The catalog ratifies an append and its answer is lost (502 instead): what Delta told the
     writer and what the table holds; if told it failed, what a rerun does; then, whatever it was
     told, what a blind rerun of the append does."""
     name = "lost_answer"
-    with through_gate(spark, root) as gate:
+    with through_gate(spark, job, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        fresh_table(spark, catalog, name)
+        fresh_table(spark, job, catalog, name)
         gate.lose_answer(1)
-        told = {"append of batch 1": append(spark, name, "a", 1)}
+        told = {"append of batch 1": job.append(name, "a", 1)}
         if told["append of batch 1"] != "success":
-            told["rerun of batch 1"] = append(spark, name, "a", 1)
+            told["rerun of batch 1"] = job.append(name, "a", 1)
         tables.wait_published(catalog, name)
         outcome = _outcome("lost answer", gate, name, {("a", 1): ROWS_PER_BATCH}, told)
-        outcome.facts["rows Spark reads"] = spark.table(f"{tables.SCHEMA}.{name}").count()
+        outcome.facts["rows Spark reads"] = job.count(name)
         outcome.facts["data files added by more than one version"] = log_by_hand.added_again(
             catalog, name
         )
-        outcome.facts["a blind rerun"] = append(spark, name, "a", 1)
+        outcome.facts["a blind rerun"] = job.append(name, "a", 1)
         tables.wait_published(catalog, name)
         again = race.check_table(catalog, name, {("a", 1): ROWS_PER_BATCH})
         outcome.facts["rows per batch after it"] = {
@@ -330,12 +297,12 @@ def lost_answer(spark, root: Path) -> Outcome:
         return outcome
 
 
-def killed_before_publish(spark, root: Path) -> Outcome:
+def killed_before_publish(spark, job: Job, root: Path) -> Outcome:
     """(b) A racing driver killed once the catalog has ratified its first commit, before it hears
-    so and so before it publishes; then the next writer (``spark``) appends."""
-    with through_gate(spark, root) as gate:
+    so and so before it publishes; then the next writer (``job``) appends."""
+    with through_gate(spark, job, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = fresh_table(spark, catalog, "killed_writer")
+        staged = fresh_table(spark, job, catalog, "killed_writer")
         killed: list[int] = []
         gate.lose_answer(1, then=kill_client(gate, killed))
         raced = race.run_race(
@@ -349,7 +316,7 @@ def killed_before_publish(spark, root: Path) -> Outcome:
         first = {("w1", 11): ROWS_PER_BATCH, ("w1", 12): 0}  # its second batch never appended
         before = race.check_table(catalog, "killed_writer", first)
         told = {"w1": raced.results["w1"].get("error") or "no result (killed)"}
-        told["next writer"] = append(spark, "killed_writer", "next", 1)
+        told["next writer"] = job.append("killed_writer", "next", 1)
         tables.wait_published(catalog, "killed_writer")
         return _outcome(
             "writer killed after ratify, before publish",
@@ -365,14 +332,14 @@ def killed_before_publish(spark, root: Path) -> Outcome:
         )
 
 
-def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
+def commit_cap(spark, job: Job, root: Path, retries_seen: int = 3) -> Outcome:
     """(b) The 429 path: the catalog holds :data:`CAP` ratified commits nobody published
     (:func:`log_by_hand.ratify_unpublished`). A racing driver then appends: it is killed after its
     ``retries_seen``-th 429, with what its requests reported published. Then the ratified commits
-    are published as Delta would (:func:`log_by_hand.publish`) and ``spark`` appends."""
-    with through_gate(spark, root) as gate:
+    are published as Delta would (:func:`log_by_hand.publish`) and ``job`` appends."""
+    with through_gate(spark, job, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = fresh_table(spark, catalog, "commit_cap")
+        staged = fresh_table(spark, job, catalog, "commit_cap")
         log = tables.local_path(staged.location) / delta_log.LOG_DIR
         ratified = log_by_hand.ratify_unpublished(catalog, "commit_cap", CAP)
         held = catalog.table(tables.CATALOG, tables.SCHEMA, "commit_cap")
@@ -389,7 +356,7 @@ def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
         told = {"w1": raced.results["w1"].get("error") or "no result (killed)"}
         published_meanwhile = log_by_hand.published_versions(log)
         by_hand = log_by_hand.publish(catalog, "commit_cap")
-        told["next writer, after publication"] = append(spark, "commit_cap", "next", 1)
+        told["next writer, after publication"] = job.append("commit_cap", "next", 1)
         tables.wait_published(catalog, "commit_cap")
         expected = {("next", 1): ROWS_PER_BATCH, ("w1", 11): 0}
         return _outcome(
@@ -406,16 +373,16 @@ def commit_cap(spark, root: Path, retries_seen: int = 3) -> Outcome:
         )
 
 
-def restarted(spark, root: Path, *, persistent: bool) -> Outcome:
+def restarted(spark, job: Job, root: Path, *, persistent: bool) -> Outcome:
     """(c) The catalog stopped as an add-commit arrives and started again, its catalog in memory
-    (``persistent=False``: ``spark`` appends once) or in SQLite (two racing drivers, three appends
+    (``persistent=False``: ``job`` appends once) or in SQLite (two racing drivers, three appends
     each, the server restarted at the third add-commit)."""
-    with through_gate(spark, root, persistent=persistent) as gate:
+    with through_gate(spark, job, root, persistent=persistent) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        staged = fresh_table(spark, catalog, "restarted")
+        staged = fresh_table(spark, job, catalog, "restarted")
         if not persistent:
             gate.restart_at(1)
-            told = {"append of batch 1": append(spark, "restarted", "a", 1)}
+            told = {"append of batch 1": job.append("restarted", "a", 1)}
             try:
                 catalog.table(tables.CATALOG, tables.SCHEMA, "restarted")
                 known = "known"
@@ -452,4 +419,12 @@ def restarted(spark, root: Path, *, persistent: bool) -> Outcome:
         )
         told = {w: r.get("error") or "success" for w, r in sorted(raced.results.items())}
         expected = {(w, b): ROWS_PER_BATCH for w, bs in raced.batches.items() for b in bs}
-        return _outcome("catalog restarted, in SQLite", gate, "restarted", expected, told)
+        flags = {w: r.get("testing_flag", "no result") for w, r in sorted(raced.results.items())}
+        return _outcome(
+            "catalog restarted, in SQLite",
+            gate,
+            "restarted",
+            expected,
+            told,
+            testing_flags=flags,
+        )

@@ -9,13 +9,27 @@ run with ``java -cp`` by a Python process of the race (:func:`run`), which lines
 race's barrier as :mod:`helpers.catalog.writer` lines up a Spark driver: the Java process loads the
 table's snapshot from the catalog and says ``ready``; once the barrier opens it is told ``go`` on
 its standard input and appends its batches, each one commit of 10 rows ``(id, writer, batch)``
-(:func:`helpers.catalog.writer.batch_rows`), and reports each on its standard output.
+(:func:`helpers.catalog.writer.batch_rows`), and reports each on its standard output, with every
+retry it made after a conflict (:func:`retry_counts`).
 
 Every step of a commit is Kernel's: ``UCCatalogManagedClient.loadSnapshot`` (the catalog's
 ratified commits, published or not), a transaction whose committer is ``UCCatalogManagedCommitter``
 (stage under ``_delta_log/_staged_commits/``, then ``add-commit`` through Delta's own
 ``UCDeltaTokenBasedRestClient``, the REST client Delta Spark uses), Kernel's conflict check, and
 ``Snapshot.publish``. Kernel does not publish by itself, so the writer publishes after each commit.
+
+Each append's ``retries`` lists the attempts the catalog refused, in order, each ``{"by", "tried",
+"refusal", "raised", "next"}``: ``by`` is ``kernel`` when Kernel 4.4.0 retried by itself inside
+``Transaction.commit`` (the refusal is a retryable conflict and its conflict check read the
+published winner: ``TransactionImpl.commitWithRetry``), ``appender`` when the transaction raised
+(``ConcurrentWriteException`` when the winner is not yet published, ``ConflictChecker``'s
+delta#7402; or 4.4.0's ``IllegalArgumentException``, the finding
+``delta-kernel-uc-rebase-behind-an-unpublished-commit``) and the appender read the table from the
+catalog again. ``tried`` is the version refused, ``refusal`` the committer's
+``CommitFailedException`` (the catalog's 409), ``raised`` what the transaction threw (None for
+Kernel's own retry), ``next`` the version the next attempt asked for; the append's ``version`` is
+the one it got. They are counted from Kernel's own report of each commit attempt
+(``UcCommitTelemetry``, sent to the engine's metrics reporters), not inferred from timing.
 
 :func:`run_race` races one or more Kernel writers beside Delta Spark drivers
 (:mod:`helpers.catalog.writer`) at one barrier, and checks the table with
@@ -29,7 +43,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers.catalog.race import Race, check_table, run_drivers
+from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
 from helpers.catalog.tables import CATALOG, SCHEMA
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of, new_result
 from helpers.ground import config, eras
@@ -118,6 +132,13 @@ def command(spec: dict) -> list[str]:
     ]
 
 
+def retry_counts(appends: list[dict]) -> dict[str, int]:
+    """How many retries of these appends (a Kernel writer's reports) were Kernel's own
+    (``kernel``) and how many the appender's loop (``appender``)."""
+    retries = [retry for append in appends for retry in append.get("retries", [])]
+    return {by: sum(r["by"] == by for r in retries) for by in ("kernel", "appender")}
+
+
 def _next_event(java: subprocess.Popen, stderr_path: Path) -> dict:
     """The next JSON line the Java process prints; its error, or its end, as KernelWriterError."""
     line = java.stdout.readline()
@@ -136,35 +157,46 @@ def _next_event(java: subprocess.Popen, stderr_path: Path) -> dict:
     return event
 
 
+def start(spec: dict, stderr_path: Path) -> tuple[subprocess.Popen, int]:
+    """Start the Java writer of ``spec`` (its stderr to ``stderr_path``) and wait until it has read
+    the table; return the process and the version it read."""
+    with open(stderr_path, "wb") as err:
+        java = subprocess.Popen(
+            command(spec),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            cwd=config.ROOT,
+        )
+    ready = _next_event(java, stderr_path)
+    if ready["event"] != "ready":
+        java.kill()
+        raise KernelWriterError(f"the Kernel writer said {ready} before it was ready")
+    return java, ready["version"]
+
+
+def go(java: subprocess.Popen, stderr_path: Path, appends: list[dict]) -> None:
+    """Tell a writer :func:`start` started to append; add each append it reports to ``appends`` as
+    it comes (a failure keeps those before it), and wait for its exit."""
+    java.stdin.write("go\n")
+    java.stdin.flush()
+    while (event := _next_event(java, stderr_path))["event"] != "done":
+        appends.append({k: v for k, v in event.items() if k != "event"})
+    java.wait()
+
+
 def run(spec: dict) -> dict:
     result = new_result(spec, engine=f"Delta Kernel {KERNEL_VERSION}")
     stderr_path = Path(spec["result_path"]).with_suffix(".java.err")
 
     def prepare() -> subprocess.Popen:
-        with open(stderr_path, "wb") as err:
-            java = subprocess.Popen(
-                command(spec),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-                cwd=config.ROOT,
-            )
-        ready = _next_event(java, stderr_path)
-        if ready["event"] != "ready":
-            raise KernelWriterError(f"the Kernel writer said {ready} before it was ready")
-        result["read_version"] = ready["version"]
+        java, result["read_version"] = start(spec, stderr_path)
         return java
 
     def work(java: subprocess.Popen) -> None:
-        java.stdin.write("go\n")
-        java.stdin.flush()
-        while True:
-            event = _next_event(java, stderr_path)
-            if event["event"] == "done":
-                break
-            result["appends"].append({k: v for k, v in event.items() if k != "event"})
-        java.wait()
+        go(java, stderr_path, result["appends"])
+        result["retries"] = retry_counts(result["appends"])
 
     return run_at_barrier(spec, result, prepare, work)
 
@@ -251,20 +283,24 @@ def create_in_a_driver(uri: str, *names: str) -> dict[str, tuple[str, str]]:
     return {name: (table_id, location) for name, (table_id, location) in created.items()}
 
 
-def engines(race: Race) -> dict[int, str]:
-    """Version -> the ``engineInfo`` of the table's commit at that version (Kernel's commits name
-    ``Kernel-<release>/...``, Delta Spark's ``Apache-Spark/... Delta-Lake/...``): which engine won
-    each version after 0."""
-    from helpers.catalog.tables import local_path
+def engine_of(folder: Path, staged_name: str) -> str:
+    """The ``engineInfo`` of the staged commit ``staged_name`` of the table in ``folder`` (Kernel's
+    commits name ``Kernel-<release>/...``, Delta Spark's ``Apache-Spark/... Delta-Lake/...``)."""
     from helpers.delta import delta_log
 
-    folder = local_path(race.check.catalog.location)
-    owners = {}
-    for version, file_name in race.check.ratified.items():
-        body = (folder / "_delta_log" / "_staged_commits" / file_name).read_bytes()
-        info, _, _ = delta_log.read_commit(body)
-        owners[version] = str(info.get("engineInfo", ""))
-    return owners
+    body = (folder / "_delta_log" / "_staged_commits" / staged_name).read_bytes()
+    info, _, _ = delta_log.read_commit(body)
+    return str(info.get("engineInfo", ""))
+
+
+def engines(race: Race | CatalogCheck) -> dict[int, str]:
+    """Version -> the ``engineInfo`` of the table's commit at that version (:func:`engine_of`): which
+    engine won each version after 0, for a race or its check."""
+    from helpers.catalog.tables import local_path
+
+    check = race.check if isinstance(race, Race) else race
+    folder = local_path(check.catalog.location)
+    return {version: engine_of(folder, name) for version, name in check.ratified.items()}
 
 
 if __name__ == "__main__":

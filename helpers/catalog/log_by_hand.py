@@ -17,7 +17,7 @@ from helpers.delta import delta_log
 
 def added_again(catalog: rest.UnityCatalog, name: str) -> dict[str, list[int]]:
     """Data files that more than one published version adds -> those versions (a commit made twice
-    adds the same files twice: the table holds them once, a reader of each version's changes twice)."""
+    adds the same files twice: a snapshot holds them once, the table's history twice)."""
     view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
     log = tables.local_path(view.location) / delta_log.LOG_DIR
     adders: dict[str, list[int]] = {}

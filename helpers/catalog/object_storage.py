@@ -1,9 +1,10 @@
-"""Catalog-managed tables on object storage: Azure Blob (Azurite) and S3 (the S3 emulator), through
-the Unity Catalog server's credential vending, raced by Delta Spark drivers as on local disk.
+"""Catalog-managed tables on object storage: Azure Blob (Azurite) and S3 (the S3 emulator), created
+through the Unity Catalog server and raced by Delta Spark drivers as on local disk, each driver
+holding only the credential the catalog vends for the table.
 
 The server (:mod:`helpers.catalog.server`) is started with its managed storage root on the store,
 and the store is registered with it as a storage credential and an external location, as an
-operator registers theirs:
+operator registers theirs (:func:`helpers.catalog.vended.register_store`):
 
 * **Azure** (``abfs://<container>@devstoreaccount1.dfs.core.windows.net/...``): an
   ``azure_storage_key`` credential for Azurite's well-known account, for which the server mints
@@ -13,15 +14,15 @@ operator registers theirs:
   ``olai-uc-server-s3-vending-only-through-aws-sts``); the workbook's patched build calls the STS
   named by :data:`~helpers.catalog.server.STS_ENDPOINT_VARIABLE`, here the emulator's.
 
-Delta Spark reaches the store with the workbook's own settings (:func:`helpers.catalog.tables.spark_session`
-with the stores ``azure`` and ``s3``), not with the vended credential: the coordinator Delta registers for the
-session catalog asks the catalog to ratify commits, and Unity Catalog's Spark connector, which
-would hand the vended credential to Hadoop, is not obtainable here.
+Each racing driver (:func:`helpers.catalog.vended.run_writer`, started by :func:`run_race`)
+starts without the workbook's keys and asks the catalog for the table's credential itself,
+through Unity Catalog's own Hadoop library, as its Spark connector does (:mod:`helpers.catalog.vended`
+says how, and what the server vends). The driver that creates the table is the caller's session
+(Spark's testing flag, the workbook's keys).
 
-:func:`race_on` is one store's whole run (server, registration, table, race, checks), as notebook
-15's appendix C and ``tests/test_catalog_object_storage.py`` run it. Command line:
-``<python> -m helpers.catalog.object_storage SPEC_JSON_FILE`` is one racing driver
-(:func:`run_writer`), started by :func:`run_race`.
+:func:`race_on` is one store's whole run (server, registration, table, race, checks, writes
+outside the table's folder with the vended credential), as notebook 15's appendix C and
+``tests/test_catalog_object_storage.py`` run it.
 """
 
 from __future__ import annotations
@@ -34,18 +35,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from helpers.catalog import server, tables
+from helpers.catalog import credential_reach, server, tables, vended
 from helpers.catalog.race import CatalogCheck, Race, check_table, run_drivers
-from helpers.catalog.rest import API, DELTA, CatalogError, StagedTable, UnityCatalog
+from helpers.catalog.rest import CatalogError, StagedTable, UnityCatalog
 from helpers.catalog.tables import COLUMNS
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
 from helpers.ground import config
-from helpers.writers.protocol import spec_process_main
 
 STORES = ("azure", "s3")
-CREDENTIAL = "workbook-store"
-ROLE_ARN = "arn:aws:iam::123456789012:role/workbook-catalog"
-"""The role the server assumes for S3: the emulator's STS grants any role of its fake account."""
 
 
 # -- where a table lives, and reading it -------------------------------------------------------------
@@ -180,71 +177,6 @@ def start_server(root: Path, store: str) -> tuple[server.UCServer, str]:
     return server.start(root, managed_storage_root=base, environment=environment), base
 
 
-def credential_body(store: str) -> dict:
-    """The storage credential an operator registers for ``store`` (the emulators' well-known keys)."""
-    if store == "azure":
-        return {
-            "name": CREDENTIAL,
-            "purpose": "STORAGE",
-            "azure_storage_key": {
-                "account_name": config.azure_account_name(),
-                "account_key": config.AZURITE_ACCOUNT_KEY,
-            },
-        }
-    return {
-        "name": CREDENTIAL,
-        "purpose": "STORAGE",
-        "aws_iam_role": {
-            "role_arn": ROLE_ARN,
-            "region": config.names().aws_region,
-            "access_key_id": config.EMULATOR_AWS_ACCESS_KEY_ID,
-            "secret_access_key": config.EMULATOR_AWS_SECRET_ACCESS_KEY,
-        },
-    }
-
-
-def register_store(catalog: UnityCatalog, store: str, base: str) -> None:
-    """The store's credential, and an external location at the managed root that it governs: what
-    the server mints each table's credential from."""
-    catalog.create_schema(tables.CATALOG, tables.SCHEMA)
-    catalog.call("POST", f"{API}/credentials", credential_body(store))
-    catalog.call(
-        "POST",
-        f"{API}/external-locations",
-        {"name": CREDENTIAL, "url": base, "credential_name": CREDENTIAL},
-    )
-
-
-def stage(catalog: UnityCatalog, name: str) -> tuple[StagedTable, list[dict]]:
-    """Step 1 of a table's creation, and the storage credentials the catalog vended with it (the
-    answer's ``storage-credentials``: prefix, operation, config, secrets included: show them with
-    :func:`masked`)."""
-    answer = catalog.call(
-        "POST",
-        f"{DELTA}/catalogs/{tables.CATALOG}/schemas/{tables.SCHEMA}/staging-tables",
-        {"name": name},
-    )
-    staged = StagedTable(
-        name, answer["table-id"], answer["location"], answer.get("required-properties") or {}
-    )
-    return staged, answer.get("storage-credentials") or []
-
-
-def masked(vended: list[dict]) -> list[dict]:
-    """Vended credentials as a page may show them: every value of their config masked but the
-    access key's first four letters (``ASIA`` marks a key STS minted)."""
-    return [
-        {
-            **credential,
-            "config": {
-                key: value[:4] + "..." if key == "s3.access-key-id" else config.MASKED
-                for key, value in (credential.get("config") or {}).items()
-            },
-        }
-        for credential in vended
-    ]
-
-
 def create(spark, catalog: UnityCatalog, staged: StagedTable, columns: str = COLUMNS) -> None:
     """Steps 2 and 3 of a table's creation on the store: Delta writes version 0 at the staged
     location, then the catalog registers it (:func:`helpers.catalog.tables.create` on local disk)."""
@@ -263,51 +195,7 @@ def create(spark, catalog: UnityCatalog, staged: StagedTable, columns: str = COL
     )
 
 
-PUBLISH_WAIT_S = tables.PUBLISH_WAIT_S
-
-
-def wait_published(catalog: UnityCatalog, name: str) -> int:
-    """:func:`helpers.catalog.tables.wait_published` on the store: wait until the latest version the
-    catalog ratified is published as ``_delta_log/<v>.json``, and return it."""
-    view = catalog.table(tables.CATALOG, tables.SCHEMA, name)
-    last = f"_delta_log/{view.latest_version:020d}.json"
-    deadline = time.monotonic() + PUBLISH_WAIT_S
-    while last not in list_keys(view.location):
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"version {view.latest_version} of {name} was ratified by the catalog but not "
-                f"published to {last} within {PUBLISH_WAIT_S:.0f} s"
-            )
-        time.sleep(0.2)
-    return view.latest_version
-
-
 # -- the race --------------------------------------------------------------------------------------
-
-
-def run_writer(spec: dict) -> dict:
-    """One racing driver on the store (:mod:`helpers.catalog.writer`'s, with the store's session)."""
-    from helpers.catalog.writer import append_batches, new_result
-    from helpers.writers.processes import run_at_barrier
-
-    result = new_result(spec)
-
-    def prepare():
-        spark = tables.spark_session(
-            spec["uri"],
-            spec["store"],
-            app_name=f"catalog-{spec['store']}-{spec['process']}",
-            extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
-        )
-        tables.open_table(spark, spec["table"], COLUMNS, spec["location"])
-        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(1).collect()
-        return spark
-
-    def work(spark) -> None:
-        append_batches(spark, spec, result)
-        wait_published(UnityCatalog(spec["uri"]), spec["table"])
-
-    return run_at_barrier(spec, result, prepare, work)
 
 
 def run_race(
@@ -320,13 +208,13 @@ def run_race(
     batches_per_writer: int,
     run_dir: Path,
 ) -> Race:
-    """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers (:func:`run_writer`)
-    released together at a barrier, each appending ``batches_per_writer`` batches; the checks read
-    from the store and the catalog (:func:`check`)."""
+    """:func:`helpers.catalog.race.run_race` on the store: ``writers`` drivers
+    (:func:`helpers.catalog.vended.run_writer`) released together at a barrier, each appending
+    ``batches_per_writer`` batches; the checks read from the store and the catalog (:func:`check`)."""
     batches = {f"w{n}": batches_of(n, batches_per_writer) for n in range(1, writers + 1)}
     specs = {
         writer: {
-            "module": "helpers.catalog.object_storage",
+            "module": "helpers.catalog.vended",
             "store": store,
             "table": name,
             "location": location,
@@ -353,9 +241,9 @@ def without_the_setting(root: Path) -> CatalogError:
     }
     with server.start(root, managed_storage_root=base, environment=environment) as uc:
         catalog = UnityCatalog(uc.uri)
-        register_store(catalog, "s3", base)
+        vended.register_store(catalog, "s3", base)
         try:
-            stage(catalog, "orders")
+            vended.stage(catalog, "orders")
         except CatalogError as refused:
             return refused
     raise AssertionError(
@@ -369,7 +257,7 @@ def without_the_setting(root: Path) -> CatalogError:
 @dataclass
 class StoreRun:
     """A catalog-managed table on one store, created through the catalog and raced: what the catalog
-    vended for it, what the store holds, and the race's checks."""
+    vended for it, what each driver held, what the store holds, and the race's checks."""
 
     store: str
     root: str
@@ -377,7 +265,7 @@ class StoreRun:
     location: str
     """Where the catalog put the table."""
     vended: list[dict]
-    """The credentials the catalog vended with the table, masked (:func:`masked`)."""
+    """The credentials the catalog vended with the table, masked (:func:`helpers.catalog.vended.masked`)."""
     sts_minted: bool
     """S3 only: the vended key is a session key from the store's STS (``ASIA...``), not the server's own."""
     race: Race
@@ -385,13 +273,41 @@ class StoreRun:
     """The table's objects on the store after the race, relative to its location."""
     on_local_disk: list[str]
     """Files the server's local folder holds for tables: none when the table lives on the store."""
+    outside: list[dict]
+    """Writes outside the table's folder with the credential the catalog vends for it
+    (:func:`helpers.catalog.credential_reach.outside_writes`)."""
+    lifetime_s: float
+    """From the staging call to the vended credential's expiry (:data:`helpers.catalog.vended.LIFETIME_S`)."""
+    staging_s: float
+    """How long the staging call took: the credential was minted within it."""
+
+    @property
+    def drivers(self) -> dict[str, dict]:
+        """Each racing driver's credential (masked), the places it held a workbook key (none), and
+        Spark's testing flag in it (None), as it recorded them."""
+        return {
+            writer: {k: result.get(k) for k in ("credential", "workbook_keys", "testing_flag")}
+            for writer, result in self.race.results.items()
+        }
 
     def row(self) -> dict:
         found = self.race.check
+        held = [d["credential"] or {} for d in self.drivers.values()]
         return {
             "store": self.store,
             "credential vended": ", ".join(sorted(k for c in self.vended for k in c["config"])),
             "for exactly the table": [c["prefix"] for c in self.vended] == [self.location],
+            "drivers' credential": sorted({vended.shown(c) for c in held}),
+            "workbook keys in drivers": sum(
+                len(d["workbook_keys"] or []) for d in self.drivers.values()
+            ),
+            "written outside the table": [
+                f"{a['where']}: refused, {a['status']} {a['error']}"
+                if a["refused"]
+                else f"{a['where']}: written"
+                for a in self.outside
+            ],
+            "lifetime (min)": round(self.lifetime_s / 60),
             "versions published": f"0..{max(found.published)}" if found.published else "none",
             "catalog's latest": found.catalog.latest_version,
             "staged commits": sum(k.startswith("_delta_log/_staged_commits/") for k in self.keys),
@@ -404,10 +320,10 @@ class StoreRun:
 @contextlib.contextmanager
 def store_server(store: str, root: Path):
     """A server whose managed storage is on ``store`` (:func:`start_server`), with the store
-    registered (:func:`register_store`); yields it and its managed storage root, then stops it."""
+    registered (:func:`helpers.catalog.vended.register_store`); yields it and its managed storage root, then stops it."""
     uc, base = start_server(root, store)
     try:
-        register_store(UnityCatalog(uc.uri), store, base)
+        vended.register_store(UnityCatalog(uc.uri), store, base)
         yield uc, base
     finally:
         uc.stop()
@@ -441,8 +357,10 @@ def race_on(
     catalog = UnityCatalog(uc.uri)
     name = f"orders_{store}"  # one session names both stores' tables in its session catalog
     tables.forget(spark, name)
-    staged, vended = stage(catalog, name)
-    key = next((c["config"].get("s3.access-key-id", "") for c in vended), "")
+    asked = time.time()
+    staged, credentials = vended.stage(catalog, name)
+    answered = time.time()
+    key = next((c["config"].get("s3.access-key-id", "") for c in credentials), "")
     previous = spark.conf.get(tables.URI_KEY, None)
     spark.conf.set(tables.URI_KEY, uc.uri)
     try:
@@ -463,15 +381,16 @@ def race_on(
         store,
         base,
         staged.location,
-        masked(vended),
+        vended.masked(credentials),
         key.startswith("ASIA") and key != config.EMULATOR_AWS_ACCESS_KEY_ID,
         race,
         list_keys(staged.location),
         sorted(str(p.relative_to(uc.tables)) for p in uc.tables.rglob("*") if p.is_file())
         if uc.tables.exists()
         else [],
+        credential_reach.outside_writes(
+            vended.table_credential(catalog, name), *split(staged.location)
+        ),
+        credential_reach.lifetime_s(credentials[0], asked),
+        answered - asked,
     )
-
-
-if __name__ == "__main__":
-    spec_process_main("helpers.catalog.object_storage", run_writer)

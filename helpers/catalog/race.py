@@ -15,8 +15,8 @@ record what Delta answers a writer that goes around the catalog; the checks woul
 
 Every driver here is started without Spark's testing flag (:func:`run_drivers`), as a team's job
 would be. :func:`run_flagless` starts one more, alone, for what must not be measured in the driver
-that creates tables: maintenance (:mod:`helpers.catalog.maintenance`) and the cost of a commit
-(:mod:`helpers.catalog.cost`).
+that creates tables: maintenance (:mod:`helpers.catalog.maintenance`). What a commit costs is
+measured by a job of its own (:mod:`helpers.catalog.cost`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from helpers.catalog.cost import CommitCost
 from helpers.catalog.rest import CatalogView, UnityCatalog
 from helpers.catalog.tables import CATALOG, SCHEMA, local_path
 from helpers.catalog.writer import ROWS_PER_BATCH, batches_of
@@ -306,7 +305,6 @@ class Flagless:
     """Its result as it recorded it (``error`` None when it finished)."""
     maintenance: list[dict]
     """Each operation's outcome (:func:`helpers.catalog.maintenance.attempt`)."""
-    cost: CommitCost | None
     seconds: float
 
     @property
@@ -319,41 +317,16 @@ def run_flagless(
     run_dir: Path,
     *,
     maintain: dict | None = None,
-    timed: dict[str, dict] | None = None,
-    rounds: int = 3,
-    commits: int = 3,
 ) -> Flagless:
     """One driver without Spark's testing flag: maintenance on ``maintain`` (``{"name",
-    "location"}``, a catalog-managed table), then ``rounds`` x ``commits`` timed commits on each
-    table of ``timed`` (:func:`helpers.catalog.cost.create_tables`'s answer)."""
-    from helpers.bench.run import machine
-    from helpers.catalog.cost import CATALOG_MANAGED
-
+    "location"}``, a catalog-managed table)."""
     spec: dict = {"job": "flagless"}
     if maintain:
-        spec["maintain"] = {**maintain, "catalog": True}
-    if timed:
-        spec["time"] = {
-            "tables": {
-                kind: {
-                    "name": t["name"],
-                    "location": t["location"],
-                    "catalog": kind == CATALOG_MANAGED,
-                }
-                for kind, t in timed.items()
-            },
-            "rounds": rounds,
-            "commits": commits,
-        }
+        spec["maintain"] = maintain
     results, seconds = run_drivers(catalog, {"flagless": spec}, run_dir, "1 driver")
     result = results["flagless"]
     if not result or result.get("error"):
         raise RaceError(
             f"the driver without the testing flag failed: {result.get('error') or 'no result'}"
         )
-    cost = (
-        CommitCost(result["seconds"], machine(), result.get("testing_flag"))
-        if "seconds" in result
-        else None
-    )
-    return Flagless(result, result.get("maintenance", []), cost, seconds)
+    return Flagless(result, result.get("maintenance", []), seconds)

@@ -1,6 +1,6 @@
 """Catalog-managed Delta tables with Delta Spark 4.4, committed through a Unity Catalog server.
 
-A catalog-managed table (Delta 4.0.1+, table feature ``catalogManaged``) lets the catalog decide
+A catalog-managed table (Delta 4.1.0+, table feature ``catalogManaged``) lets the catalog decide
 each commit: a writer stages its commit as ``_delta_log/_staged_commits/<v>.<uuid>.json``, asks
 the catalog to ratify it as version ``v``, and only then publishes it as ``_delta_log/<v>.json``.
 Two writers that stage the same version are told by the catalog which one won; the other checks
@@ -36,6 +36,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from helpers.catalog.rest import StagedTable, UnityCatalog
+from helpers.ground import config
 from helpers.spark import sessions
 
 CATALOG = "spark_catalog"
@@ -80,16 +81,27 @@ def spark_session(
     creates_tables: bool = False,
     app_name: str = "catalog-managed",
     extra_conf: dict[str, str] | None = None,
+    store_keys: bool = True,
 ):
     """A Delta Spark session whose catalog-managed tables commit through the server at ``uri``, with
     the settings and jars of ``stores`` (default: local disk only; ``"azure"``, ``"s3"`` for tables
-    on object storage, :mod:`helpers.catalog.object_storage`)."""
+    on object storage, :mod:`helpers.catalog.object_storage`); ``store_keys=False``: without the
+    workbook's own keys (:func:`workbook_keys`)."""
     conf = {**session_conf(uri, creates_tables=creates_tables), **(extra_conf or {})}
+    if not store_keys:
+        conf.update(dict.fromkeys(workbook_keys(*stores)))
     spark = sessions.spark_session(*(stores or ("local",)), app_name=app_name, extra_conf=conf)
     spark.conf.set(
         URI_KEY, uri
     )  # a session already running (a notebook run again) takes the new server
     return spark
+
+
+def workbook_keys(*stores: str) -> list[str]:
+    """The settings by which a session for ``stores`` gets the workbook's own store keys
+    (:func:`helpers.spark.sessions.spark_conf`'s secrets, :func:`helpers.ground.config.is_secret`):
+    what a driver leaves out when its access comes from the credential the catalog vends."""
+    return [key for key in sessions.spark_conf(*stores) if config.is_secret(key)]
 
 
 def local_path(location: str) -> Path:

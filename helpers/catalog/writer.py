@@ -10,8 +10,9 @@ the catalog's tables in its own session catalog. After it, by the spec's ``job``
   default.<table>`` of rows ``(id, writer, batch)``, and records what Delta reported for each;
   the race's checks (:mod:`helpers.catalog.race`) read storage and the catalog instead;
 * ``flagless``: it tries each maintenance operation on one table
-  (:func:`helpers.catalog.maintenance.attempt_all`), then times single-row commits on the cost
-  tables (:func:`helpers.catalog.cost.time_commits`).
+  (:func:`helpers.catalog.maintenance.attempt_all`); with ``upkeep`` in its spec, it measures what
+  4.4.0 does not refuse on such tables first (:func:`helpers.catalog.maintenance.upkeep`). What a
+  commit costs is measured by a job of its own (:mod:`helpers.catalog.cost`).
 
 Each records its JVM's ``spark.testing`` property (``testing_flag``, None when unset), so a check
 can show the driver ran as a user's would.
@@ -94,14 +95,31 @@ def path_write(spark, spec: dict) -> str:
 
 
 def testing_flag(spark) -> str | None:
-    """The JVM's ``spark.testing`` system property (what ``-Dspark.testing=true`` sets), or None."""
-    return spark._jvm.java.lang.System.getProperty("spark.testing")
+    """What makes Spark run as a test, as its ``Utils.isTesting`` reads it in the JVM: the system
+    property ``spark.testing`` (what ``-Dspark.testing=true`` sets) and the environment variable
+    ``SPARK_TESTING``; e.g. ``spark.testing=true``, both joined by a comma, or None when neither
+    is set."""
+    system = spark._jvm.java.lang.System
+    found = {
+        "spark.testing": system.getProperty("spark.testing"),
+        "SPARK_TESTING": system.getenv("SPARK_TESTING"),
+    }
+    return ", ".join(f"{key}={value}" for key, value in found.items() if value is not None) or None
+
+
+def refuse_testing(spark) -> None:
+    """Raise if this driver would run with Spark's testing flag (:func:`testing_flag`): a driver
+    that measures what a team meets must not, since the flag changes what Delta does."""
+    flag = testing_flag(spark)
+    if flag:
+        raise RuntimeError(
+            f"this driver would run with Spark's testing flag ({flag}), which a team's job never "
+            "has and which changes what Delta does: unset it and run again"
+        )
 
 
 def flagless(spec: dict, result: dict) -> dict:
-    """The ``flagless`` job: maintenance on ``spec["maintain"]`` (``{"name", "location"}``), then
-    the cost tables of ``spec["time"]`` (``{"tables": {kind: {"name", "location", "catalog"}},
-    "rounds", "commits"}``) timed."""
+    """The ``flagless`` job: maintenance on ``spec["maintain"]`` (``{"name", "location"}``)."""
 
     def prepare():
         from helpers.catalog import tables
@@ -112,23 +130,19 @@ def flagless(spec: dict, result: dict) -> dict:
             extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
         )
         result["testing_flag"] = testing_flag(spark)
-        named = [spec["maintain"]] if spec.get("maintain") else []
-        named += list(spec.get("time", {}).get("tables", {}).values())
-        for table in named:
-            if table.get("catalog", True):
-                tables.open_table(spark, table["name"], tables.COLUMNS, table["location"])
-            else:
-                spark.sql(
-                    f"CREATE TABLE IF NOT EXISTS {tables.SCHEMA}.{table['name']} USING delta "
-                    f"LOCATION '{table['location']}'"
-                )
+        refuse_testing(spark)
+        if spec.get("maintain"):
+            table = spec["maintain"]
+            tables.open_table(spark, table["name"], tables.COLUMNS, table["location"])
         return spark
 
     def work(spark) -> None:
-        from helpers.catalog import cost, maintenance, tables
+        from helpers.catalog import maintenance, tables
         from helpers.catalog.rest import UnityCatalog
 
         catalog = UnityCatalog(spec["uri"])
+        if spec.get("upkeep"):
+            result["upkeep"] = maintenance.upkeep(spark, catalog, spec["upkeep"])
         if spec.get("maintain"):
             table = spec["maintain"]
             result["maintenance"] = maintenance.attempt_all(
@@ -137,15 +151,25 @@ def flagless(spec: dict, result: dict) -> dict:
                 table["location"],
                 wait=lambda: tables.wait_published(catalog, table["name"]),
             )
-        timed = spec.get("time")
-        if timed:
-            names = {k: f"{tables.SCHEMA}.{t['name']}" for k, t in timed["tables"].items()}
-            result["seconds"] = cost.time_commits(spark, names, timed["rounds"], timed["commits"])
-            for table in timed["tables"].values():
-                if table.get("catalog", True):
-                    tables.wait_published(catalog, table["name"])
 
     return run_at_barrier(spec, result, prepare, work)
+
+
+def table_session(spec: dict, result: dict, app_name: str):
+    """A racing driver's session (refused with Spark's testing flag, :func:`refuse_testing`), the
+    spec's ``table`` named in it and its snapshot read, before the barrier."""
+    from helpers.catalog import tables
+
+    spark = tables.spark_session(
+        spec["uri"],
+        app_name=f"{app_name}-{spec['process']}",
+        extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
+    )
+    result["testing_flag"] = testing_flag(spark)
+    refuse_testing(spark)
+    tables.open_table(spark, spec["table"], tables.COLUMNS, spec["location"])
+    spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(1).collect()
+    return spark
 
 
 def run(spec: dict) -> dict:
@@ -154,18 +178,7 @@ def run(spec: dict) -> dict:
         return flagless(spec, result)
 
     def prepare():
-        from helpers.catalog import tables
-
-        spark = tables.spark_session(
-            spec["uri"],
-            app_name=f"catalog-writer-{spec['process']}",
-            extra_conf={"spark.master": "local[1]", "spark.driver.memory": "1g"},
-        )
-        result["testing_flag"] = testing_flag(spark)
-        tables.open_table(spark, spec["table"], tables.COLUMNS, spec["location"])
-        spark.table(f"{tables.SCHEMA}.{spec['table']}").limit(
-            1
-        ).collect()  # the snapshot, read before the race
+        spark = table_session(spec, result, "catalog-writer")
         if spec.get("try_path_write"):
             result["path_write"] = path_write(spark, spec)
         return spark

@@ -97,3 +97,23 @@ def say(markdown: str) -> None:
         print(markdown)
     else:
         display(Markdown(markdown))
+
+
+def chosen_parts(parser, text: str, choices) -> list[str]:
+    """The comma-separated parts named in ``text``, each one of ``choices``; else ``parser``'s
+    error (an argparse parser: exit 2) naming the unknown ones and the choices."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in choices]
+    if unknown or not parts:
+        parser.error(
+            f"unknown part(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(choices)}"
+        )
+    return parts
+
+
+def reported(done: str, problems: list[str]) -> int:
+    """Print what a long run did, then each of its problems; its exit status (1 with problems)."""
+    print(done)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    return 1 if problems else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from helpers.ground import config
+from helpers.ground import checks, config
 from helpers.lost_answer import run, trials
 
 
@@ -33,12 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"trials per path, release and remedy (default {trials.TRIALS})",
     )
     args = parser.parse_args(argv)
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = [p for p in parts if p not in run.PARTS]
-    if unknown or not parts:
-        parser.error(
-            f"unknown part(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(run.PARTS)}"
-        )
+    parts = checks.chosen_parts(parser, args.parts, run.PARTS)
     if args.trials < 1:
         parser.error(f"--trials must be 1 or more, not {args.trials}")
     folder = run.run(args.name, parts, args.trials, progress=lambda line: print(line, flush=True))
@@ -46,10 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 
     meta = json.loads((folder / "meta.json").read_text())
     print((folder / "summary.txt").read_text(), end="")
-    print(f"{meta['trials']} trials in {meta['seconds']} s; results in {config.shown(folder)}")
-    for problem in meta["problems"]:
-        print(f"PROBLEM: {problem}")
-    return 1 if meta["problems"] else 0
+    done = f"{meta['trials']} trials in {meta['seconds']} s; results in {config.shown(folder)}"
+    return checks.reported(done, meta["problems"])
 
 
 if __name__ == "__main__":

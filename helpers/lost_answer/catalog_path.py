@@ -1,6 +1,7 @@
 """Delta Spark 4.4.0 through a Unity Catalog server when the catalog's answer to ``add-commit`` is
 lost: path ``spark-catalog``, fault ``add-commit``, each trial a fresh catalog-managed table
-(:func:`run`), every trial in one Spark session.
+(:func:`run`), every append made by one driver without Spark's testing flag
+(:class:`helpers.catalog.driver.Job`; a driver with it creates the tables).
 
 **The fault.** Delta asks the catalog to ratify a staged commit with a POST whose updates hold
 ``add-commit``. The gate in front of the server (:class:`helpers.catalog.failures.CatalogGate`)
@@ -14,15 +15,18 @@ dropped connection Delta's coordinator client does (its transient-error retry, "
 the 502 Unity Catalog's Java client does (unitycatalog-client 0.6.0 retries any 5xx,
 ``HttpRetryHandler``), so Delta meets the 409 on its first attempt.
 
-**What each remedy does, as measured** (20 trials each, every answer dropped, 2026-12-07 on a
-2-core machine shared with other work: 175 s for the 60 trials with the driver's start). After
+**What each remedy does, as measured** (20 trials each, every answer dropped, every append made by
+a driver without Spark's testing flag; 2026-12-07 on a 2-core machine shared with other work: 365.5
+s for the 60 trials, the drivers' starts included; the same outcomes as an earlier run whose
+appends had the flag). After
 the job's procedure each trial appends once more, plainly
 (:data:`~helpers.lost_answer.trials.LATER_ROWS` rows): it committed in every trial.
 
 * ``none``: Delta resends the same add-commit, the server answers 409 (version 1 is taken), and
   Delta commits the append again as version 2: *committed twice*, the job told success. Both
-  versions add the same data files with the same ``txnId``; a snapshot holds them once, a reader of
-  each version's changes (change data feed, a stream, the history) twice.
+  versions add the same data files with the same ``txnId``; a snapshot holds them once, the
+  table's history twice (a change data feed or a stream reading each version would meet them
+  twice by the log: not run, the feed is off on these tables).
 * ``idempotency-check`` (:data:`~helpers.catalog.failures.IDEMPOTENCY_CHECK` ``=true``): the
   same resend and 409, then Delta finds its own ``txnId`` in the catalog's version 1 and reports
   success without a second add-commit: *committed once*, told success. It does stop the double
@@ -74,10 +78,11 @@ says a server does.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
-from helpers.catalog import failures, race, rest, tables
+from helpers.catalog import driver, failures, race, rest, tables
 from helpers.delta import delta_log
 from helpers.ground import config
 from helpers.lost_answer import trials
@@ -97,34 +102,41 @@ def run(
     *,
     drop: bool = True,
     spark=None,
+    job: driver.Job | None = None,
     remedies: tuple[str, ...] = REMEDIES,
 ) -> list[trials.Trial]:
     """``count`` trials of each of ``remedies`` (all of :data:`REMEDIES` by default), each a fresh
-    table behind a server and gate of its own under ``folder``, all in one Spark session
-    (``spark``, or the one this process runs, or one made here). ``drop=False``: the gate answers
-    502 instead of closing the connection."""
+    table behind a server and gate of its own under ``folder``. ``spark`` creates the tables (the
+    one step that needs Spark's testing flag: the one this process runs, or one made here); ``job``
+    makes every append, a driver without the flag (:class:`helpers.catalog.driver.Job`, started
+    here if not given). ``drop=False``: the gate answers 502 instead of closing the connection."""
     if spark is None:
         spark = tables.spark_session(
             "http://127.0.0.1:1/", creates_tables=True, app_name="lost-answer-catalog"
         )
-    records = []
-    for remedy in remedies:
-        for number in range(1, count + 1):
-            root = folder / remedy / f"t{number:02d}"
-            records.append(trial(spark, root, remedy, number, drop=drop))
-            progress(f"{PATH} {remedy} {number}/{count}: {records[-1].outcome}")
+    with contextlib.ExitStack() as stack:
+        if job is None:
+            job = stack.enter_context(driver.Job(folder / "job"))
+        records = []
+        for remedy in remedies:
+            for number in range(1, count + 1):
+                root = folder / remedy / f"t{number:02d}"
+                records.append(trial(spark, job, root, remedy, number, drop=drop))
+                progress(f"{PATH} {remedy} {number}/{count}: {records[-1].outcome}")
     return records
 
 
-def trial(spark, root: Path, remedy: str, number: int, *, drop: bool = True) -> trials.Trial:
+def trial(
+    spark, job: driver.Job, root: Path, remedy: str, number: int, *, drop: bool = True
+) -> trials.Trial:
     """One trial: a fresh table, the append done the remedy's way with its first add-commit's
     answer lost, then a plain append, and the table judged from the catalog and storage
     (:func:`catalog_commits`)."""
-    with failures.through_gate(spark, root) as gate:
+    with failures.through_gate(spark, job, root) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
-        failures.fresh_table(spark, catalog, TABLE)
+        failures.fresh_table(spark, job, catalog, TABLE)
         gate.lose_answer(1, drop=drop)
-        told, steps = _procedure(spark, remedy, number)
+        told, steps = _procedure(job, remedy, number)
         _wait_for_publication(gate, catalog)
         before = race.check_table(catalog, TABLE)
         steps += [
@@ -134,7 +146,7 @@ def trial(spark, root: Path, remedy: str, number: int, *, drop: bool = True) -> 
             ),
             f"published {before.published}, ratified not published {before.unpublished}",
         ]
-        later = failures.append(spark, TABLE, "later", 2, rows=trials.LATER_ROWS)
+        later = job.append(TABLE, "later", 2, rows=trials.LATER_ROWS)
         steps.append(f"later append: {_short(later)}")
         _wait_for_publication(gate, catalog)
         check = race.check_table(catalog, TABLE)
@@ -168,16 +180,19 @@ def _wait_for_publication(gate: failures.CatalogGate, catalog: rest.UnityCatalog
         tables.wait_published(catalog, TABLE)
 
 
-def _procedure(spark, remedy: str, number: int) -> tuple[str, list[str]]:
+def _procedure(job: driver.Job, remedy: str, number: int) -> tuple[str, list[str]]:
     """The job's append done the remedy's way: what it concluded, and each call with its answer."""
     options = {"txnAppId": f"job-{number}", "txnVersion": "1"} if remedy == "txn-app-id" else None
-    conf = {failures.IDEMPOTENCY_CHECK: "true"} if remedy == "idempotency-check" else {}
-    with failures.settings(spark, conf):
-        told = failures.append(spark, TABLE, "a", 1, options, rows=trials.APPENDED_ROWS)
+    checked = remedy == "idempotency-check"
+    job.configure(failures.IDEMPOTENCY_CHECK, "true" if checked else None)
+    try:
+        told = job.append(TABLE, "a", 1, options, rows=trials.APPENDED_ROWS)
         steps = [f"append: {_short(told)}"]
         if remedy == "txn-app-id" and told != "success":
-            told = failures.append(spark, TABLE, "a", 1, options, rows=trials.APPENDED_ROWS)
+            told = job.append(TABLE, "a", 1, options, rows=trials.APPENDED_ROWS)
             steps.append(f"rerun: {_short(told)}")
+    finally:
+        job.configure(failures.IDEMPOTENCY_CHECK, None)
     return told, steps
 
 

@@ -176,12 +176,14 @@ DAFT_TODAY = Boundary(
 )
 CATALOG_MANAGED = Boundary(
     "Delta Spark",
+    "4.1.0",
     "4.0.1",
-    "4.0.0",
-    "catalog-managed tables: the table feature `catalogManaged` (4.0.0's preview was `catalogOwned-preview`) lets a "
-    "catalog such as Unity Catalog ratify each commit, so writers need neither put-if-absent nor a lock table",
+    "catalog-managed tables: Delta's 4.1.0 release notes introduce creating, reading and writing tables whose "
+    "commits a catalog such as Unity Catalog ratifies (table feature `catalogManaged`), so writers need neither "
+    "put-if-absent nor a lock table; 4.0.x carried the feature as a preview (`catalogOwned-preview` in 4.0.0)",
     "measured: notebook 15 (Delta Spark 4.4.0 through a Unity Catalog server: several drivers, nothing lost); traced: "
-    "Delta's 4.0.1 release notes (the feature's rename from `catalogOwned-preview`)",
+    "Delta's 4.1.0 release notes and its post on catalog-managed tables (delta.io, 2026-02-02: \"With Delta Lake "
+    '4.1.0, Delta introduces catalog-managed tables")',
 )
 DELTA_SPARK = Boundary(
     "Delta Spark",

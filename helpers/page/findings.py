@@ -134,7 +134,9 @@ CATALOG_COMMIT_LIMIT = (
 KERNEL_REBASE = (
     f"[Kernel's second rebase]({FINDINGS}/delta-kernel-uc-rebase-behind-an-unpublished-commit/REPORT.md) "
     f"(Java Delta Kernel {b.DELTA_SPARK.version}): behind one published and one unpublished commit of another "
-    "writer, Kernel's commit stops on its own check; read the table again and retry (delta-io/delta#5018)"
+    "writer, Kernel's commit stops on its own check (an error that names no conflict); read the table "
+    "again and retry. The cause is the one delta-io/delta#5018 names (Kernel lists the winning commits from the "
+    "version it read, not from its last attempt); its fix, delta-io/delta#7317, is open"
 )
 WRITE_TRANSACTION = (
     "[`create_write_transaction` leaves the table behind]"

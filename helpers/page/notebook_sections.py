@@ -91,7 +91,7 @@ S12_C = Section(
     "12_torture.ipynb", "appendix C", "A reader's repair fails a live commit: a finding"
 )
 S15_5 = Section("15_catalog_managed_tables.ipynb", "5", "Several drivers at once")
-S15_8 = Section("15_catalog_managed_tables.ipynb", "8", "Maintenance: the catalog's job")
+S15_8 = Section("15_catalog_managed_tables.ipynb", "8", "Maintenance, as Delta 4.4.0 does it")
 S15_9 = Section("15_catalog_managed_tables.ipynb", "9", "A second engine through the same catalog")
 N13 = "13_conflict_matrix.ipynb"
 S13_4 = Section(N13, "4", "The retried append")

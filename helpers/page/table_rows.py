@@ -7,6 +7,7 @@ cell's evidence given or left to the conflict matrix's engines: deltalake's
 from __future__ import annotations
 
 from helpers.page import boundaries as b
+from helpers.page import catalog_notes
 from helpers.page.columns import COLUMNS
 from helpers.page.deltalake_rows import (
     DELTALAKE_ROWS,
@@ -133,7 +134,12 @@ ROWS = (
                 note="one race per run of notebook 15 (3 drivers, 2 appends each: 6 commits through "
                 "the catalog, drivers without Spark's testing flag); the verdict rests on that run. "
                 "The same race on Azurite and on S3 (2 drivers each, 15 appendix C; S3 through the "
-                "workbook's patched build of the server) lost nothing either",
+                "workbook's patched build of the server), each driver with only the credential the "
+                "catalog vends, lost nothing either; on both emulators that credential also wrote "
+                "outside the table's folder, which a real account refuses. With "
+                + catalog_notes.outage()
+                + ". Cost: "
+                + catalog_notes.cost(),
             ),
             **{
                 key: Check(
@@ -146,11 +152,11 @@ ROWS = (
                     refuses=("OPTIMIZE", "Z-order", "REORG"),
                     note=f"whatever runs beside them, Delta Spark {SPARK} refuses OPTIMIZE, Z-order "
                     "and REORG on a catalog-managed table with DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION before "
-                    "writing anything, and a rerun is refused again: the catalog compacts the table. "
-                    f"{SPARK} still commits a rewrite marked dataChange=false, which Delta "
-                    f"{b.CATALOG_MANAGED_MAINTENANCE.version} refuses (15 §8; "
+                    "writing anything, and a rerun is refused again. "
+                    f"{SPARK} still commits a rewrite marked dataChange=false and runs auto compaction, "
+                    f"which Delta {b.CATALOG_MANAGED_MAINTENANCE.version} refuses and skips (15 §8; "
                     f"{b.CATALOG_MANAGED_MAINTENANCE.version} is not obtainable here): write fewer, "
-                    "larger files instead",
+                    "larger files instead. " + catalog_notes.upkeep(),
                 )
                 for key in ("optimize", "optimize_append", "optimize_delete", "optimize_rewrite")
             },
@@ -164,10 +170,10 @@ ROWS = (
                     refuses=("VACUUM",),
                     note=f"whatever runs beside it, Delta Spark {SPARK} refuses VACUUM on a "
                     "catalog-managed table before deleting or writing anything, and a rerun is refused "
-                    "again: the catalog cleans the table. Here its error is an assertion that the "
-                    "table is MANAGED in Spark's catalog (the workbook names it as external); with "
-                    "Unity Catalog's connector it is DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION "
-                    "(read in Delta's code)",
+                    "again: DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION on a table named MANAGED in "
+                    "Spark's catalog, as Unity Catalog's connector names it (15 §8, the committed run); "
+                    "named external, as §8's own probe names it, its error is an assertion. "
+                    + catalog_notes.upkeep(),
                 )
                 for key in ("vacuum", "vacuum_rewrite", "vacuum_retained")
             },
@@ -181,7 +187,9 @@ ROWS = (
                 f"(`io.delta:delta-kernel-unitycatalog:{SPARK}`) beside Delta Spark {SPARK} drivers, "
                 "all at one barrier as in 15 §5, checked the same way from storage and the catalog; "
                 "one race per run of notebook 15 (1 Kernel writer and 2 Delta Spark drivers, 2 "
-                "appends each: 6 commits through the catalog), and the verdict rests on that run. "
+                "appends each: 6 commits through the catalog), and "
+                + catalog_notes.kernel()
+                + "; the verdict rests on all of them. "
                 f"deltalake {CURRENT} neither reads nor writes a catalog-managed table (15 §6)",
             ),
         },

@@ -9,6 +9,7 @@ its own command makes), where it goes in ``data/``, and what else shows it.
 | ``matrix`` | ``make matrix`` | ``data/conflict_matrix.csv``, ``data/conflict_matrix_meta.json`` |
 | ``matrix-mixed`` | ``make matrix-mixed`` | ``data/conflict_matrix_mixed_dynamodb.csv`` and its meta |
 | ``lost_answer`` | ``make lost-answer`` | ``data/lost_answer.csv``, ``data/lost_answer_meta.json`` |
+| ``catalog`` | ``make catalog-run`` | ``data/catalog_run.json`` |
 
 A run's kind is the folder its command writes it under, ``build/<kind>/<name>/``
 (:func:`kind_of`); a run of the mixed matrix, under ``build/matrix/`` too, by its columns.
@@ -24,6 +25,7 @@ from helpers.bench import run as bench_run
 from helpers.bench import stats
 from helpers.ground import config
 from helpers.ground.checks import Checklist
+from helpers.catalog import long_run as catalog_run
 from helpers.lost_answer import run as lost_answer
 from helpers.matrix import mixed, outputs
 from helpers.producers import results as producers
@@ -139,6 +141,13 @@ KINDS = {
             _when_finished(lost_answer.folder_problems),
             lost_answer.publish,
             "notebook 15 and the findings quote it; the answer pages show it",
+        ),
+        Kind(
+            "catalog",
+            "make catalog-run",
+            _when_finished(catalog_run.folder_problems),
+            catalog_run.publish,
+            "notebook 15 shows the run: " + AFTER.format(nb="15") + "; the answer pages quote it",
         ),
     )
 }

@@ -397,15 +397,16 @@ def spark_session(
 ):
     """A SparkSession with Delta Lake for the given stores (``local``, ``s3``, ``azure``; default ``local``).
 
-    Returns the running session if one with the same jars exists in this process. Raises
-    SessionError if Java is missing, or if a session with other jars is already running (jars are
-    fixed when the JVM starts: restart the kernel).
+    A setting that ``extra_conf`` gives as None is left out. Returns the running session if one
+    with the same jars exists in this process. Raises SessionError if Java is missing, or if a
+    session with other jars is already running (jars are fixed when the JVM starts: restart the
+    kernel).
     """
     from pyspark.sql import SparkSession
 
     stores = stores or ("local",)
     conf = spark_conf(*stores, app_name=app_name)
-    conf.update(extra_conf or {})
+    conf = {k: v for k, v in {**conf, **(extra_conf or {})}.items() if v is not None}
     active = SparkSession.getActiveSession()
     if active is not None:
         running = active.sparkContext.getConf()

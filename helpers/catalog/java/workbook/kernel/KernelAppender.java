@@ -9,15 +9,19 @@ import io.delta.kernel.data.ColumnVector;
 import io.delta.kernel.data.FilteredColumnarBatch;
 import io.delta.kernel.data.Row;
 import io.delta.kernel.defaults.engine.DefaultEngine;
+import io.delta.kernel.defaults.engine.hadoopio.HadoopFileIO;
 import io.delta.kernel.defaults.internal.data.DefaultColumnarBatch;
 import io.delta.kernel.engine.Engine;
+import io.delta.kernel.engine.MetricsReporter;
 import io.delta.kernel.exceptions.ConcurrentWriteException;
 import io.delta.kernel.expressions.Literal;
+import io.delta.kernel.metrics.MetricsReport;
 import io.delta.kernel.types.DataType;
 import io.delta.kernel.types.StructField;
 import io.delta.kernel.types.StructType;
 import io.delta.kernel.unitycatalog.UCCatalogManagedClient;
 import io.delta.kernel.unitycatalog.UCTableIdentifier;
+import io.delta.kernel.unitycatalog.metrics.UcCommitTelemetry;
 import io.delta.kernel.utils.CloseableIterable;
 import io.delta.kernel.utils.CloseableIterator;
 import io.delta.kernel.utils.DataFileStatus;
@@ -57,9 +61,23 @@ import org.apache.hadoop.conf.Configuration;
  * the catalog gave the version to another writer whose commit is not yet published, Kernel's
  * conflict check cannot read it and throws {@code ConcurrentWriteException}; the caller loads the
  * snapshot from the catalog again and commits again (the Parquet file is written once). It does
- * the same, and records Kernel's error, when Kernel 4.4.0 stops with {@code IllegalArgumentException:
- * New commit version N should be greater than the previous commit attempt version N} (refused twice,
- * the second winner not yet published: see the catch below).
+ * the same when Kernel 4.4.0 stops with {@code IllegalArgumentException: New commit version N should
+ * be greater than the previous commit attempt version N} (refused twice, the second winner not yet
+ * published: see the catch below).
+ *
+ * <p>Every retry is counted and reported, with who made it. Kernel 4.4.0 retries by itself inside
+ * {@code Transaction.commit} ({@code TransactionImpl.commitWithRetry}, up to 200 retries): when the
+ * committer's {@code CommitFailedException} is retryable and a conflict (the catalog's 409), it runs
+ * its conflict check against the published winners and asks for the version after the last one
+ * (case 5 of its loop); when the check finds no published winner it throws
+ * {@code ConcurrentWriteException} instead ({@code ConflictChecker.resolveConflicts}, delta#7402),
+ * and the retry is this appender's. Kernel's Unity Catalog committer reports each attempt to the
+ * engine's metrics reporters ({@code UcCommitTelemetry.Report}: the version asked for, and the
+ * exception when it failed); {@link Attempts} collects them. A failed attempt followed by another in
+ * the same transaction is Kernel's retry; one after which the transaction threw is the appender's.
+ * Each append's line lists its retries: {@code by} ({@code kernel} or {@code appender}), the version
+ * {@code tried}, the committer's {@code refusal}, what the transaction {@code raised} to the
+ * appender (null for Kernel's own), and the version the next attempt asked for ({@code next}).
  *
  * <p>With {@code wait-for-a-rival}, the first commit waits, with its snapshot read before the
  * barrier and its Parquet file written, until the catalog has ratified another writer's commit:
@@ -109,9 +127,80 @@ public final class KernelAppender {
         System.exit(0);
     }
 
+    /**
+     * The engine's metrics reporter that keeps Kernel's report of each commit attempt: its Unity
+     * Catalog committer reports one {@code UcCommitTelemetry.Report} per {@code commit} call, the
+     * version it asked for and the exception when the attempt failed.
+     */
+    static final class Attempts implements MetricsReporter {
+        private final List<UcCommitTelemetry.Report> reports = new ArrayList<>();
+
+        @Override
+        public synchronized void report(MetricsReport report) {
+            if (report instanceof UcCommitTelemetry.Report) {
+                reports.add((UcCommitTelemetry.Report) report);
+            }
+        }
+
+        /** The attempts reported since the last call, in order. */
+        synchronized List<UcCommitTelemetry.Report> drain() {
+            List<UcCommitTelemetry.Report> drained = new ArrayList<>(reports);
+            reports.clear();
+            return drained;
+        }
+    }
+
+    /** Kernel's default engine, with {@code attempts} among its metrics reporters. */
+    static Engine engine(Attempts attempts) {
+        return new DefaultEngine(new HadoopFileIO(new Configuration())) {
+            @Override
+            public List<MetricsReporter> getMetricsReporters() {
+                List<MetricsReporter> reporters = new ArrayList<>(super.getMetricsReporters());
+                reporters.add(attempts);
+                return reporters;
+            }
+        };
+    }
+
+    /** An exception as one line: its class and message. */
+    static String named(Throwable error) {
+        return error.getClass().getName() + ": " + error.getMessage();
+    }
+
+    /**
+     * The retries of one batch, from its transactions' attempts in order (each transaction's list
+     * of reports, and what it raised to the appender: null for the one that committed).
+     */
+    static List<Map<String, Object>> retries(List<List<UcCommitTelemetry.Report>> transactions,
+            List<Throwable> raised) {
+        List<Map<String, Object>> found = new ArrayList<>();
+        for (int t = 0; t < transactions.size(); t++) {
+            List<UcCommitTelemetry.Report> attempts = transactions.get(t);
+            for (int a = 0; a < attempts.size(); a++) {
+                UcCommitTelemetry.Report attempt = attempts.get(a);
+                if (!attempt.exception.isPresent()) {
+                    continue;
+                }
+                boolean kernels = a + 1 < attempts.size();
+                UcCommitTelemetry.Report next = kernels ? attempts.get(a + 1)
+                        : t + 1 < transactions.size() && !transactions.get(t + 1).isEmpty()
+                                ? transactions.get(t + 1).get(0) : null;
+                Map<String, Object> retry = new LinkedHashMap<>();
+                retry.put("by", kernels ? "kernel" : "appender");
+                retry.put("tried", attempt.commitVersion);
+                retry.put("refusal", named(attempt.exception.get()));
+                retry.put("raised", kernels || raised.get(t) == null ? null : named(raised.get(t)));
+                retry.put("next", next == null ? null : next.commitVersion);
+                found.add(retry);
+            }
+        }
+        return found;
+    }
+
     static void run(String uri, String tableId, UCTableIdentifier name, String location, String writer,
             List<Integer> batches, boolean waitForRival) throws Exception {
-        Engine engine = DefaultEngine.create(new Configuration());
+        Attempts attempts = new Attempts();
+        Engine engine = engine(attempts);
         Map<String, String> settings = new HashMap<>();
         settings.put("uri", uri);
         settings.put("token", "anonymous");  // a server in anonymous mode ignores it; the client requires one
@@ -133,7 +222,8 @@ public final class KernelAppender {
             List<DataFileStatus> files = null;
             int rebuilds = 0;
             Long waitedForRival = null;
-            List<String> kernelErrors = new ArrayList<>();
+            List<List<UcCommitTelemetry.Report>> transactions = new ArrayList<>();
+            List<Throwable> raised = new ArrayList<>();
             long firstReadVersion = snapshot.getVersion();
             TransactionCommitResult committed;
             long readVersion;
@@ -152,17 +242,24 @@ public final class KernelAppender {
                     waitedForRival = waitForRival(rest, tableId, location, name, readVersion);
                     waitForRival = false;
                 }
+                attempts.drain();
                 try {
                     committed = txn.commit(engine, CloseableIterable.inMemoryIterable(actions));
+                    transactions.add(attempts.drain());
+                    raised.add(null);
                     break;
                 } catch (ConcurrentWriteException lost) {
                     // the version went to a commit the catalog ratified and nobody has published yet:
                     // read the table from the catalog again, commit again
+                    transactions.add(attempts.drain());
+                    raised.add(lost);
                     if (++rebuilds > MAX_REBUILDS) {
                         throw lost;
                     }
                     snapshot = load(engine, catalog, tableId, location, name);
                 } catch (IllegalArgumentException lost) {
+                    transactions.add(attempts.drain());
+                    raised.add(lost);
                     // Kernel 4.4.0, refused twice: the first winner published, the second not yet.
                     // Its conflict check lists published commits from the version it read, not from the
                     // one it last asked for, finds no newer winner and stops on its own precondition.
@@ -171,7 +268,6 @@ public final class KernelAppender {
                     if (!String.valueOf(lost.getMessage()).contains(STUCK_REBASE) || ++rebuilds > MAX_REBUILDS) {
                         throw lost;
                     }
-                    kernelErrors.add(lost.getClass().getName() + ": " + lost.getMessage());
                     snapshot = load(engine, catalog, tableId, location, name);
                 }
             }
@@ -191,7 +287,7 @@ public final class KernelAppender {
             event.put("rebuilds", rebuilds);
             event.put("attempts", committed.getTransactionReport().getTransactionMetrics().getNumCommitAttempts());
             event.put("rival_version", waitedForRival);
-            event.put("kernel_errors", kernelErrors);
+            event.put("retries", retries(transactions, raised));
             event.put("post_commit_snapshot", after.isPresent());
             event.put("t_start", started / 1000.0);
             event.put("t_end", System.currentTimeMillis() / 1000.0);

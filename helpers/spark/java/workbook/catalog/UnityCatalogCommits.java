@@ -10,6 +10,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTableType$;
 import org.apache.spark.sql.catalyst.catalog.SessionCatalog;
 import org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorBuilder;
 import org.apache.spark.sql.delta.coordinatedcommits.CatalogOwnedCommitCoordinatorProvider;
@@ -96,9 +97,22 @@ public final class UnityCatalogCommits
      * name is made as a Parquet table of {@code columns} at {@code location} (Spark reads nothing
      * there), then its provider is set to {@code delta}: what the driver that created the table holds.
      * Unity Catalog's Spark connector reads names from the catalog instead; the commits go through the
-     * catalog either way.
+     * catalog either way. The name is an EXTERNAL table; {@link #nameTable(SparkSession, String,
+     * String, String, String, boolean)} can make it MANAGED.
      */
     public static void nameTable(SparkSession spark, String database, String table, String columns, String location)
+            throws Exception {
+        nameTable(spark, database, table, columns, location, false);
+    }
+
+    /**
+     * As {@link #nameTable(SparkSession, String, String, String, String)}, but with {@code managed}
+     * the name is a MANAGED table, as the connector's catalog names a catalog-managed table (Delta
+     * 4.4.0's VACUUM asserts it). Spark's in-memory catalog deletes a MANAGED table's folder when its
+     * name is dropped: {@link #forgetTable} makes the name EXTERNAL first.
+     */
+    public static void nameTable(
+            SparkSession spark, String database, String table, String columns, String location, boolean managed)
             throws Exception {
         SessionCatalog catalog = spark.sessionState().catalog();
         TableIdentifier id = TableIdentifier.apply(table, Option.apply(database));
@@ -107,7 +121,29 @@ public final class UnityCatalogCommits
         }
         spark.sql("CREATE TABLE " + database + "." + table + " (" + columns + ") USING parquet LOCATION '"
                 + location.replace("'", "\\'") + "'");
-        CatalogTable parquet = catalog.getTableMetadata(id);
+        CatalogTable named = copied(catalog.getTableMetadata(id), PROVIDER_FIELD, Option.apply("delta"));
+        if (managed) {
+            named = copied(named, TABLE_TYPE_FIELD, CatalogTableType$.MODULE$.MANAGED());
+        }
+        catalog.dropTable(id, false, false);  // an external table: its files stay
+        catalog.createTable(named, false, false);
+    }
+
+    /** Drop the name {@code database.table} from this driver's session catalog; the table's files stay. */
+    public static void forgetTable(SparkSession spark, String database, String table) throws Exception {
+        SessionCatalog catalog = spark.sessionState().catalog();
+        TableIdentifier id = TableIdentifier.apply(table, Option.apply(database));
+        if (catalog.tableExists(id)) {
+            CatalogTable named = catalog.getTableMetadata(id);
+            if (named.tableType().equals(CatalogTableType$.MODULE$.MANAGED())) {  // else the drop deletes its files
+                catalog.alterTable(copied(named, TABLE_TYPE_FIELD, CatalogTableType$.MODULE$.EXTERNAL()));
+            }
+        }
+        catalog.dropTable(id, true, false);
+    }
+
+    /** {@code table} with its case class field number {@code field} (from 0) set to {@code value}. */
+    private static CatalogTable copied(CatalogTable table, int field, Object value) throws Exception {
         Method copy = null;
         for (Method method : CatalogTable.class.getMethods()) {
             if (method.getName().equals("copy")) {
@@ -116,20 +152,17 @@ public final class UnityCatalogCommits
         }
         Object[] fields = new Object[copy.getParameterCount()];
         for (int i = 0; i < fields.length; i++) {  // every field as it is (a case class's copy defaults) ...
-            fields[i] = CatalogTable.class.getMethod("copy$default$" + (i + 1)).invoke(parquet);
+            fields[i] = CatalogTable.class.getMethod("copy$default$" + (i + 1)).invoke(table);
         }
-        if (!parquet.provider().equals(fields[PROVIDER_FIELD])) {
-            throw new IllegalStateException("CatalogTable's field " + (PROVIDER_FIELD + 1) + " is not its provider in this Spark");
+        if (!CatalogTable.class.getMethod(FIELD_NAMES[field]).invoke(table).equals(fields[field])) {
+            throw new IllegalStateException("CatalogTable's field " + (field + 1) + " is not its " + FIELD_NAMES[field]
+                    + " in this Spark");
         }
-        fields[PROVIDER_FIELD] = Option.apply("delta");  // ... but the provider
-        catalog.dropTable(id, false, false);  // an external table: its files stay
-        catalog.createTable((CatalogTable) copy.invoke(parquet, fields), false, false);
+        fields[field] = value;  // ... but this one
+        return (CatalogTable) copy.invoke(table, fields);
     }
 
-    /** Drop the name {@code database.table} from this driver's session catalog; the table's files stay. */
-    public static void forgetTable(SparkSession spark, String database, String table) {
-        spark.sessionState().catalog().dropTable(TableIdentifier.apply(table, Option.apply(database)), true, false);
-    }
-
-    private static final int PROVIDER_FIELD = 4;  // identifier, tableType, storage, schema, provider, ...
+    private static final String[] FIELD_NAMES = {"identifier", "tableType", "storage", "schema", "provider"};
+    private static final int TABLE_TYPE_FIELD = 1;
+    private static final int PROVIDER_FIELD = 4;
 }
