@@ -98,8 +98,6 @@ def _cost(folder: Path, spark, sizes: dict):
 def _upkeep(folder: Path, spark, sizes: dict):
     with server.start(folder / "uc") as uc:
         spark.conf.set(tables.URI_KEY, uc.uri)
-        for name in ("by_property", "by_setting", "cleanup", "managed"):
-            tables.forget(spark, f"upkeep_{name}")
         return upkeep.run(
             rest.UnityCatalog(uc.uri), folder / "run", spark=spark, appends=sizes["upkeep_appends"]
         )
