@@ -191,4 +191,5 @@ def test_a_short_outage_with_two_writers_and_a_reader(built, tmp_path):
     assert failed and all("Failed to load commits" in told for told in failed), shown
     before = [r["version"] for r in found.reads if r["end"] < 0]
     after = [r["version"] for r in found.reads if r["end"] >= found.down_s and "error" not in r]
-    assert after and after[0] >= before[-1], shown
+    # (on a loaded machine the reader's first read may end only after the outage began)
+    assert after and after[0] >= max(before, default=0), shown
