@@ -98,7 +98,7 @@ RUN_FIRST = (
 HEAVY = (
     "tests/test_findings.py",  # ~105 s: each finding's reproducer, with the era it names
     "tests/test_spark_dynamodb_log_store.py",  # ~110 s: two Spark drivers against the unfinished-commit states
-    "tests/test_catalog_object_storage.py",  # ~75 s: catalog-managed tables raced on Azurite and on S3
+    "tests/test_catalog_object_storage.py",  # ~15 s: a driver with both stores' jars (the race is notebook 15's)
     "tests/test_writer_spark.py",  # ~45 s: Spark writer processes, and deltalake 1.5.1 taking its turn through Spark's lock table
     "tests/test_matrix_mixed.py",  # ~35 s: one mixed pair, deltalake 1.5.1 and a held Spark driver (`make matrix-mixed`'s evidence)
     "tests/test_bench_run.py",  # ~30 s: one Spark driver with writer threads, through the benchmark's request meter

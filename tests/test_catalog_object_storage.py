@@ -4,24 +4,22 @@
 * on Azure Blob (Azurite), through the server's own Azure vending (a SAS for the emulator's account);
 * on S3 (the S3 emulator), through the patched build's setting that names the emulator's STS.
 
-Each table is created through the catalog and raced by two Delta Spark drivers that hold only the
-credential the catalog vends (:mod:`helpers.catalog.vended`); every check reads the store and the
-catalog. One Spark driver creates both tables (one JVM, two servers), with the workbook's keys."""
+The race itself (two Delta Spark drivers holding only the credential the catalog vends, on each
+store, every check read from the store and the catalog) is notebook 15's appendix C, which
+`make test` runs and whose checks assert each store's layout, credential, provider, staged commits
+and out-of-folder writes. Here: the check those drivers pass, shown failing on the driver that
+holds the workbook's keys, and the patch's settings. One Spark driver creates tables on both
+stores (its jars are fixed when its JVM starts), with the workbook's keys."""
 
 from __future__ import annotations
 
 import pytest
 
 from helpers.catalog import object_storage, server, tables, vended
-from helpers.catalog.rest import UnityCatalog
 from helpers.ground import config
 from helpers.spark import sessions
 
 pytestmark = pytest.mark.usefixtures("stores")
-
-WRITERS, BATCHES = 2, 2
-PROVIDERS = {"azure": "AbfsVendedTokenProvider", "s3": "AwsVendedTokenProvider"}
-"""Unity Catalog's own providers, which hand the vended credential to Hadoop's ABFS and S3A."""
 
 
 @pytest.fixture(scope="module")
@@ -37,88 +35,6 @@ def creator(stores):
         creates_tables=True,
         app_name="catalog-stores-creator",
     )
-
-
-@pytest.mark.parametrize("store", object_storage.STORES)
-def test_a_catalog_managed_table_on_object_storage_loses_nothing_in_a_race(
-    creator, store, tmp_path
-):
-    with object_storage.store_server(store, tmp_path / "server") as running:
-        run = object_storage.race_on(
-            creator,
-            store,
-            tmp_path,
-            writers=WRITERS,
-            batches_per_writer=BATCHES,
-            running=running,
-        )
-        # the catalog put the table under the store's managed root and vended a credential for exactly it
-        assert run.location.startswith(run.root + "/__unitystorage/"), run.location
-        assert [c["prefix"] for c in run.vended] == [run.location], run.vended
-        assert run.vended[0]["operation"] == "READ_WRITE"
-        wanted = {
-            "azure": {"azure.sas-token"},
-            "s3": {"s3.access-key-id", "s3.secret-access-key", "s3.session-token"},
-        }
-        assert wanted[store] <= set(run.vended[0]["config"]), run.vended
-        # S3: minted by the emulator's STS (AssumeRole), not the key the server was given
-        assert run.sts_minted == (store == "s3"), run.vended
-        found = run.race.check
-        assert not run.race.failed, run.race.failed
-        assert not found.problems, found.summary()
-        # read from the store: every batch once, one published commit per version, all ratified
-        assert found.rows == {(w, b): 10 for w, bs in run.race.batches.items() for b in bs}, (
-            found.rows
-        )
-        assert found.published == list(range(WRITERS * BATCHES + 1)), found.published
-        assert found.catalog.latest_version == WRITERS * BATCHES and not found.unpublished
-        assert f"_delta_log/{WRITERS * BATCHES:020d}.json" in run.keys
-        assert sum(
-            k.startswith("_delta_log/_staged_commits/") for k in run.keys
-        ) == WRITERS * BATCHES + len(found.losers)
-        # nothing was written to local disk: the server's folder holds no table
-        assert run.on_local_disk == []
-        # every driver wrote with the credential the catalog vended, through Unity Catalog's
-        # provider, and held no workbook key and no testing flag anywhere
-        assert set(run.drivers) == {f"w{n}" for n in range(1, WRITERS + 1)}
-        for writer, held in run.drivers.items():
-            assert held["workbook_keys"] == [], (writer, held)
-            assert held["testing_flag"] is None, (writer, held)
-            assert held["credential"]["provider"] == PROVIDERS[store], held
-            assert held["credential"]["expires"], held
-            if store == "azure":  # the server signs Azurite's account a SAS for the container
-                assert held["credential"]["sas"]["sr"] == "c", held
-                assert "w" in held["credential"]["sas"]["sp"], held
-            else:
-                assert held["credential"]["key"] == "ASIA...", held
-        # the credential lives the server's default lifetime, which it never overrides: minted
-        # during the staging call (expiry times are whole seconds on Azure, hence the second)
-        assert run.lifetime_s - run.staging_s - 1 <= vended.LIFETIME_S <= run.lifetime_s + 1, (
-            run.lifetime_s,
-            run.staging_s,
-        )
-        # writes outside the table's folder with the vended credential: on Azurite the container
-        # SAS reaches the whole container and no other; moto refuses nothing
-        outcome = {a["where"]: (a["refused"], a["status"]) for a in run.outside}
-        if store == "azure":
-            assert outcome["beside the table"] == (False, None), run.outside
-            assert outcome["another container"][0] and outcome["another container"][1] == 403
-        else:
-            assert outcome == {
-                "beside the table": (False, None),
-                "beside the table, a made-up key": (False, None),
-            }, run.outside
-        assert all(a["why not refused"] for a in run.outside if not a["refused"]), run.outside
-        # and what they wrote is gone again
-        assert not [k for k in object_storage.list_keys(run.root) if "outside-the-table" in k]
-        row = run.row()
-        assert row["workbook keys in drivers"] == 0 and row["problems"] == 0, row
-        # crafted break: the store loses published version 1, and the checks see the gap
-        object_storage.delete_object(run.location, f"_delta_log/{1:020d}.json")
-        broken = object_storage.check(
-            UnityCatalog(running[0].uri), f"orders_{store}", tmp_path / "broken-copy"
-        )
-        assert any("without a gap" in p for p in broken.problems), broken.summary()
 
 
 def test_a_driver_with_the_workbooks_keys_fails_the_check(creator, monkeypatch):

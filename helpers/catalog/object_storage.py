@@ -21,8 +21,7 @@ says how, and what the server vends). The driver that creates the table is the c
 (Spark's testing flag, the workbook's keys).
 
 :func:`race_on` is one store's whole run (server, registration, table, race, checks, writes
-outside the table's folder with the vended credential), as notebook 15's appendix C and
-``tests/test_catalog_object_storage.py`` run it.
+outside the table's folder with the vended credential), as notebook 15's appendix C runs it.
 """
 
 from __future__ import annotations

@@ -71,6 +71,8 @@ from helpers.ground import config
 from helpers.writers.protocol import spec_process_main
 
 CREDENTIAL = "workbook-store"
+PROVIDERS = {"azure": "AbfsVendedTokenProvider", "s3": "AwsVendedTokenProvider"}
+"""Unity Catalog's own providers, which hand the vended credential to Hadoop's ABFS and S3A."""
 ROLE_ARN = "arn:aws:iam::123456789012:role/workbook-catalog"
 """The role the server assumes for S3: the emulator's STS grants any role of its fake account."""
 LIFETIME_S = 3600
