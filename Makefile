@@ -194,8 +194,10 @@ prefetch: install ## download every wheel, jar and npm package, versitygw's Go m
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
 	$(PY) -m helpers.stores.versitygw build $(if $(OFFLINE),--offline)
 
-uc-server: .preflight-problems .venv/.installed ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (459 s on a loaded 2-core machine); OFFLINE=1 builds from the crates in .cache/uc/
-	$(PY) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
+uc-server: .preflight-problems ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (278 s in a cold CI run, beside the other installs); OFFLINE=1 builds from the crates in .cache/uc/
+	@# the machine's Python, not the workbook's: the build needs only its standard library, so on a
+	@# cold machine it starts at once instead of after the Python environment
+	$(PYTHON) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
 
 PROBE_ARGS ?=
 probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options

@@ -94,27 +94,46 @@ RUN_FIRST = (
 # Tests that hold the evidence of a finding, a store or a harness rather than a lesson, and take
 # minutes of Spark: marked `heavy`, so that `make test` (`-m "not heavy"`) keeps within its 10
 # minutes and `make test-heavy` (`-m heavy`, which CI runs after make test) runs them. Run alone by
-# path, they run.
+# path, they run. HEAVY's files are heavy whole; other files mark their heavy tests themselves.
 HEAVY = (
-    "tests/test_findings.py",  # ~105 s: each finding's reproducer, with the era it names
-    "tests/test_spark_dynamodb_log_store.py",  # ~110 s: two Spark drivers against the unfinished-commit states
-    "tests/test_catalog_object_storage.py",  # ~15 s: a driver with both stores' jars (the race is notebook 15's)
-    "tests/test_writer_spark.py",  # ~45 s: Spark writer processes, and deltalake 1.5.1 taking its turn through Spark's lock table
-    "tests/test_matrix_mixed.py",  # ~35 s: one mixed pair, deltalake 1.5.1 and a held Spark driver (`make matrix-mixed`'s evidence)
-    "tests/test_bench_run.py",  # ~30 s: one Spark driver with writer threads, through the benchmark's request meter
-    "tests/test_lost_answer_spark.py",  # ~70 s: two Spark drivers, one lost commit answer per path and remedy
-    "tests/test_lost_answer_catalog.py",  # ~45 s: one Spark driver, a lost add-commit answer per remedy through the catalog
-    "tests/test_lost_answer_deltalake.py",  # ~60 s: every deltalake era and path, one lost commit answer per remedy
-    "tests/test_catalog_kernel.py",  # ~45 s: the Kernel race repeated twice, its retries counted
-    "tests/test_catalog_maintenance.py",  # ~60 s idle: auto compaction, log cleanup and VACUUM in one driver
+    "tests/test_findings.py",  # each finding's reproducer, with the era it names
+    "tests/test_spark_dynamodb_log_store.py",  # two Spark drivers against the unfinished-commit states
+    "tests/test_catalog_object_storage.py",  # a driver with both stores' jars (the race is notebook 15's)
+    "tests/test_writer_spark.py",  # Spark writer processes, and deltalake 1.5.1 taking its turn through Spark's lock table
+    "tests/test_matrix_mixed.py",  # one mixed pair, deltalake 1.5.1 and a held Spark driver (`make matrix-mixed`'s evidence)
+    "tests/test_bench_run.py",  # one Spark driver with writer threads, through the benchmark's request meter
+    "tests/test_lost_answer_spark.py",  # two Spark drivers, one lost commit answer per path and remedy
+    "tests/test_lost_answer_catalog.py",  # one Spark driver, a lost add-commit answer per remedy through the catalog
+    "tests/test_lost_answer_deltalake.py",  # every deltalake era and path, one lost commit answer per remedy
+    "tests/test_catalog_kernel.py",  # the Kernel race repeated twice, its retries counted
+    "tests/test_catalog_maintenance.py",  # auto compaction, log cleanup and VACUUM in one driver
+)
+# `make test-heavy` hands its files to the workers longest first, so that no worker is left with a
+# long file at the end (seconds: each file's heavy tests in `make test-heavy`, three workers on the
+# 2-core machine, 2026-12-07; in alphabetical order the run ended on the DynamoDB log store's 55 s).
+HEAVY_ORDER = (
+    "tests/test_catalog_maintenance.py",  # 114 s
+    "tests/test_findings.py",  # 88 s
+    "tests/test_catalog_cost.py",  # 79 s: a small cost run (one heavy test)
+    "tests/test_catalog_kernel.py",  # 72 s
+    "tests/test_catalog_outage.py",  # 64 s: a short outage (one heavy test)
+    "tests/test_spark_dynamodb_log_store.py",  # 55 s
+    "tests/test_lost_answer_spark.py",  # 54 s
+    "tests/test_lost_answer_catalog.py",  # 36 s
+    "tests/test_bench_run.py",  # 35 s
+    "tests/test_lost_answer_deltalake.py",  # 32 s
+    "tests/test_writer_spark.py",  # 27 s
+    "tests/test_matrix_mixed.py",  # 25 s
+    "tests/test_catalog_driver.py",  # 24 s: the job refusing the flag (two heavy tests)
+    "tests/test_catalog_object_storage.py",  # about 15 s since notebook 15 holds the race
 )
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files in RUN_FIRST order, then the rest as collected; each file's own order is kept. The
-    tests of HEAVY files are marked ``heavy``."""
-    rank = {path: number for number, path in enumerate(RUN_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(RUN_FIRST)))
+    """Files in RUN_FIRST order, then HEAVY_ORDER's (the heavy run's), then the rest as collected;
+    each file's own order is kept. The tests of HEAVY files are marked ``heavy``."""
+    rank = {path: number for number, path in enumerate(RUN_FIRST + HEAVY_ORDER)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
     for item in items:
         if item.nodeid.split("::", 1)[0] in HEAVY:
             item.add_marker(pytest.mark.heavy)

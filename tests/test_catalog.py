@@ -51,6 +51,27 @@ def test_without_rust_or_with_an_old_one_the_message_says_what_to_install(monkey
     assert server.check_cargo() is None
 
 
+def test_the_build_runs_on_the_standard_library_alone():
+    """`make uc-server` runs the build with the machine's Python (no site-packages), so that a cold
+    machine starts compiling before the workbook's environment exists: its modules import only the
+    standard library. Shown failing: the same check finds pyarrow missing."""
+    import subprocess
+    import sys
+
+    from helpers.ground import config
+
+    def imports(module: str) -> subprocess.CompletedProcess:
+        code = f"import sys; sys.path.insert(0, {str(config.ROOT)!r}); import {module}"
+        return subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=False
+        )
+
+    assert imports("helpers.catalog.server").returncode == 0, imports(
+        "helpers.catalog.server"
+    ).stderr
+    assert "No module named 'pyarrow'" in imports("pyarrow").stderr
+
+
 def test_a_server_not_built_is_refused_with_the_command_that_builds_it(monkeypatch, tmp_path):
     monkeypatch.setattr(server, "BINARY", tmp_path / "no-such-uc-server")
     with pytest.raises(server.UCServerError, match="make uc-server"):
