@@ -94,8 +94,9 @@ lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit 
 	$(foreach era,$(WRITER_ERAS),$(UV) pip compile pyproject.toml --group writer-$(subst .,-,$(era)) --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/writer-$(era).txt;)
 	npm install --package-lock-only --no-progress --loglevel=error
 
-format: install-python ## format helpers/, tests/ and the notebooks' code with ruff (line length 100; make test checks it)
+format: install-python ## format helpers/, tests/ and the notebooks' code with ruff, and wrap the notebooks' markdown (line length 100; make test checks both)
 	.venv/bin/ruff format helpers tests notebooks
+	$(PY) -m helpers.jupyter.markdown_wrap
 
 workbook: install ## execute every notebook into build/executed/ (HTML + index.html; NB=03 for one)
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.jupyter.workbook run $(NB)

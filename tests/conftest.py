@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from helpers.jupyter import lab_check
+from helpers.jupyter import lab_check, workbook
 
 
 @pytest.fixture(scope="session")
@@ -157,3 +157,17 @@ def pytest_ignore_collect(collection_path, config):
     ):
         return True
     return None
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter):
+    """Last, after the short summary: the service watch's sentence for each emulator a failure
+    points at (``workbook.stopped_services``), as the notebook's running cell said it, so that a
+    stopped moto is named in the terminal too, not only by a client's connection error."""
+    result = yield
+    failed = [*terminalreporter.stats.get("failed", []), *terminalreporter.stats.get("error", [])]
+    for sentence in dict.fromkeys(
+        s for r in failed for s in workbook.stopped_services(str(r.longrepr))
+    ):
+        terminalreporter.write_line(sentence, red=True, bold=True)
+    return result

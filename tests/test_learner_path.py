@@ -5,9 +5,19 @@
   markdown cell, code spans included. A cell that defines a term may use it. The terms of
   :data:`TERMS` are defined in notebook 00 itself; those of :data:`GLOSSARY_ONLY` are defined once a
   cell links the glossary (``docs/glossary.md``, which notebook 00's first cell links);
+* a term is met where it is taught, or explained where it is first used: the glossary entry of a
+  term a notebook teaches ends with that notebook's number (the sentence ``Notebook 13.``,
+  :data:`TAUGHT_IN`). Where the reading path first uses a term (notebook N, or N's written
+  answers), a notebook up to N teaches it, or that cell defines it in bold or links its entry (a
+  glossary link whose text names the term): a term taught by a later notebook, or by none, is
+  never met bare;
 * docs/glossary.md defines every term (:data:`GLOSSARY_TERMS`) in bold, and README, every other page
   of docs/ and notebooks/README.md use none of them before they link the glossary (or define the
-  term in bold themselves);
+  term in bold themselves); the answer page's row labels, as docs/answer.html offers them, come
+  after its link to the glossary;
+* every name README and the answer page (its text and row labels) use for an API, a request or a
+  callback (``PutItem``, ``foreachBatch``, :data:`API_NAME`) and every HTTP status they cite has a
+  glossary entry, as every error class the learner's prose names has one;
 * every exercise can be solved from what the lessons showed: each helper function or attribute
   (a name ``helpers/`` defines) and each column or key (a string) an answer uses, between
   ``### BEGIN SOLUTION`` and ``### END SOLUTION``, appears in a lesson cell of the same or an
@@ -91,6 +101,18 @@ GLOSSARY_ONLY = {
     "CommitVersionConflictException": r"CommitVersionConflictException",
     "InvalidParameterValueException": r"InvalidParameterValueException",
     "OSError": r"(?-i:OSError)",
+    "conflict checker": r"conflict[- ]checkers?",
+    "change data feed": r"change data feeds?",
+    "commit coordinator": r"commit coordinators?",
+    "TTL": r"(?-i:TTL)",
+    "Ivy": r"(?-i:Ivy)",
+    "PutItem": r"PutItem",
+    "foreachBatch": r"foreachBatch",
+    "429": r"429",
+    "UCSingleCatalog": r"UCSingleCatalog",
+    "deletion vectors": r"deletion vectors?",
+    "row tracking": r"row tracking",
+    "Z-order": r"Z-order(?:s|ed)?",
 }
 """Terms the glossary defines for every reader (with one preferred name per idea: "conditional put",
 whose synonyms are the four after it). Acronyms and names match in their own case only (``(?-i:...)``):
@@ -264,6 +286,122 @@ def test_notebook_00_links_the_glossary_in_its_first_cell():
 
 
 # ---------------------------------------------------------------------------------------------
+# A term's first use, across the notebooks' order
+# ---------------------------------------------------------------------------------------------
+
+TAUGHT_IN = re.compile(r"(?<![\w-])Notebook (\d\d)\.(?:\s|<!--.*?-->)*$", re.S)
+"""The field of a glossary entry that names the notebook teaching its terms: the sentence
+``Notebook NN.`` that ends the entry (a verdict tag may follow it). An entry without it is taught
+by no notebook: the glossary alone defines it."""
+
+
+def entry_of(pattern: str, entries: dict[str, str]) -> str | None:
+    """The heading of the entry that defines a term: the one it names, else the first that names
+    it in bold or in code (a synonym, such as ``create-if-absent`` under "conditional put")."""
+    for heading in entries:
+        if re.fullmatch(pattern, heading, re.IGNORECASE):
+            return heading
+    return next(
+        (
+            heading
+            for heading, body in entries.items()
+            if re.search(rf"\*\*(?:the )?{pattern}\*\*|`{pattern}`", body, re.IGNORECASE)
+        ),
+        None,
+    )
+
+
+def teaching_notebooks(glossary: str) -> dict[str, int | None]:
+    """``{term: NN}``: the notebook that teaches each term, by its entry's field
+    (:data:`TAUGHT_IN`), ``None`` for a term no notebook teaches."""
+    entries = glossary_entries(glossary)
+    taught = {}
+    for term, pattern in GLOSSARY_TERMS.items():
+        heading = entry_of(pattern, entries)
+        field = TAUGHT_IN.search(entries[heading].strip()) if heading else None
+        taught[term] = int(field.group(1)) if field else None
+    return taught
+
+
+def _explained(text: str, pattern: str) -> bool:
+    """The cell defines the term in bold or links its glossary entry with a text that names it."""
+    return bool(re.search(rf"\*\*(?:the )?{pattern}\*\*", text, re.IGNORECASE)) or any(
+        re.search(rf"\b{pattern}\b", link.group(0).split("](")[0], re.IGNORECASE)
+        for link in GLOSSARY_LINK.finditer(text)
+    )
+
+
+def unexplained_first_uses(
+    path: list[tuple[str, list[str]]], taught: dict[str, int | None]
+) -> list[str]:
+    """``"<page> markdown cell <n>: '<term>' used bare, ..."`` for each term whose first use on the
+    reading path (notebook N's cells, or its written answers) is neither taught by a notebook up to
+    N nor defined or linked in that cell. What a reader skips (HTML comments: verdict tags) is no
+    use."""
+    seen: set[str] = set()
+    problems = []
+    for name, cells in path:
+        notebook = int(re.search(r"\d\d", name).group(0))
+        for number, cell in enumerate(cells):
+            text = re.sub(r"<!--.*?-->", " ", cell, flags=re.S)
+            for term, pattern in GLOSSARY_TERMS.items():
+                if term in seen or not re.search(rf"\b{pattern}\b", text, re.IGNORECASE):
+                    continue
+                seen.add(term)
+                teacher = taught.get(term)
+                if (teacher is not None and teacher <= notebook) or _explained(text, pattern):
+                    continue
+                taught_later = (
+                    f"before notebook {teacher:02d}" if teacher is not None else "untaught"
+                )
+                problems.append(
+                    f"{name} markdown cell {number}: '{term}' used bare, {taught_later}"
+                )
+    return problems
+
+
+def test_every_term_is_taught_before_or_explained_at_its_first_use():
+    taught = teaching_notebooks(GLOSSARY.read_text(encoding="utf-8"))
+    assert taught["conflict matrix"] == 13 and taught["snapshot"] is None
+    problems = unexplained_first_uses(reading_path(), taught)
+    assert problems == [], "define each in bold there, or link its glossary entry"
+
+
+def test_a_term_used_before_the_notebook_that_teaches_it_is_found():
+    taught = {"conflict matrix": 13, "snapshot": None, "lease": 6}
+    crafted = [
+        ("00_crafted", ["Section 5 previews the conflict matrix.", "The conflict matrix again."]),
+        ("06_crafted", ["Each writer holds a lease."]),
+        ("solutions/06.md", ["From one snapshot."]),
+    ]
+    assert unexplained_first_uses(crafted, taught) == [
+        "00_crafted markdown cell 0: 'conflict matrix' used bare, before notebook 13",
+        "solutions/06.md markdown cell 0: 'snapshot' used bare, untaught",
+    ]
+    crafted[0] = (
+        "00_crafted",
+        ["Section 5 previews the [conflict matrix](../docs/glossary.md#conflict-matrix)."],
+    )
+    crafted[2] = ("solutions/06.md", ["From one **snapshot**, the version a writer loaded."])
+    assert unexplained_first_uses(crafted, taught) == []
+    unnamed = [("00_crafted", ["The conflict matrix, in the [glossary](../docs/glossary.md)."])]
+    assert len(unexplained_first_uses(unnamed, taught)) == 1  # the link's text must name it
+
+
+def test_a_notebooks_number_in_its_entry_says_which_notebook_teaches_a_term():
+    glossary = GLOSSARY.read_text(encoding="utf-8")
+    entries = glossary_entries(glossary)
+    assert TAUGHT_IN.search(entries["conflict matrix"].strip())
+    assert (
+        teaching_notebooks(glossary)["create-if-absent"]
+        == teaching_notebooks(glossary)["conditional put"]
+    )  # a synonym is taught with its entry
+    entry = entries["conflict matrix"]
+    untaught = glossary.replace(entry, TAUGHT_IN.sub("", entry.rstrip()) + "\n\n")
+    assert teaching_notebooks(untaught)["conflict matrix"] is None
+
+
+# ---------------------------------------------------------------------------------------------
 # The glossary, and the pages a reader reads outside the notebooks
 # ---------------------------------------------------------------------------------------------
 
@@ -410,40 +548,81 @@ def test_the_answer_pages_link_the_glossary_before_their_terms():
 ERROR_CLASS = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|Concurrent[A-Z]\w*)\b")
 """An error class's name (``CommitFailedError``, ``FileAlreadyExistsException``) or one of Delta's
 conflicts (``ConcurrentAppend``), in the prose or its code spans."""
+API_NAME = re.compile(
+    r"(?<![\w.])[A-Za-z]*[a-z][A-Z][a-z]\w*(?!\w|\.\w|=)"  # PutItem, foreachBatch, UCSingleCatalog
+    r"|(?<=HTTP )[45]\d\d\b|(?<='s )[45]\d\d\b"  # HTTP 429, the catalog's 429
+)
+"""A name README and the answer page use for an API, a request or a callback (a word with a capital
+inside it: ``PutItem``, ``foreachBatch``, ``UCSingleCatalog``) or an HTTP status they cite. A part
+of a dotted name (``spark.io.delta...ddb.tableName``) or a setting's key (``dataChange=false``) is
+the setting's, which its sentence names; so are error classes (:data:`ERROR_CLASS`)."""
+NOT_TERMS = {"JupyterLab"}
+"""Names :data:`API_NAME` matches that name a program a reader runs, not a term."""
+
+
+def _unfenced(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(where, re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)) for where, text in texts]
+
+
+def _read(pages: list) -> list[tuple[str, str]]:
+    """``(path from the root, text)`` of each page."""
+    return [(str(p.relative_to(config.ROOT)), p.read_text(encoding="utf-8")) for p in pages]
+
+
+def answer_html_labels(page: str) -> str:
+    """What docs/answer.html shows a reader before the answer: its introduction (a link to the
+    glossary written as markdown's), then each row's label as its "Store and setting" list offers
+    it (``store: setting``, code marks dropped) and the row's name, which its answer repeats."""
+    intro = page[page.index("<body>") : page.index("<form")]
+    intro = re.sub(r'<a href="(glossary\.md[^"]*)">(.*?)</a>', r"[\2](\1)", intro)
+    data = json.loads(re.search(r"const D = (\{.*?\});\n", page, re.S).group(1))
+    labels = [f"{r['store']}: {r['setting'].replace('`', '')}\n{r['name']}" for r in data["rows"]]
+    return "\n".join([re.sub(r"<[^>]+>", " ", intro), *labels])
+
+
+def readme_and_answer_page() -> list[tuple[str, str]]:
+    """README, docs/answer.md and the page of disagreements it links, and docs/answer.html's row
+    labels (:func:`answer_html_labels`), fenced code left out."""
+    from helpers.page import html_page, markdown_page
+
+    texts = _read([config.ROOT / "README.md", markdown_page.PAGE, markdown_page.DISAGREEMENTS_PAGE])
+    page = html_page.PAGE.read_text(encoding="utf-8")
+    return _unfenced([*texts, ("docs/answer.html", answer_html_labels(page))])
 
 
 def learner_prose() -> list[tuple[str, str]]:
-    """``(where, text)``: what a learner reads: README, the notebooks' markdown and their written
-    answers, notebooks/README.md, the answer page and the page of disagreements it links (fenced code
-    left out). The rest of ``docs/`` (troubleshooting, running, maintainers' pages) quotes the errors
-    of tools and set-ups, not of the lessons."""
-    from helpers.page import markdown_page
-
-    pages = [
-        config.ROOT / "README.md",
-        config.NOTEBOOKS_DIR / "README.md",
-        markdown_page.PAGE,
-        markdown_page.DISAGREEMENTS_PAGE,
-        *sorted((config.NOTEBOOKS_DIR / "solutions").glob("*.md")),
-    ]
-    texts = [(str(p.relative_to(config.ROOT)), p.read_text(encoding="utf-8")) for p in pages]
+    """``(where, text)``: what a learner reads: README and the answer page
+    (:func:`readme_and_answer_page`), the notebooks' markdown and their written answers,
+    notebooks/README.md (fenced code left out). The rest of ``docs/`` (troubleshooting, running,
+    maintainers' pages) quotes the errors of tools and set-ups, not of the lessons."""
+    texts = _read(
+        [
+            config.NOTEBOOKS_DIR / "README.md",
+            *sorted((config.NOTEBOOKS_DIR / "solutions").glob("*.md")),
+        ]
+    )
     for path in sorted(config.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb")):
         texts += [
             (f"{path.relative_to(config.ROOT)} cell {n}", text)
             for n, text in enumerate(_markdown(path))
         ]
-    return [(where, re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)) for where, text in texts]
+    return readme_and_answer_page() + _unfenced(texts)
 
 
-def errors_without_entry(texts: list[tuple[str, str]], glossary: str) -> list[str]:
-    """``"<where>: <Name> has no glossary entry"`` at each error class's first use, for each one the
-    glossary names neither in a heading, in bold nor in code."""
-    named = set(re.findall(r"^### (\S+)$", glossary, re.M))
-    named |= set(re.findall(r"\*\*(\w+)\*\*", glossary)) | set(re.findall(r"`(\w+)`", glossary))
+def names_without_entry(
+    texts: list[tuple[str, str]], glossary: str, pattern: re.Pattern = ERROR_CLASS
+) -> list[str]:
+    """``"<where>: <Name> has no glossary entry"`` at each name's first use (an error class, or what
+    ``pattern`` matches), for each one the glossary names neither in a heading, in bold nor in code
+    (a word of a code span: ``catalogOwned`` of `` `catalogOwned-preview` ``; a plural counts as its
+    singular). Link targets are no text."""
+    named = set(re.findall(r"^### (\S+)$", glossary, re.M)) | NOT_TERMS
+    named |= set(re.findall(r"\*\*(\w+)\*\*", glossary))
+    named |= set(re.findall(r"\w+", " ".join(re.findall(r"`([^`]+)`", glossary))))
     problems, seen = [], set()
     for where, text in texts:
-        for name in ERROR_CLASS.findall(text):
-            if name not in named and name not in seen:
+        for name in pattern.findall(re.sub(r"\]\([^)]*\)", "]", text)):
+            if name not in named and name.removesuffix("s") not in named and name not in seen:
                 problems.append(f"{where}: {name} has no glossary entry")
             seen.add(name)
     return problems
@@ -453,7 +632,7 @@ def test_every_error_class_the_prose_names_has_a_glossary_entry():
     texts = learner_prose()
     used = {name for _, text in texts for name in ERROR_CLASS.findall(text)}
     assert {"CommitFailedError", "ConcurrentAppend", "ConcurrentDeleteRead"} <= used
-    assert errors_without_entry(texts, GLOSSARY.read_text(encoding="utf-8")) == []
+    assert names_without_entry(texts, GLOSSARY.read_text(encoding="utf-8")) == []
 
 
 def test_an_error_class_without_an_entry_is_found():
@@ -465,14 +644,55 @@ def test_an_error_class_without_an_entry_is_found():
             "Then a `TableVanishedError`, a ConcurrentRenameException, twice: TableVanishedError.",
         ),
     ]
-    assert errors_without_entry(crafted, glossary) == [
+    assert names_without_entry(crafted, glossary) == [
         "02_crafted cell 1: TableVanishedError has no glossary entry",
         "02_crafted cell 1: ConcurrentRenameException has no glossary entry",
     ]
-    assert errors_without_entry(
+    assert names_without_entry(
         [("x", "a ConcurrentDeleteRead")],
         glossary.replace("ConcurrentDeleteRead", "the read conflict"),
     ) == ["x: ConcurrentDeleteRead has no glossary entry"]
+
+
+def test_every_name_readme_and_the_answer_page_use_has_a_glossary_entry():
+    texts = readme_and_answer_page()
+    used = {name for _, text in texts for name in API_NAME.findall(text)}
+    assert {"PutItem", "foreachBatch", "UCSingleCatalog", "429"} <= used
+    assert names_without_entry(texts, GLOSSARY.read_text(encoding="utf-8"), API_NAME) == []
+
+
+def test_the_answer_pages_row_labels_come_after_its_link_to_the_glossary():
+    from helpers.page import html_page
+
+    page = html_page.PAGE.read_text(encoding="utf-8")
+    labels = answer_html_labels(page)
+    assert "catalog-managed table" in labels
+    assert used_before_the_glossary("docs/answer.html", labels) == []
+    unlinked = answer_html_labels(page.replace('href="glossary.md"', 'href="answer.md"'))
+    assert (
+        "docs/answer.html: 'catalog-managed table' used before the glossary is linked"
+        in used_before_the_glossary("docs/answer.html", unlinked)
+    )
+
+
+def test_a_readme_name_missing_from_the_glossary_is_found():
+    glossary = GLOSSARY.read_text(encoding="utf-8")
+    entries = glossary_entries(glossary)
+    without = glossary.replace("### PutItem" + entries["PutItem"], "")
+    readme = (
+        "moto's conditional PutObject and PutItem are not atomic; Spark's `foreachBatch`. "
+        "The catalog's 418 (a teapot), HTTP 429. "
+        "Not names: `spark.io.delta.storage.S3DynamoDBLogStore.ddb.tableName`, dataChange=false, "
+        "[a report](findings/deltalakeLostCommit/REPORT.md)."
+    )
+    assert names_without_entry([("README.md", readme)], without, API_NAME) == [
+        "README.md: PutObject has no glossary entry",
+        "README.md: PutItem has no glossary entry",
+        "README.md: 418 has no glossary entry",
+    ]
+    assert names_without_entry([("README.md", readme)], glossary, API_NAME) == [
+        "README.md: 418 has no glossary entry"
+    ]
 
 
 def test_a_new_term_the_glossary_does_not_define_is_found():

@@ -8,6 +8,10 @@ Command line (the Makefile calls these)::
     python -m helpers.jupyter.workbook check    # the output policy: fails on anything a reviewer should not see
     python -m helpers.jupyter.workbook kernel   # register the workbook's kernel in .venv (make install does)
 
+A notebook that fails because an emulator stopped answering is said so in the command's last
+lines, in the words of the notebook's own cell (:func:`stopped_services`), not only by the client's
+connection error; ``make test`` says it the same way (tests/conftest.py).
+
 Output policy: notebooks are committed *with* outputs (they render for readers), normalised:
 execution counts renumbered 1..N as a clean Run All gives them (nbval needs counts, and these
 never change a diff), no papermill or timing metadata, no machine paths. ``pytest --nbval``
@@ -101,10 +105,46 @@ class Execution:
     failed_cell: str | None = None
     """e.g. ``cell 12 (In [7])``: the cell's position in the notebook and its execution count."""
     parameters: dict[str, Any] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)
+    """The service watch's sentence for each emulator the failure points at
+    (:func:`stopped_services`)."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def stopped_services(failure: str) -> list[str]:
+    """The service watch's sentence (``moto (S3 + DynamoDB, 127.0.0.1:5050) stopped answering. Start
+    it again with `make services` ...``) for each emulator a failure points at: one whose sentence
+    is in ``failure`` (a notebook's cell said it), or one whose address the failure names (a
+    client's error names the URL it could not reach) and that does not answer now."""
+    from helpers.stores import service_watch, services
+
+    text = ANSI.sub("", failure)
+    said = []
+    for service in services.active():
+        endpoint = services.endpoint(service)
+        sentence = service_watch.stopped_message(endpoint)
+        address = re.compile(rf"(?<![\w.]){re.escape(endpoint.host)}:{endpoint.port}(?!\d)")
+        if sentence in text or (address.search(text) and service_watch.refused(endpoint)):
+            said.append(sentence)
+    return said
+
+
+def _outputs(notebook: Path) -> str:
+    """Every text output of an executed notebook's cells, errors' tracebacks included."""
+    if not notebook.exists():
+        return ""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return "\n".join(
+        "".join(output.get("text", "")) + "\n".join(output.get("traceback", []))
+        for cell in cells
+        for output in cell.get("outputs", [])
+    )
 
 
 def execute(path: Path, output: Path, parameters: dict[str, Any] | None = None) -> Execution:
@@ -116,7 +156,7 @@ def execute(path: Path, output: Path, parameters: dict[str, Any] | None = None) 
     check_parameters(path, parameters)
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    error, failed_cell = None, None
+    error, failed_cell, stopped = None, None, []
     try:
         with kernels.socket_folder() as sockets:
             papermill.execute_notebook(
@@ -133,7 +173,10 @@ def execute(path: Path, output: Path, parameters: dict[str, Any] | None = None) 
     except PapermillExecutionError as failure:
         error = f"{failure.ename}: {failure.evalue}"
         failed_cell = f"cell {failure.cell_index} (In [{failure.exec_count}])"
-    return Execution(path, output, time.monotonic() - started, error, failed_cell, parameters)
+        stopped = stopped_services(_outputs(output) + "\n" + "\n".join(failure.traceback))
+    return Execution(
+        path, output, time.monotonic() - started, error, failed_cell, parameters, stopped
+    )
 
 
 def render_html(executed: Path) -> Path:
@@ -258,6 +301,8 @@ def refresh(selection: Sequence[str] = ()) -> list[Execution]:
             print(
                 f"{path.stem}: FAILED at {done.failed_cell}: {done.error}; outputs left as they were"
             )
+            for sentence in done.stopped:
+                print(sentence)
         else:
             nb = json.loads(scratch.read_text(encoding="utf-8"))
             path.write_text(
@@ -359,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"error: {config.shown(e.notebook)} failed at {e.failed_cell}: {e.error}",
                     file=sys.stderr,
                 )
+            for sentence in dict.fromkeys(s for e in failed for s in e.stopped):
+                print(f"error: {sentence}", file=sys.stderr)  # last: what the notebook said
             return 1 if failed else 0
         if args.action == "kernel":
             print(

@@ -168,8 +168,10 @@ SETTINGS = (
         + ", Delta "
         + b.CATALOG_MANAGED.version
         + " and later); every writer through that "
-        "catalog, by the table's name (Unity Catalog's Spark connector, or a commit coordinator registered for the "
-        "session catalog, as notebook 15 does; Java Delta Kernel with its Unity Catalog committer, "
+        "catalog, by the table's name (Unity Catalog's Spark connector, or a "
+        + term("commit coordinator", "commit-coordinator")
+        + " registered for the session catalog, as notebook 15 does; Java Delta Kernel with its Unity "
+        "Catalog committer, "
         "`delta-kernel-unitycatalog`); no log store setting and no lock table. A writer that goes around "
         "the catalog cannot write it: Delta Spark refuses an append by path, and deltalake "
         + CURRENT

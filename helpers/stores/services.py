@@ -341,15 +341,16 @@ def require(*capabilities: str) -> None:
     for state in status([s.name for s in selected]):
         print(f"{state.name}: answering on {state.endpoint}")
     if service_watch.in_a_kernel():  # say at once if one stops answering under a later cell
-        prefix = "WORKBOOK_S3_SERVER=versitygw " if config.s3_server() == "versitygw" else ""
-        service_watch.watch(
-            [
-                service_watch.Endpoint(
-                    s.name, plays(s), s.host(), s.port(), f"{prefix}make services"
-                )
-                for s in selected
-            ]
-        )
+        service_watch.watch([endpoint(s) for s in selected])
+
+
+def endpoint(service: service_process.Service) -> service_watch.Endpoint:
+    """``service`` as the service watch names it: what it plays, where, and the command that starts
+    it again."""
+    prefix = "WORKBOOK_S3_SERVER=versitygw " if config.s3_server() == "versitygw" else ""
+    return service_watch.Endpoint(
+        service.name, plays(service), service.host(), service.port(), f"{prefix}make services"
+    )
 
 
 @contextlib.contextmanager
