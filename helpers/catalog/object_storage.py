@@ -335,24 +335,18 @@ def race_on(
     *,
     writers: int,
     batches_per_writer: int,
-    running: tuple[server.UCServer, str] | None = None,
 ) -> StoreRun:
-    """A table ``default.orders_<store>`` created through a server whose managed storage is on
-    ``store`` (``running``, from :func:`store_server`, or one of its own, stopped at the end) by
-    ``spark`` (a session that creates tables, with the store's jars:
-    :func:`helpers.catalog.tables.spark_session`), then raced by ``writers`` drivers, each appending
-    ``batches_per_writer`` batches, and checked from the store and the catalog."""
-    if running is None:
-        with store_server(store, run_dir / "server") as own:
-            return race_on(
-                spark,
-                store,
-                run_dir,
-                writers=writers,
-                batches_per_writer=batches_per_writer,
-                running=own,
-            )
-    uc, base = running
+    """A table ``default.orders_<store>`` created through a server of its own whose managed storage
+    is on ``store`` (:func:`store_server`, stopped at the end) by ``spark`` (a session that creates
+    tables, with the store's jars: :func:`helpers.catalog.tables.spark_session`), then raced by
+    ``writers`` drivers, each appending ``batches_per_writer`` batches, and checked from the store
+    and the catalog."""
+    with store_server(store, run_dir / "server") as (uc, base):
+        return _race(spark, store, run_dir, uc, base, writers, batches_per_writer)
+
+
+def _race(spark, store, run_dir, uc, base, writers, batches_per_writer) -> StoreRun:
+    """:func:`race_on`'s run, on the server ``uc`` with its managed storage root ``base``."""
     catalog = UnityCatalog(uc.uri)
     name = f"orders_{store}"  # one session names both stores' tables in its session catalog
     tables.forget(spark, name)
