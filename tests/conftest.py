@@ -111,6 +111,10 @@ HEAVY = (
 # `make test-heavy` hands its files to the workers longest first, so that no worker is left with a
 # long file at the end (seconds: each file's heavy tests in `make test-heavy`, three workers on the
 # 2-core machine, 2026-12-07; in alphabetical order the run ended on the DynamoDB log store's 55 s).
+# A worker takes several heavy files in turn (--dist loadfile), in one process: a Spark session a
+# file starts in that process stays for the next, with its jars (they are fixed when the JVM
+# starts). The in-process sessions of these files are the catalog's on local disk; a file that needs
+# other jars starts its driver in a child process (test_catalog_object_storage.py).
 HEAVY_ORDER = (
     "tests/test_catalog_maintenance.py",  # 114 s
     "tests/test_findings.py",  # 88 s
