@@ -43,7 +43,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers lost-answer catalog-run publish clean distclean
+.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers deltalake-fix lost-answer catalog-run publish clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -116,8 +116,11 @@ test-heavy: install uc-server ## the tests make test leaves out for its time (te
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/ only: make publish RUN=build/bench/full makes them the committed run)
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.bench --name full $(BENCH_ARGS)
 
-producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with 100 commits profiled step by step, their cost against the queue's length and the committer alone on staged files (11 min on an idle 2-core machine; PRODUCERS_ARGS=--no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/ only: make publish RUN=build/producers/full makes them the committed run
+producers: versitygw ## many producers through one committer: 1, 2, 4 and 8 producers beside the serial limit and 8 racing writers, on local disk, Azurite, moto and versitygw in one run, with 100 commits profiled step by step, their cost against the queue's length and the committer alone on staged files, 300 commits in each way of keeping its refresh short (helpers/producers/serial_limit.py; the fix's when make deltalake-fix built it) (47 min on a 2-core machine on 2026-12-07; PRODUCERS_ARGS=--no-variants measures only the committer as it runs, --no-profile leaves the profile and the queue out); needs Go for versitygw, as bench-servers; results in build/producers/full/ only: make publish RUN=build/producers/full makes them the committed run
 	WORKBOOK_S3_SERVER=versitygw $(PY) -m helpers.stores.services run -- $(PY) -m helpers.producers --name full --s3-servers moto,versitygw $(PRODUCERS_ARGS)
+
+deltalake-fix: install ## for maintainers: build deltalake 1.6.6 from its source distribution with the proposed fix of create_write_transaction (helpers/producers/patches/), with the machine's Rust 1.94+, into .cache/deltalake-fix/ (an hour or more on two cores the first time; the workbook's own environment keeps the released 1.6.6); make producers then measures the committer on it too
+	$(PY) -m helpers.producers.deltalake_fix
 
 torture-spark: install ## the Spark protocol's bounded torture run, which notebook 12 leaves out: 2 drivers x 4 writer threads, 96 operations, 4 kills, at least 50 commits (about 3 min; CI runs it; results in build/torture/spark-subset/)
 	$(PY) -m helpers.torture --name spark-subset --protocols spark-dynamodb --per-writer 12 --kills 4 --min-commits 50

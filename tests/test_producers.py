@@ -339,7 +339,9 @@ def test_the_answer_section_is_rendered_from_the_committed_run():
     text = answer.what_to_build(found)
     assert text.startswith(answer.HEADING)
     top = found.runs[found.runs.producers == found.runs.producers.max()]
-    assert text.count("\n| ") == 2 * (2 + len(top))  # two tables: a header, its rule, a row a store
+    # two tables of a header, its rule and a row a store; then one of a row a way at the limit
+    ways = found.limit_variants.variant.nunique() if found.limit_variants is not None else -2
+    assert text.count("\n| ") == 2 * (2 + len(top)) + 2 + ways
     for store, row in top.set_index("backend").iterrows():  # s3, or s3@moto and s3@versitygw
         assert (
             f"| {answer.STORES[store]} | {row.commits_per_s:.1f} | {row.rows_per_s:.0f} |" in text

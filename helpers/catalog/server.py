@@ -129,38 +129,6 @@ def cargo_environment(offline: bool) -> dict[str, str]:
     return env
 
 
-def apply_patch(patch: str, folder: Path) -> None:
-    """Apply a unified diff (``--- a/<path>``, ``+++ b/<path>``, hunks) to the files under ``folder``:
-    each hunk's old lines must be found exactly once, and are replaced by its new lines. Raises
-    UCServerError naming the hunk that does not apply (the crate is not the one the patch is for)."""
-    target: Path | None = None
-    hunks: list[tuple[Path, list[str], list[str]]] = []
-    for line in patch.splitlines():
-        if line.startswith("+++ "):
-            target = folder / line[4:].split("\t")[0].strip().split("/", 1)[1]
-        elif line.startswith("--- "):
-            continue
-        elif line.startswith("@@"):
-            hunks.append((target, [], []))
-        elif hunks and line[:1] in (" ", "-", "+", ""):
-            old, new = hunks[-1][1], hunks[-1][2]
-            if line[:1] in (" ", ""):
-                old.append(line[1:])
-                new.append(line[1:])
-            elif line[:1] == "-":
-                old.append(line[1:])
-            else:
-                new.append(line[1:])
-    for number, (path, old, new) in enumerate(hunks, 1):
-        text = path.read_text()
-        before, after = "\n".join(old) + "\n", "\n".join(new) + "\n"
-        if text.count(before) != 1:
-            raise UCServerError(
-                f"{PATCH.name}: hunk {number} does not apply to {path.name} ({text.count(before)} matches)"
-            )
-        path.write_text(text.replace(before, after))
-
-
 def crate_file(offline: bool) -> Path:
     """The crate's ``.crate`` archive in cargo's download cache, downloaded by cargo if missing (by
     ``cargo fetch`` in a throwaway project that depends on it, so cargo's own registry client does it)."""
@@ -207,7 +175,12 @@ def build(offline: bool = False) -> Path:
     with tarfile.open(crate_file(offline)) as archive:
         archive.extractall(sources, filter="data")
     package = sources / f"{CRATE}-{VERSION}"
-    apply_patch(PATCH.read_text(), package)
+    from helpers.ground import tools
+
+    try:
+        tools.apply_patch(PATCH.read_text(), package)
+    except ValueError as error:
+        raise UCServerError(f"{PATCH.name}: {error}") from None
     # --locked: the crate's own Cargo.lock, so every build compiles the same 406 packages
     command = [
         "cargo",

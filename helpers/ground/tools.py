@@ -151,3 +151,35 @@ def check_browser() -> str | None:
         "JupyterLab (the notebooks run without it). Install them (Debian/Ubuntu: `apt-get install chromium "
         "chromium-driver`), or point WORKBOOK_CHROMIUM and WORKBOOK_CHROMEDRIVER at a Chrome and its driver."
     )
+
+
+def apply_patch(patch: str, folder: Path) -> None:
+    """Apply a unified diff (``--- a/<path>``, ``+++ b/<path>``, hunks) to the files under ``folder``:
+    each hunk's old lines must be found exactly once, and are replaced by its new lines. Raises
+    ValueError naming the hunk that does not apply (the sources are not the ones the patch is for)."""
+    target: Path | None = None
+    hunks: list[tuple[Path, list[str], list[str]]] = []
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            target = folder / line[4:].split("\t")[0].strip().split("/", 1)[1]
+        elif line.startswith("--- "):
+            continue
+        elif line.startswith("@@"):
+            hunks.append((target, [], []))
+        elif hunks and line[:1] in (" ", "-", "+", ""):
+            old, new = hunks[-1][1], hunks[-1][2]
+            if line[:1] in (" ", ""):
+                old.append(line[1:])
+                new.append(line[1:])
+            elif line[:1] == "-":
+                old.append(line[1:])
+            else:
+                new.append(line[1:])
+    for number, (path, old, new) in enumerate(hunks, 1):
+        text = path.read_text()
+        before, after = "\n".join(old) + "\n", "\n".join(new) + "\n"
+        if text.count(before) != 1:
+            raise ValueError(
+                f"hunk {number} does not apply to {path.name} ({text.count(before)} matches)"
+            )
+        path.write_text(text.replace(before, after))

@@ -22,10 +22,10 @@ from datetime import datetime, timezone
 from helpers.bench import run as bench
 from helpers.bench.meter import RequestMeter, upstream
 from helpers.ground import config
-from helpers.producers import profile, scenarios
+from helpers.producers import committer, deltalake_fix, profile, scenarios, serial_limit
 from helpers.producers import results as results_module
 from helpers.producers.run import BACKENDS, RESULTS_DIR, ProducersError, Table
-from helpers.producers.scenarios import at_the_limit, limit_files_per_producer, throughput
+from helpers.producers.scenarios import throughput
 from helpers.stores import storage
 
 PRODUCER_COUNTS = (1, 2, 4, 8)
@@ -52,6 +52,21 @@ RUN_COLUMNS = [
     "exactly_once",
 ]
 """The columns of the producers' runs that ``python -m helpers.producers`` prints."""
+VARIANT_COLUMNS = [
+    "backend",
+    "variant",
+    "commits",
+    "busy_commits_per_s",
+    "serial_commits_per_s",
+    "ratio_to_serial",
+    "refresh_p50_ms",
+    "refresh_p99_ms",
+    "checkpoints",
+    "checkpoint_p50_ms",
+    "errors",
+    "exactly_once",
+]
+"""The columns of the variants at the limit that it prints."""
 RACING_COLUMNS = [
     "backend",
     "protocol",
@@ -113,26 +128,22 @@ def _producer_rows(backend: str, store: str, where: str, producer_counts, files:
     return rows
 
 
-def _limit_row(backend: str, store: str, where: str, producers: int) -> dict:
-    """:func:`at_the_limit` on a staged table (``producers`` stage the files of
-    :data:`~helpers.producers.scenarios.LIMIT_BLOCK` commits a block) and a table of its own for
-    the plain appends."""
-    table = Table.fresh(backend, f"{where}-staged")
-    appended = Table.fresh(backend, f"{where}-append")
-    row = {
-        **at_the_limit(
-            table,
-            appended,
-            producers=producers,
-            files=limit_files_per_producer(producers, LIMIT_FILES_PER_COMMIT),
-            max_files=LIMIT_FILES_PER_COMMIT,
-        ),
-        "backend": store,
-        "load_1min": os.getloadavg()[0],
-    }
-    table.remove()
-    appended.remove()
-    return row
+def _limit_rows(backend: str, store: str, where: str, producers: int, with_variants: bool):
+    """:func:`helpers.producers.serial_limit.variant_rows` on ``backend``: each variant on a staged
+    table (``producers`` stage the files) and a table of its own for the plain appends. Returns
+    the default variant's row and every variant's rows."""
+    rows = serial_limit.variant_rows(
+        backend,
+        store,
+        where,
+        producers=producers,
+        max_files=LIMIT_FILES_PER_COMMIT,
+        rounds=scenarios.LIMIT_ROUNDS,
+        block=scenarios.LIMIT_BLOCK,
+        names=serial_limit.variants(with_variants),
+    )
+    (default,) = [r for r in rows if r["variant"] == serial_limit.default_variant()]
+    return default, rows
 
 
 def _measure_store(
@@ -144,9 +155,11 @@ def _measure_store(
     files: int,
     metered: bool,
     with_profile: bool,
-) -> tuple[list[dict], dict, list[dict], list[dict]]:
-    """One store's producer rows, its row at the limit, and (``with_profile``) the commit's steps
-    and the queue-length rows; requests metered when ``metered`` and the store is not local disk."""
+    with_variants: bool,
+) -> tuple[list[dict], dict, list[dict], list[dict], list[dict]]:
+    """One store's producer rows, its row at the limit, the variants' rows at the limit, and
+    (``with_profile``) the commit's steps and the queue-length rows; requests metered when
+    ``metered`` and the store is not local disk."""
     store = results_module.store(backend, server)
     with config.s3_server_chosen(server) if server else contextlib.nullcontext():
         meter = (
@@ -157,11 +170,13 @@ def _measure_store(
         try:
             where = f"producers/{name}/{store.replace('@', '-')}"
             rows = _producer_rows(backend, store, where, producer_counts, files, meter)
-            limit = _limit_row(backend, store, where, max(producer_counts))
+            limit, variants = _limit_rows(
+                backend, store, where, max(producer_counts), with_variants
+            )
             steps, waiting = [], []
             if with_profile:
                 steps, waiting = profile.run_profile(store, backend, f"{where}-profile", meter)
-            return rows, limit, steps, waiting
+            return rows, limit, variants, steps, waiting
         finally:
             if meter is not None:
                 meter.close()
@@ -199,6 +214,8 @@ def _meta(
         "limit_files_per_commit": LIMIT_FILES_PER_COMMIT,
         "limit_rounds": scenarios.LIMIT_ROUNDS,
         "limit_block": scenarios.LIMIT_BLOCK,
+        "committer_checkpoint_every": committer.CHECKPOINT_EVERY,
+        "deltalake_fix": deltalake_fix.stamp_text() if deltalake_fix.built() else None,
         "queue_lengths": list(profile.QUEUE_LENGTHS) if with_profile else [],
         "wall_s": time.time() - started,
     }
@@ -213,6 +230,7 @@ def full_run(
     backends=BACKENDS,
     s3_servers=None,
     with_profile: bool = True,
+    with_variants: bool = True,
 ) -> results_module.Results:
     """Measure the racing writers (:func:`helpers.bench.run.benchmark`), then the producers, and save both.
     ``s3_servers`` (``["moto", "versitygw"]``): S3 on each, in this one run, racing writers too."""
@@ -221,9 +239,9 @@ def full_run(
     started = time.time()
     racing = _racing(backends, name, appends, s3_servers)
     metered = config.profile() == "local"
-    rows, limit_rows, profile_rows, queue_rows = [], [], [], []
+    rows, limit_rows, variant_rows, profile_rows, queue_rows = [], [], [], [], []
     for backend, server in _stores(backends, s3_servers):
-        found, limit, steps, waiting = _measure_store(
+        found, limit, variants, steps, waiting = _measure_store(
             backend,
             server,
             name=name,
@@ -231,9 +249,11 @@ def full_run(
             files=files,
             metered=metered,
             with_profile=with_profile,
+            with_variants=with_variants,
         )
         rows += found
         limit_rows.append(limit)
+        variant_rows += variants
         profile_rows += steps
         queue_rows += waiting
     racing_frame = pd.DataFrame(
@@ -259,6 +279,7 @@ def full_run(
         racing_frame,
         meta,
         limit=results_module.limit_ratios(pd.DataFrame(limit_rows), racing_frame),
+        limit_variants=pd.DataFrame(variant_rows),
         profile=pd.DataFrame(profile_rows),
         queue=pd.DataFrame(queue_rows),
     )
@@ -298,6 +319,12 @@ def _parser() -> argparse.ArgumentParser:
         "(default: the one WORKBOOK_S3_SERVER names)",
     )
     parser.add_argument(
+        "--no-variants",
+        action="store_true",
+        help="at the limit, only the committer as it runs by default, not every way of keeping "
+        "its refresh short (helpers/producers/serial_limit.py)",
+    )
+    parser.add_argument(
         "--no-profile",
         action="store_true",
         help="leave out the commit's step-by-step profile and the queue-length run",
@@ -308,7 +335,7 @@ def _parser() -> argparse.ArgumentParser:
 def _choices(parser: argparse.ArgumentParser, args) -> tuple[list[int], list[str], list[str]]:
     """The producer counts, backends and S3 servers the arguments name; a wrong one ends the
     program with its usage line (:meth:`argparse.ArgumentParser.error`), before anything starts.
-    The run at the limit stages files of its own (:func:`limit_files_per_producer`), whatever
+    The run at the limit stages files of its own (:func:`helpers.producers.scenarios.limit_files_per_producer`), whatever
     ``--files`` says."""
     try:
         counts = [int(v) for v in args.producers.split(",")]
@@ -343,6 +370,8 @@ def _print_tables(found: results_module.Results) -> None:
         print(found.runs[RUN_COLUMNS].round(3).to_string(index=False))
         print(found.racing.round(3).to_string(index=False))
         print(found.limit.round(3).to_string(index=False))
+        if found.limit_variants is not None and len(found.limit_variants):
+            print(found.limit_variants[VARIANT_COLUMNS].round(3).to_string(index=False))
         if len(found.profile):
             print(found.profile.drop(columns=["waiting"]).round(4).to_string(index=False))
             print(found.queue.round(4).to_string(index=False))
@@ -361,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             backends=backends,
             s3_servers=servers or None,
             with_profile=not args.no_profile,
+            with_variants=not args.no_variants,
         )
     except (ProducersError, storage.StorageError, bench.stats.BenchError) as error:
         print(f"producers: {error}", file=sys.stderr)

@@ -93,6 +93,7 @@ def what_to_build(found: results_module.Results | None = None, *, heading: bool 
     queue = _queue_cost(found)
     if cause or queue:
         lines += cause + ([queue] if queue else []) + [""]
+    lines += _variants(found)
     lines += _more_cores(found)
     return "\n".join(lines) + "\n"
 
@@ -199,6 +200,54 @@ def _cause(found) -> list[str]:
             )
             + "."
         )
+    return lines
+
+
+def _variants(found) -> list[str]:
+    """The committer alone at the limit in each way of keeping its refresh short (a run that
+    measured them, :mod:`helpers.producers.serial_limit`): its ratio by way and store, the ways
+    that reach :data:`GOAL_SERIAL` on every store, and the commits tried again without a refresh."""
+    variants = found.limit_variants
+    if variants is None or not len(variants):
+        return []
+    stores = list(dict.fromkeys(variants.backend))
+    order = list(dict.fromkeys(variants.variant))
+    row = variants.set_index(["variant", "backend"])
+    lines = [
+        "The committer alone at the serial limit, in each way of keeping its refresh short (each "
+        f"way on fresh tables, {int(variants.commits.min())} or more commits of each kind per "
+        "store, in this run; `make deltalake-fix` builds the fix, `make producers` measures it "
+        "when built); commits/s against one writer appending alone, and the commits tried again:",
+        "",
+        "| deltalake | the committer | "
+        + " | ".join(STORES.get(s, s) for s in stores)
+        + " | its refresh, ms: p50 / p99, worst store | tried again |",
+        "| --- | --- | " + "--- | " * len(stores) + "--- | --- |",
+    ]
+    for name in order:
+        mine = row.loc[name]
+        refresh = (
+            f"{mine.refresh_p50_ms.max():.1f} / {mine.refresh_p99_ms.max():.1f}"
+            if mine.refreshes.min() > 0
+            else "none"
+        )
+        lines.append(
+            f"| {mine.build.iloc[0]} | {name} | "
+            + " | ".join(f"{row.loc[(name, s)].ratio_to_serial:.2f}" for s in stores)
+            + f" | {refresh} | {int(mine.errors.sum())} of {int(mine.commits.sum())} |"
+        )
+    reach = [n for n in order if (row.loc[n].ratio_to_serial >= GOAL_SERIAL).all()]
+    lines += [
+        "",
+        (
+            f"At least {GOAL_SERIAL} of the serial limit on every store in this run: "
+            + "; ".join(f"{n} ({row.loc[n].build.iloc[0]})" for n in reach)
+            + "."
+            if reach
+            else f"No way reaches {GOAL_SERIAL} of the serial limit on every store in this run."
+        ),
+        "",
+    ]
     return lines
 
 

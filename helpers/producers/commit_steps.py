@@ -65,6 +65,19 @@ class _Clock:
         return value
 
 
+class _StepTimes:
+    """Every duration of each named step, in order (a clock for many commits)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, list[float]] = {}
+
+    def step(self, name: str, call):
+        started = time.time()
+        value = call()
+        self.seconds.setdefault(name, []).append(time.time() - started)
+        return value
+
+
 class _TimedTable:
     """The committer's ``DeltaTable``, its three calls to the store timed as steps of the profile,
     so the profile times :func:`helpers.producers.committer.commit_batch` itself, unchanged."""
@@ -73,6 +86,7 @@ class _TimedTable:
         "update_incremental": "refresh",
         "transaction_version": "transaction_version",
         "create_write_transaction": "commit",
+        "create_checkpoint": "checkpoint",
     }
 
     def __init__(self, table, clock: _Clock) -> None:
@@ -187,15 +201,20 @@ def alternate(spec: dict) -> dict:
             "table_uri": spec["uri"],
             "storage_options": spec["options"],
             "max_files": spec["files"],
+            "refresh": spec.get("refresh", True),
+            "checkpoint_every": spec.get("checkpoint_every", committer_module.CHECKPOINT_EVERY),
         }
     )
     plain = DeltaTable(spec["append_uri"], storage_options=dict(spec["append_options"]))
     stop = Path(spec["run_dir"]) / "limit.stop"  # never written: each block ends by its count
     seq = 0
 
+    committed: list[dict] = []
+
     def committer_block(n: int) -> list[float]:
         commits: list[dict] = []
         mine.run(stop, commits, max_commits=n)
+        committed.extend(commits)
         return [c["t_done"] for c in commits]
 
     def append_block(n: int) -> list[float]:
@@ -209,6 +228,8 @@ def alternate(spec: dict) -> dict:
         return done
 
     committer_block(1), append_block(1)  # warm-up: first requests, first imports
+    times = _StepTimes()  # the committer's steps from here on
+    mine.table = _TimedTable(mine.table, times)
     blocks = []
     for turn in range(spec["rounds"]):
         order = (
@@ -221,7 +242,24 @@ def alternate(spec: dict) -> dict:
             blocks.append({"kind": kind, "t_start": started, "t_done": block(spec["block"])})
     stop.touch()
     mine.run(stop, [])  # the queue's end: nothing waits, the pass's markers go
-    return {"blocks": blocks, "commits": mine.batch}
+    errors = [e for c in committed for e in c["errors"]]
+    return {
+        "blocks": blocks,
+        "commits": mine.batch,
+        "steps": times.seconds,
+        "errors": errors,
+        "deltalake": _deltalake_build(),
+    }
+
+
+def _deltalake_build() -> str:
+    """The deltalake this process imported: its version, and where from when not the workbook's
+    own environment (a build of :data:`helpers.producers.committer.FIX_PATCH`)."""
+    import deltalake
+
+    where = Path(deltalake.__file__).resolve()
+    own = Path(sys.prefix).resolve() in where.parents
+    return deltalake.__version__ + ("" if own else f" ({where.parent.parent.name})")
 
 
 def rates(blocks: list[dict]) -> dict[str, float]:

@@ -18,10 +18,11 @@ as the call to copy.
 Each loop lists at most ``max_files`` waiting markers (:mod:`helpers.producers.queue`; on S3 and
 Azure the next listing is under way while the batch commits) and, once the table holds a batch,
 takes its markers off the queue (deleted when the pass through the queue ends): a listing reads
-only markers not yet taken, so a commit costs the same however long the queue. The refresh before each commit is the one the check
-needs (deltalake's ``create_write_transaction`` leaves the ``DeltaTable`` at the version it read, so
-without ``update_incremental`` the next commit would meet its own last one as a concurrent
-transaction with the same ``txn``).
+only markers not yet taken, so a commit costs the same however long the queue. The refresh before
+each commit is the one the check needs (deltalake 1.6.6's ``create_write_transaction`` leaves the
+``DeltaTable`` at the version it read, so without ``update_incremental`` the next commit would meet
+its own last one as a concurrent transaction with the same ``txn``); a refresh reads every commit
+since the last checkpoint, which :data:`CHECKPOINT_EVERY` bounds.
 
 The API: ``DeltaTable.create_write_transaction(add_actions, mode="append", schema=...)``, which
 commits add actions for Parquet files already written in the table's folder (deltalake 1.x; no
@@ -49,6 +50,15 @@ from helpers.writers.protocol import T_PROCESS_START, one_line, spec_process_mai
 POLL_S = 0.005
 COMMIT_TRIES = 5
 """Tries per batch (the first and up to four after errors, each after asking the table)."""
+CHECKPOINT_EVERY: int | None = None
+"""The committer's own checkpoint, every so many of its commits (None: only the table's, each
+``delta.checkpointInterval`` commits, 100 by default). Its refresh reads every commit since the last
+checkpoint, so this bounds it, whatever the table's age; the committer is its table's only writer,
+so it may checkpoint as often as it likes. ``make producers`` measures each choice (its
+``limit_variants``, :mod:`helpers.producers.serial_limit`)."""
+FIX_PATCH = Path(__file__).parent / "patches" / "create-write-transaction-set-state.patch"
+"""The proposed fix of deltalake 1.6.6's ``create_write_transaction`` (one ``set_state`` with the
+commit's snapshot), which ``make deltalake-fix`` builds."""
 
 
 def commit_batch(
@@ -102,6 +112,23 @@ def commit_blindly(table, app_id: str, batch: int, files: list[tuple[str, int, i
     return "committed"
 
 
+class _Unrefreshed:
+    """The committer's table when it leaves out the refresh after an answered commit (spec
+    ``refresh: false``): only right with a deltalake whose ``create_write_transaction`` moves the
+    ``DeltaTable`` to the version it committed (the fix of :data:`FIX_PATCH`); 1.6.6 as released
+    leaves it at the version it read, and the next commit meets the last one as a concurrent
+    transaction. Every other call goes to the table."""
+
+    def __init__(self, table) -> None:
+        self._table = table
+
+    def update_incremental(self) -> None:
+        return None
+
+    def __getattr__(self, name: str):
+        return getattr(self._table, name)
+
+
 def table_files(table) -> set[str]:
     """The data files the table's current state holds, relative to its folder."""
     actions = table.get_add_actions(flatten=True)
@@ -119,6 +146,8 @@ class Committer:
         self.app_id = layout.app_id(spec["committer"])
         self.idempotent = spec.get("idempotent", True)
         self.max_files = int(spec.get("max_files", 1000))
+        self.refresh = spec.get("refresh", True)
+        self.checkpoint_every = spec.get("checkpoint_every", CHECKPOINT_EVERY)
         self.table = DeltaTable(spec["table_uri"], storage_options=dict(spec["storage_options"]))
         self.fs = layout.filesystem(spec["table_uri"], spec["storage_options"])
         self.batch = self.table.transaction_version(self.app_id) or 0  # the last batch that landed
@@ -141,8 +170,13 @@ class Committer:
         for attempt in range(1, COMMIT_TRIES + 1):
             try:
                 if self.idempotent:
+                    table = (
+                        self.table
+                        if self.refresh or not self.answered
+                        else _Unrefreshed(self.table)
+                    )
                     record["outcome"] = commit_batch(
-                        self.table, self.app_id, self.batch, files, ask_first=not self.answered
+                        table, self.app_id, self.batch, files, ask_first=not self.answered
                     )
                 else:
                     record["outcome"] = commit_blindly(self.table, self.app_id, self.batch, files)
@@ -154,6 +188,16 @@ class Committer:
                 if not self.idempotent or attempt == COMMIT_TRIES:
                     raise
         record["attempts"] = attempt
+        if self.checkpoint_every and self.batch % self.checkpoint_every == 0:
+            # of the version the table object holds (with 1.6.6 as released, the one before this
+            # commit, which the next refresh reads on top of); one that fails costs only speed
+            try:
+                self.table.create_checkpoint()
+                record["checkpoint"] = True
+            except Exception as error:
+                record["errors"].append(
+                    f"checkpoint: {type(error).__name__}: {one_line(str(error), 300)}"
+                )
         record["t_done"] = time.time()
         self.taken.update(path for path, _, _ in files)
         return record

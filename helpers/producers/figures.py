@@ -5,6 +5,7 @@
   plain append's: milliseconds and requests per commit (medians);
 * :func:`queue_table` and :func:`queue_plot`: a commit's cost with 100, 1,000 and 10,000 markers waiting;
 * :func:`limit_table`: the committer alone on staged files against one writer appending alone;
+* :func:`limit_variants_table`: the same in each way of keeping its refresh short;
 * :func:`cores_model`: rows/s with 8 producers as cores grow, checked against the 1, 2, 4 and 8 producer runs;
 * :func:`markdown`: any of these frames as a markdown table.
 """
@@ -141,6 +142,20 @@ def limit_table(limit):
     return limit.set_index("backend")[[c for c in columns if c in limit.columns]].round(3)
 
 
+def limit_variants_table(variants):
+    """The committer alone at the limit in each way of keeping its refresh short
+    (:mod:`helpers.producers.serial_limit`): its commits/s against one writer appending alone, by
+    variant and store, then its refresh (median and p99), its checkpoints and the commits it had to
+    try again."""
+    ratio = variants.pivot(index="variant", columns="backend", values="ratio_to_serial")
+    order = [v for v in dict.fromkeys(variants.variant)]
+    ratio = ratio.loc[order, list(dict.fromkeys(variants.backend))]
+    steps = variants.set_index(["variant", "backend"])[
+        ["refresh_p50_ms", "refresh_p99_ms", "checkpoints", "checkpoint_p50_ms", "errors"]
+    ]
+    return ratio.round(3), steps.loc[order].round(2)
+
+
 def cores_model(runs, *, cores=(2, 4, 8, 16), cpus: int):
     """Rows/s as the lesser of what the producers make alone and what the cores can carry.
 
@@ -194,6 +209,17 @@ def benchmark_tables(found) -> str:
                 markdown(queue_table(found.queue)),
                 "The committer alone on the 8 producers' staged files, back to back, in turns with one writer appending alone:",
                 markdown(limit_table(found.limit)),
+                *(
+                    [
+                        "The same in each way of keeping the committer's refresh short "
+                        "(commits/s against one writer appending alone; then each one's refresh, "
+                        "checkpoints and commits tried again):",
+                        markdown(limit_variants_table(found.limit_variants)[0]),
+                        markdown(limit_variants_table(found.limit_variants)[1]),
+                    ]
+                    if found.limit_variants is not None and len(found.limit_variants)
+                    else []
+                ),
             ]
         )
         + "\n"

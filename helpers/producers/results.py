@@ -25,10 +25,12 @@ BACKEND_OF_PROTOCOL = {"azure": "azure", "s3-conditional-put": "s3"}
 RACING_WRITERS = 8
 
 
-EXTRA_TABLES = ("limit", "profile", "queue")
+EXTRA_TABLES = ("limit", "limit_variants", "profile", "queue")
 """Tables this run writes beside :data:`TABLES`, published with them by :func:`publish`: ``limit``
-(the committer alone on staged files, back to back), ``profile`` (each step of a commit, the
-committer's and a plain append's), ``queue`` (a commit's cost with 100, 1,000, 10,000 markers waiting)."""
+(the committer alone on staged files, back to back, as it runs by default), ``limit_variants``
+(the same for each way of keeping its refresh short, :mod:`helpers.producers.serial_limit`),
+``profile`` (each step of a commit, the committer's and a plain append's), ``queue`` (a commit's
+cost with 100, 1,000, 10,000 markers waiting)."""
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Results:
     meta: dict
     folder: Path | None = None
     limit: object = None
+    limit_variants: object = None
     profile: object = None
     queue: object = None
 
@@ -115,7 +118,11 @@ def problems(found: Results) -> list[str]:
     the limit, that lost or duplicated rows, or a racing writer that lost a commit ([] when none did)."""
     said = [
         f"{name}: a run lost or duplicated rows"
-        for name, table in {"runs": found.runs, "limit": found.limit}.items()
+        for name, table in {
+            "runs": found.runs,
+            "limit": found.limit,
+            "limit_variants": found.limit_variants,
+        }.items()
         if table is not None and len(table) and not table.exactly_once.astype(bool).all()
     ]
     if len(found.racing) and found.racing.lost.sum():

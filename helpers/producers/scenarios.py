@@ -226,11 +226,12 @@ def throughput(
 
 LIMIT_ROUNDS = 10
 """The turns :func:`at_the_limit` takes by default (a block of the committer's and one of plain appends each)."""
-LIMIT_BLOCK = 10
-"""Commits of each kind per block in the full run: 100 of each in all. With 4 blocks of 7 (the
-files 8 producers x 40 held), a block lasted about 50 ms on local disk and the ratio moved from
-0.87 to 1.04 between runs of the same code; 100 commits, which span a checkpoint interval, read
-0.795 to 0.897 on local disk in the runs of 2026-12-06."""
+LIMIT_BLOCK = 30
+"""Commits of each kind per block in the full run: 300 of each in all, so that the table's first
+checkpoints (one each 100 commits) fall inside the measurement. With 4 blocks of 7 (the files 8
+producers x 40 held), a block lasted about 50 ms on local disk and the ratio moved from 0.87 to
+1.04 between runs of the same code; 100 commits read 0.795 to 0.897 on local disk in the runs of
+2026-12-06."""
 
 
 def limit_files_per_producer(
@@ -269,17 +270,19 @@ def at_the_limit(
     files: int,
     max_files: int,
     rounds: int = LIMIT_ROUNDS,
+    committer: dict | None = None,
+    deltalake_from: str | None = None,
 ) -> dict:
     """The files staged first (``producers`` producers, ``files`` each, none running after), then,
     in one process, the committer alone (``max_files`` files per commit, back to back) and one
     writer appending alone to ``appended`` (a table of its own on the same store), in ``rounds`` turns of equal
     blocks (:func:`helpers.producers.commit_steps.alternate`): each one's commits/s over its own blocks,
     their ratio, and whether storage holds every row exactly once. Fewer than
-    :func:`limit_files_needed` files are refused (ProducersError) before anything starts."""
-    import json
-    import subprocess
-    import sys
-
+    :func:`limit_files_needed` files are refused (ProducersError) before anything starts.
+    ``committer``: the committer's ``refresh`` and ``checkpoint_every``
+    (:class:`helpers.producers.committer.Committer`); ``deltalake_from``: a folder whose
+    ``deltalake`` that process imports instead of the environment's (a build of the fix). Each
+    commit's refresh and checkpoint are timed; the row gives their median and p99 in ms."""
     block = limit_block(producers * files, max_files, rounds)  # before anything is staged
     counts = {p: files for p in range(1, producers + 1)}
     staging = Phase(table, "staged")
@@ -290,31 +293,9 @@ def at_the_limit(
     problems = staging.failed()
     if problems:
         raise ProducersError("; ".join(problems))
-    spec_path, result_path = table.run_dir / "limit.json", table.run_dir / "limit.result.json"
-    spec_path.write_text(
-        json.dumps(
-            {
-                "mode": "limit",
-                "uri": table.uri,
-                "options": table.options,
-                "append_uri": appended.uri,
-                "append_options": appended.options,
-                "files": max_files,
-                "rows": table.rows,
-                "rounds": rounds,
-                "block": block,
-                "run_dir": str(table.run_dir),
-                "result_path": str(result_path),
-            },
-            indent=1,
-        )
+    found = _alternate_in_a_process(
+        table, appended, max_files, rounds, block, committer or {}, deltalake_from
     )
-    subprocess.run(
-        [sys.executable, "-m", "helpers.producers.commit_steps", str(spec_path)],
-        check=True,
-        timeout=RUN_TIMEOUT_S,
-    )
-    found = json.loads(result_path.read_text())
     from helpers.producers.commit_steps import rates
 
     rate = rates(found["blocks"])
@@ -333,4 +314,76 @@ def at_the_limit(
         "serial_commits_per_s": rate["plain append"],
         "ratio_to_serial": rate["committer"] / rate["plain append"],
         "exactly_once": verdict.exactly_once,
+        "deltalake": found["deltalake"],
+        "errors": len(found["errors"]),
+        "first_error": found["errors"][0] if found["errors"] else "",
+        **_step_figures(found["steps"]),
+    }
+
+
+def _alternate_in_a_process(
+    table: Table,
+    appended: Table,
+    max_files: int,
+    rounds: int,
+    block: int,
+    committer: dict,
+    deltalake_from: str | None,
+) -> dict:
+    """:func:`helpers.producers.commit_steps.alternate` in a process of its own (with the
+    ``deltalake`` of ``deltalake_from`` first on its path, when given); returns what it found."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    spec_path, result_path = table.run_dir / "limit.json", table.run_dir / "limit.result.json"
+    spec_path.write_text(
+        json.dumps(
+            {
+                "mode": "limit",
+                "uri": table.uri,
+                "options": table.options,
+                "append_uri": appended.uri,
+                "append_options": appended.options,
+                "files": max_files,
+                "rows": table.rows,
+                "rounds": rounds,
+                "block": block,
+                "run_dir": str(table.run_dir),
+                "result_path": str(result_path),
+                **committer,
+            },
+            indent=1,
+        )
+    )
+    env = None
+    if deltalake_from:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([deltalake_from, str(config.ROOT)])}
+    subprocess.run(
+        [sys.executable, "-m", "helpers.producers.commit_steps", str(spec_path)],
+        check=True,
+        timeout=RUN_TIMEOUT_S,
+        env=env,
+    )
+    found = json.loads(result_path.read_text())
+    return found
+
+
+def _step_figures(steps: dict[str, list[float]]) -> dict:
+    """The committer's refresh (median and p99, ms; over its commits after the warm-up) and its
+    checkpoints (how many, median ms)."""
+    import statistics
+
+    def p99(values: list[float]) -> float:
+        return sorted(values)[min(len(values) - 1, int(0.99 * len(values)))]
+
+    refresh, checkpoint = steps.get("refresh", []), steps.get("checkpoint", [])
+    nan = float("nan")
+    return {
+        "refreshes": len(refresh),
+        "refresh_p50_ms": statistics.median(refresh) * 1000 if refresh else nan,
+        "refresh_p99_ms": p99(refresh) * 1000 if refresh else nan,
+        "checkpoints": len(checkpoint),
+        "checkpoint_p50_ms": statistics.median(checkpoint) * 1000 if checkpoint else nan,
     }
