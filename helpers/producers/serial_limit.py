@@ -61,7 +61,7 @@ MEASURED = (
 """The variants ``make producers`` measures: 1.6.6 as released, with each bound on its refresh,
 and with the fix. The other two of :data:`VARIANTS` ("no refresh" on 1.6.6 as released, and the
 fix's build with the refresh kept) are the finding's and the build's controls: the tests run the
-first, and a maintainer may name either."""
+first, and :func:`variant_rows` runs either when named."""
 
 
 def variants(with_all: bool = True) -> list[str]:
