@@ -10,6 +10,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3.11
 UV_VERSION := 0.13.8
+SPARK_ERA_STAMP := .envs/delta-spark-3.3.2/.installed
 WRITER_ERAS := deltalake-0.22.3 deltalake-1.5.1 deltalake-0.14.0 deltalake-1.6.3 deltalake-1.1.4 deltalake-0.25.5 deltalake-1.5.0
 
 CACHE := $(CURDIR)/.cache
@@ -43,7 +44,7 @@ ERA_STAMPS := $(WRITER_ERAS:%=.envs/%/.installed)
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 KERNEL_SPEC := .venv/share/jupyter/kernels/delta-lake-workbook/kernel.json
 
-.PHONY: help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers deltalake-fix lost-answer catalog-run publish clean distclean
+.PHONY: spark-era help answer install install-python preflight .preflight-problems lock format workbook test test-heavy bench bench-servers torture torture-spark matrix audit outputs lab lab-check student cluster cluster-stop cluster-check services stop status reset prefetch versitygw uc-server s3-on-versitygw probe-store probe-versitygw producers deltalake-fix lost-answer catalog-run publish clean distclean
 
 help: ## list the commands
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -85,6 +86,15 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --prefer-offline --no-progress --loglevel=error
 	touch $@
 
+# Delta Spark 3.3.2 on Spark 3.5 (helpers/ground/eras.py SPARK_ERAS): its environment, then its jars
+# fetched and the workbook's log store compiled against them, by the era's own Python
+$(SPARK_ERA_STAMP): requirements/spark-delta-3.3.2.txt .cache/ivy/.resolved | $(UV)
+	$(UV) venv --quiet --allow-existing --python $(PYTHON) .envs/delta-spark-3.3.2
+	$(UV) pip sync --quiet --compile-bytecode --python .envs/delta-spark-3.3.2/bin/python --require-hashes $<
+	$(PRUNE_SDIST_BUILDS)
+	PYTHONPATH=$(CURDIR) .envs/delta-spark-3.3.2/bin/python -m helpers.spark.install fetch-jars
+	touch $@
+
 .cache/ivy/.resolved: helpers/spark/sessions.py helpers/spark/spark_start.py helpers/spark/install.py helpers/spark/java_build.py helpers/ground/config.py $(wildcard helpers/spark/java/*/*/*.java) .venv/.installed
 	$(PY) -m helpers.spark.install fetch-jars
 	touch $@
@@ -92,6 +102,7 @@ node_modules/.installed: package.json package-lock.json
 lock: | $(UV) ## re-resolve pyproject.toml into requirements/*.txt (then commit them)
 	$(UV) pip compile pyproject.toml --group kernel --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/kernel.txt
 	$(foreach era,$(WRITER_ERAS),$(UV) pip compile pyproject.toml --group writer-$(subst .,-,$(era)) --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/writer-$(era).txt;)
+	$(UV) pip compile pyproject.toml --group spark-delta-3-3-2 --universal --python-version 3.11 --generate-hashes --no-header --quiet -o requirements/spark-delta-3.3.2.txt
 	npm install --package-lock-only --no-progress --loglevel=error
 
 format: install-python ## format helpers/, tests/ and the notebooks' code with ruff, and wrap the notebooks' markdown (line length 100; make test checks both)
@@ -110,7 +121,7 @@ test: ## unit tests and every notebook executed as a test (notebook 15 needs the
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-test-heavy: install uc-server ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, Spark's DynamoDB log store states, the key check of the catalog's drivers on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; the catalog's job refusing the testing flag, a short outage, the Kernel race twice, a small cost run and its upkeep; CI runs it after make test, and prints its time)
+test-heavy: install uc-server spark-era ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, notebook 09's several drivers with Delta Spark 3.3.2, Spark's DynamoDB log store states, the key check of the catalog's drivers on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; the catalog's job refusing the testing flag, a short outage, the Kernel race twice, a small cost run and its upkeep; CI runs it after make test, and prints its time)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 bench: install ## the commit-throughput benchmark, every protocol and writer count (9 to 18 min; results in build/bench/full/ only: make publish RUN=build/bench/full makes them the committed run)
@@ -128,7 +139,9 @@ torture-spark: install ## the Spark protocol's bounded torture run, which notebo
 torture: install ## the torture run: each safe protocol takes enough operations from 8 writers for 1,000 commits, 16 writers killed mid-commit, services restarted (results in build/torture/full/ only: make publish RUN=build/torture/full makes them the committed run)
 	$(PY) -m helpers.torture --name full $(TORTURE_ARGS)
 
-matrix: install ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
+spark-era: install $(SPARK_ERA_STAMP) ## Delta Spark 3.3.2 on Spark 3.5 (AWS Glue 5, EMR 7) beside the kernel's 4.4.0: its own environment in .envs/delta-spark-3.3.2/ (837 MB) and its jars in .cache/ivy/ (35 MB), for make matrix, make test-heavy and notebook 09's SPARK_ERA; make install leaves it out
+
+matrix: install spark-era ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark 4.4.0 and 3.3.2, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	$(MAKE) --no-print-directory lost-answer
 
@@ -188,7 +201,7 @@ reset: ## wipe emulator state (buckets, tables, containers) and local tables
 	$(PY) -m helpers.stores.services reset
 	rm -rf .state/tables
 
-prefetch: install ## download every wheel, jar and npm package, versitygw's Go modules if Go is here and the Unity Catalog server's crates if Rust is, for offline use (then: make OFFLINE=1 ...)
+prefetch: install spark-era ## download every wheel, jar and npm package (Delta Spark 3.3.2's environment too), versitygw's Go modules if Go is here and the Unity Catalog server's crates if Rust is, for offline use (then: make OFFLINE=1 ...)
 	$(PY) -m helpers.spark.install fetch-jars
 	npm cache verify --loglevel=error >/dev/null
 	$(PY) -m helpers.stores.versitygw build --if-go
@@ -235,6 +248,7 @@ clean: ## remove executed notebooks and test output
 distclean: stop clean ## remove everything `make install` created, caches included
 	rm -rf .venv .envs node_modules .cache .state
 
+MIXED_SPARK_ERA ?= delta-spark-4.4.0
 .PHONY: matrix-mixed
-matrix-mixed: install ## Delta Spark (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: every ordered pair of the conflict matrix's append, overwrite, delete, update, merge and optimize, and the answer page's other pairs (replaceWhere, DELETE of every row, Z-order, VACUUM against the writes), raced in both orders (23 min on a shared, loaded 2-core machine; the six operations' pairs alone, MATRIX_MIXED_ARGS=--ops append,overwrite,delete,update,merge,optimize, 6 min), judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/ only: make publish RUN=build/matrix/mixed-dynamodb makes them the committed run
-	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix.mixed $(MATRIX_MIXED_ARGS)
+matrix-mixed: install spark-era ## Delta Spark 4.4.0 (MIXED_SPARK_ERA=delta-spark-3.3.2: 3.3.2 on Spark 3.5, into build/matrix/mixed-dynamodb-3.3/) (DynamoDB log store) and deltalake 1.5.1 (its DynamoDB lock) on one S3 table through one lock table: every ordered pair of the conflict matrix's append, overwrite, delete, update, merge and optimize, and the answer page's other pairs (replaceWhere, DELETE of every row, Z-order, VACUUM against the writes), raced in both orders (23 min on a shared, loaded 2-core machine; the six operations' pairs alone, MATRIX_MIXED_ARGS=--ops append,overwrite,delete,update,merge,optimize, 6 min), judged from the log, the data files and the lock table's items; results in build/matrix/mixed-dynamodb/ only: make publish RUN=build/matrix/mixed-dynamodb makes them the committed run
+	$(PY) -m helpers.stores.services run -- $(if $(filter delta-spark-4.4.0,$(MIXED_SPARK_ERA)),$(PY),$(CURDIR)/.envs/$(MIXED_SPARK_ERA)/bin/python) -m helpers.matrix.mixed $(MATRIX_MIXED_ARGS)

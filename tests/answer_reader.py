@@ -168,7 +168,7 @@ PROTOCOLS = (
              changes=("CATALOG_MANAGED_MAINTENANCE",), from_="CATALOG_MANAGED.version",
              paths=("spark-catalog",)),
     Protocol("mixed-lock", "both", r"DynamoDB", r"one lock table",
-             ("spark-dynamodb-then-deltalake-{v}", "deltalake-{v}-then-spark-dynamodb"),
+             ("spark{s}-dynamodb-then-deltalake-{v}", "deltalake-{v}-then-spark{s}-dynamodb"),
              CHECKER + LOCK, from_="TABLE_PATH_SLASH.version",
              to="DYNAMODB_LOG_STORE_REMOVED.last_before", required=False,
              paths=(SPARK_LOCK_PATH, LOCK_PATH)),
@@ -177,9 +177,12 @@ PROTOCOLS = (
     Protocol("mixed-local", "both", r"^local disk$", r"", RS_SPARK, CHECKER, required=False,
              paths=("local-put-if-absent",)),
 )  # fmt: skip
-"""Every commit protocol the reader knows. The Delta Spark protocols have no boundary of their own
-inside the releases measured; the catalog's maintenance changes at 4.4.1. A row the reader cannot
-place is a problem of its own (the reader must learn the new setting first)."""
+"""Every commit protocol the reader knows. A Delta Spark release stands only for itself: no boundary
+read from Delta's release notes or source ties one release's races to another's, so a release the
+matrix did not measure has no rows (the page says it was not measured); the catalog's maintenance
+changes at 4.4.1. A mixed row's Delta Spark release is the one its setting names (``Delta Spark
+3.3.2``), else Delta Spark's boundary release. A row the reader cannot place is a problem of its own
+(the reader must learn the new setting first)."""
 
 LAYOUT_SUFFIX = {"shared": "", "partitions": "+partitions", "file-stats": "+file-stats"}
 """The page's layouts and the matrix's variants that race on them."""
@@ -230,6 +233,8 @@ class Reader:
         """The findings' version table: a finding's folder, library, first and last release affected,
         and the commit paths (space-separated) where it applies; a finding may have a row per path."""
         self.apart = {r["second"] for r in self.rows if r["second"].endswith("_apart")}
+        self.spark_measured = {v["delta"] for v in self.versions.values() if "delta" in v}
+        """The Delta Spark releases the matrix raced: the only ones a Delta Spark row stands for."""
         self.firsts = {r["second"]: r["first"] for r in self.rows}
         self.standing: dict[tuple[str, str], list[str]] = {}
 
@@ -238,6 +243,8 @@ class Reader:
         return getattr(self.bounds[name], field) if reference else ""
 
     def exists(self, protocol: Protocol, release: str) -> bool:
+        if protocol.side == "delta" and release not in self.spark_measured:
+            return False  # not measured: the page offers no row of it
         low, high = self.bound(protocol.from_), self.bound(protocol.to)
         key = release_key(release)
         return (not low or release_key(low) <= key) and (not high or key <= release_key(high))
@@ -245,25 +252,31 @@ class Reader:
     def stands_for(self, protocol: Protocol, measured: str, release: str) -> bool:
         """A measured version stands for a release if no boundary that changes the protocol lies
         between them (its first release after the lower and at most the higher of the two)."""
+        if protocol.side == "delta":
+            return measured == release
         low, high = sorted((release_key(measured), release_key(release)))
         return not any(
             low < release_key(self.bounds[name].version) <= high for name in protocol.changes
         )
 
-    def representatives(self, protocol: Protocol, release: str) -> list[str]:
+    def representatives(self, protocol: Protocol, release: str, spark: str = "") -> list[str]:
         """The matrix's base engines (no variant) of the protocol whose measured version stands for
-        the release."""
-        if (protocol.key, release) not in self.standing:
-            pattern = "|".join(re.escape(e).replace(r"\{v\}", r"[\d.]+") for e in protocol.engines)
-            self.standing[protocol.key, release] = [
+        the release; a mixed row's only those that ran its Delta Spark release (``spark``)."""
+        if (protocol.key, release, spark) not in self.standing:
+            pattern = "|".join(
+                re.escape(e).replace(r"\{v\}", r"[\d.]+").replace(r"\{s\}", r"(?:-[\d.]+)?")
+                for e in protocol.engines
+            )
+            self.standing[protocol.key, release, spark] = [
                 engine
                 for engine, versions in self.versions.items()
                 if pattern
                 and re.fullmatch(pattern, engine)
                 and protocol.side in versions
                 and self.stands_for(protocol, versions[protocol.side], release)
+                and (protocol.side == "delta" or not spark or versions.get("delta", spark) == spark)
             ]
-        return self.standing[protocol.key, release]
+        return self.standing[protocol.key, release, spark]
 
     def pair(self, first: str, second: str, layout: str, choices: dict) -> tuple[str, str]:
         """The matrix's pair for the page's (first, later) on a layout, with the choices made: the
@@ -283,12 +296,15 @@ class Reader:
         forms.update({op: f"{op}_on_id" for op in keys} if keyed else {})
         return forms.get(first, first), forms.get(second, second)
 
-    def expected(self, protocol, store, release, layout, first, second, choices) -> Expected:
-        """What the page must show for a cell of a row of this protocol and store."""
+    def expected(
+        self, protocol, store, release, layout, first, second, choices, spark=""
+    ) -> Expected:
+        """What the page must show for a cell of a row of this protocol and store (``spark``: a
+        mixed row's Delta Spark release)."""
         if protocol.loses:
             return Expected(LOSES, check=True)
         pair = self.pair(first, second, layout, choices)
-        bases = self.representatives(protocol, release)
+        bases = self.representatives(protocol, release, spark)
         if not bases or layout not in LAYOUT_SUFFIX:
             return Expected(NOT_MEASURED)
         rows: list[dict | None] = []
@@ -302,12 +318,13 @@ class Reader:
         found = tuple(r for r in rows if r is not None)
         return Expected(verdict_of(rows), found)
 
-    def findings_for(self, protocol: Protocol, release: str) -> set[str]:
+    def findings_for(self, protocol: Protocol, release: str, spark: str = "") -> set[str]:
         """The folders of the findings the page must link for a row of this protocol at a release: the
-        finding's library is the row's (deltalake, or Delta Spark's JVM side), its release in range."""
+        finding's library is the row's (deltalake, or Delta Spark's JVM side), its release in range
+        (a mixed row's Delta Spark release: ``spark``, else Delta Spark's boundary release)."""
         releases = {protocol.side: release}
-        if protocol.engine == "both":  # the mixed rows: Delta Spark's release is the one measured
-            releases["delta"] = self.bounds["DELTA_SPARK"].version
+        if protocol.engine == "both":
+            releases["delta"] = spark or self.bounds["DELTA_SPARK"].version
         found = set()
         for finding in self.findings:
             chosen = releases.get("deltalake" if finding["library"] == "deltalake" else "delta")
@@ -362,3 +379,14 @@ def protocol_of(engine: str, store: str, setting: str) -> Protocol | None:
         ),
         None,
     )
+
+
+def spark_release(engine: str, release: str, setting: str, default: str) -> str:
+    """The Delta Spark release of a row as the page shows it: a Delta Spark row's chosen release, a
+    mixed row's as its setting names it (else ``default``), none for deltalake alone."""
+    if engine == "Delta Spark":
+        return release
+    if engine != "both":
+        return ""
+    named = re.search(r"Delta Spark (\d+\.\d+\.\d+)", setting)
+    return named.group(1) if named else default

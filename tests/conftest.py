@@ -117,6 +117,7 @@ HEAVY = (
 # other jars starts its driver in a child process (test_catalog_object_storage.py).
 HEAVY_ORDER = (
     "tests/test_catalog_maintenance.py",  # 114 s
+    "tests/test_spark_era.py",  # Delta Spark 3.3.2's two races of notebook 09, 4 JVMs (one heavy test)
     "tests/test_findings.py",  # 88 s
     "tests/test_catalog_cost.py",  # 79 s: a small cost run (one heavy test)
     "tests/test_catalog_kernel.py",  # 72 s

@@ -343,7 +343,8 @@ def test_a_check_or_section_that_is_not_there_is_caught():
 def known_versions() -> set[str]:
     texts = [" ".join(dataclasses.astuple(boundary)) for boundary in boundaries.BOUNDARIES]
     found = {version for text in texts for version in VERSION.findall(text)}
-    return found | {era.deltalake_version for era in eras.ALL_ERAS.values()}
+    spark = {v for s in eras.SPARK_ERAS.values() for v in (s.delta_version, s.spark_line)}
+    return found | {era.deltalake_version for era in eras.ALL_ERAS.values()} | spark
 
 
 def assert_versions_known(page: str) -> None:

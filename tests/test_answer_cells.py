@@ -97,6 +97,8 @@ class Cell:
     first: str
     second: str
     choices: tuple[tuple[str, str], ...] = ()
+    spark: str = ""
+    """The row's Delta Spark release (:func:`answer_reader.spark_release`)."""
 
     @property
     def where(self) -> str:
@@ -160,8 +162,16 @@ def cells_of(setup: dict) -> list[Cell]:
                         *([(name, v) for v in values] for name, values in
                           (("retention", retention), ("condition", condition)) if values)
                     ):  # fmt: skip
+                        spark = ar.spark_release(
+                            engine,
+                            release,
+                            setup["rows"].get(key, ""),
+                            ar.boundaries.DELTA_SPARK.version,
+                        )
                         cells.append(
-                            Cell(key, protocol, store, release, layout, first, second, chosen)
+                            Cell(
+                                key, protocol, store, release, layout, first, second, chosen, spark
+                            )
                         )
     # the page draws a row's grid again whenever the row, layout or a choice changes: those outermost
     return sorted(cells, key=lambda c: (c.row, c.release, c.layout, c.choices))
@@ -247,7 +257,7 @@ def cell_problems(cell: Cell, seen: tuple[str, ...], reader: ar.Reader) -> list[
     verdict, sentence, evidence, _, range_ = seen
     expected = reader.expected(
         cell.protocol, cell.store, cell.release, cell.layout, cell.first, cell.second,
-        dict(cell.choices),
+        dict(cell.choices), cell.spark,
     )  # fmt: skip
     checked = expected.check or by_check(evidence)
     if not re.search(rf"(?<![\d.]){re.escape(cell.release)}(?![\d.])", range_):
@@ -270,10 +280,10 @@ def findings_problems(cells: list[Cell], seen, reader: ar.Reader) -> list[Proble
     listed: dict[tuple, set[frozenset]] = {}
     for cell, one in zip(cells, seen):
         folders = frozenset(re.findall(r"findings/([^/\s]+)/", one[3]))
-        listed.setdefault((cell.row, cell.protocol, cell.release), set()).add(folders)
+        listed.setdefault((cell.row, cell.protocol, cell.release, cell.spark), set()).add(folders)
     found = []
-    for (row, protocol, release), sets in listed.items():
-        expected = reader.findings_for(protocol, release)
+    for (row, protocol, release, spark), sets in listed.items():
+        expected = reader.findings_for(protocol, release, spark)
         for folders in sets:
             if folders != expected:
                 found.append(
@@ -469,3 +479,28 @@ def test_a_crafted_break_of_a_boundary_is_found(browser, reader, setup):
     assert verdicts(cells, seen, crafted) == [
         f"{cells[0].where}: the page says 'duplicates data', the reader 'refused (retry)'"
     ]
+
+
+UNMEASURED_JS = """
+const page = window.answerPage;
+return page.offered("Delta Spark").filter((v) => !page.releases("Delta Spark").includes(v))
+  .map((v) => [v, page.unmeasured(v)]);
+"""
+
+
+def test_a_delta_spark_release_not_measured_says_so_and_the_reader_agrees(browser, reader):
+    """Every Delta Spark release the page lists but no row stands for (a boundary's, not raced) shows
+    "not measured" and names the releases that were; the reader has no engine standing for it."""
+    browser.get(PAGE.as_uri())
+    shown = browser.execute_script(UNMEASURED_JS)
+    assert shown, "the page lists no Delta Spark release that was not measured"
+    measured = sorted(reader.spark_measured, key=ar.release_key)
+    for release, said in shown:
+        assert said["verdict"] == "not measured" and said["rows"] == 0, (release, said)
+        assert f"Delta Spark {release} was not measured" in said["sentence"], said
+        assert all(m in said["sentence"] for m in measured), said
+        for protocol in ar.PROTOCOLS:
+            if protocol.side == "delta":
+                assert reader.representatives(protocol, release) == [], (protocol.key, release)
+                assert not reader.exists(protocol, release), (protocol.key, release)
+    assert {"3.3.2", "4.4.0"} <= reader.spark_measured

@@ -108,6 +108,10 @@ def test_every_row_of_the_page_has_a_lost_answer_cell_from_the_data():
     assert set(lost_answer_cells.ROW_PATHS) == {row.key for row in ROWS}
     measured = {(t.path, t.release) for t in trials.read_csv()}
     for key, paths in lost_answer_cells.ROW_PATHS.items():
+        if key in lost_answer_cells.NOT_RUN_YET:  # said "not measured" by name
+            spark = {(path, release) for path, release in paths if path.startswith("spark")}
+            assert not spark & measured and lost_answer_cells.cell(key).verdict == "not measured"
+            continue
         assert set(paths) <= measured, key
         found = lost_answer_cells.cell(key)
         assert (

@@ -54,7 +54,7 @@ PATHS = (  # (engine as the page's chooser has it, store, setting) patterns, fir
     ("^both$", "DynamoDB", "deltalake by conditional put",
      ("deltalake-s3-conditional-put",), SPARK_LOCK),
 )  # fmt: skip
-ROWS_JS = "return D.rows.map((r) => [r.key, r.span, r.store, r.setting, r.engine, r.name]);"
+ROWS_JS = "return D.rows.map((r) => [r.key, r.span, r.store, r.setting, r.engine, r.spark]);"
 LOST_JS = (
     "return arguments[0].map((key) => "
     "window.answerPage.show(key, 'append', 'append', 'shared').lost);"
@@ -72,8 +72,9 @@ def _within(release: str, span: list[str]) -> bool:
     )
 
 
-def expected(rows: list[dict], key, span, store, setting, engine) -> tuple[str, str]:
-    """(verdict, "N of M trials") for a row, from the data alone; ("", "") for no network."""
+def expected(rows: list[dict], key, span, store, setting, engine, spark) -> tuple[str, str]:
+    """(verdict, "N of M trials") for a row, from the data alone; ("", "") for no network. A Delta
+    Spark path counts the trials of the row's Delta Spark release (``spark``) only."""
     if store == "local disk":
         return "safe", ""
     chosen = next(
@@ -90,7 +91,10 @@ def expected(rows: list[dict], key, span, store, setting, engine) -> tuple[str, 
         r
         for r in rows
         if r["remedy"] == "none"
-        and (r["path"] in whole or (r["path"] in bounded and _within(r["release"], span)))
+        and (
+            (r["path"] in whole and (r["release"] == spark or not r["path"].startswith("spark")))
+            or (r["path"] in bounded and _within(r["release"], span))
+        )
     ]
     measured = {r["path"] for r in trials}
     if not trials or not set(whole) <= measured or (bounded and not set(bounded) & measured):
@@ -107,8 +111,8 @@ def problems(browser, page, data) -> list[str]:
     shown_rows = browser.execute_script(ROWS_JS)
     lost = browser.execute_script(LOST_JS, [r[0] for r in shown_rows])
     found = []
-    for (key, span, store, setting, engine, _), text in zip(shown_rows, lost, strict=True):
-        verdict, counts = expected(rows, key, span, store, setting, engine)
+    for (key, span, store, setting, engine, spark), text in zip(shown_rows, lost, strict=True):
+        verdict, counts = expected(rows, key, span, store, setting, engine, spark)
         if not text.startswith(f"{verdict}: "):
             found.append(f"{key}: the page says {text[:80]!r}, the data {verdict}")
         elif counts and f"({counts}" not in text:

@@ -303,7 +303,19 @@ def test_every_default_engine_is_an_installed_era():
         "deltalake-1.6.3",
         "deltalake-1.6.6",
     }
-    assert all(eras.era(spec.era) for spec in engines.ENGINES.values())
+    assert all(
+        eras.spark_era(spec.era) if spec.era in eras.SPARK_ERAS else eras.era(spec.era)
+        for spec in engines.ENGINES.values()
+    )
+    spark = {
+        s.name: s.era for s in specs if s.module == "helpers.matrix.spark" and not s.variant_of
+    }
+    assert spark == {
+        "delta-spark-4.4": eras.CURRENT,
+        "delta-spark-4.4@s3": eras.CURRENT,
+        "delta-spark-3.3": eras.GLUE_SPARK,
+        "delta-spark-3.3@s3": eras.GLUE_SPARK,
+    }
 
 
 def test_a_small_real_run_brackets_the_double_optimize_regression(tmp_path):

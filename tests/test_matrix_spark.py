@@ -30,21 +30,31 @@ def test_spark_mixed_and_s3_engines_are_registered_and_share_two_drivers():
         SPARK,
     )  # it shares Spark's serial results
     groups = [(era, set(names)) for era, names in engines.processes(list(engines.DEFAULT_ENGINES))]
-    # Delta Spark's driver: Spark alone, then its S3 sample and its other interleaving, which need its results
-    assert groups[0] == (
-        "deltalake-1.6.6",
-        {
-            MIXED,
-            "deltalake-1.6.6-then-spark",
-            f"{SPARK}+partitions",
-            f"{SPARK}+file-stats",
-            f"{SPARK}+partitions+b-files-after",
-            f"{SPARK}+file-stats+b-files-after",
-        },
-    )
-    assert groups[1] == ("deltalake-1.6.6", {SPARK, f"{SPARK}@s3", f"{SPARK}+b-files-after"})
-    # the two drivers (the kernel's environment: pyspark and deltalake 1.6.6) start before any delta-rs era
-    assert all(not any(engines.ENGINES[n].threads > 1 for n in names) for _, names in groups[2:])
+    spark_3 = engines.SPARK_3
+    # each release's two drivers start before any delta-rs era (the larger groups first): one with
+    # Delta Spark alone, its S3 sample and its other interleaving, which need its results; the other
+    # with its layouts (and for 4.4.0, in the kernel's environment, the mixed pairs)
+    assert groups[:4] == [
+        (
+            "deltalake-1.6.6",
+            {
+                MIXED,
+                "deltalake-1.6.6-then-spark",
+                f"{SPARK}+partitions",
+                f"{SPARK}+file-stats",
+                f"{SPARK}+partitions+b-files-after",
+                f"{SPARK}+file-stats+b-files-after",
+            },
+        ),
+        (
+            "delta-spark-3.3.2",
+            {f"{spark_3}{v}" for v in ("+partitions", "+file-stats")}
+            | {f"{spark_3}{v}+b-files-after" for v in ("+partitions", "+file-stats")},
+        ),
+        ("deltalake-1.6.6", {SPARK, f"{SPARK}@s3", f"{SPARK}+b-files-after"}),
+        ("delta-spark-3.3.2", {spark_3, f"{spark_3}@s3", f"{spark_3}+b-files-after"}),
+    ]
+    assert all(not any(engines.ENGINES[n].threads > 1 for n in names) for _, names in groups[4:])
 
 
 def _record(first, second, outcome):

@@ -93,7 +93,7 @@ def classpath() -> list[Path | str]:
             f"{', '.join(KERNEL_JARS)} not all in {config.shown(jars_dir)} after fetching Delta "
             "Spark's jars; run `make install`."
         )
-    return [f"{sessions._pyspark_jars_dir()}/*", *found()]
+    return [f"{sessions.pyspark_jars_dir()}/*", *found()]
 
 
 def kernel_jar() -> Path:

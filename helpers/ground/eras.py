@@ -26,6 +26,13 @@ from pathlib import Path
 from helpers.ground import config
 
 
+def environment_python(name: str, in_kernel: bool) -> Path:
+    """The Python of an era's environment: the kernel's, or ``.envs/<name>``'s."""
+    if in_kernel:
+        return config.ROOT / ".venv" / "bin" / "python"
+    return config.ENVS_DIR / name / "bin" / "python"
+
+
 @dataclass(frozen=True)
 class Era:
     name: str
@@ -42,9 +49,7 @@ class Era:
 
     @property
     def python(self) -> Path:
-        if self.in_kernel:
-            return config.ROOT / ".venv" / "bin" / "python"
-        return config.ENVS_DIR / self.name / "bin" / "python"
+        return environment_python(self.name, self.in_kernel)
 
 
 ALL_ERAS: dict[str, Era] = {
@@ -143,6 +148,57 @@ that commits a blind append beside a DELETE, UPDATE, MERGE or overwrite; 0.25.5,
 1.5.0, the last whose VACUUM with ``full=True`` deletes files younger than the retention."""
 
 
+@dataclass(frozen=True)
+class SparkEra:
+    """A Delta Spark release with the Spark line it runs on, in a Python environment of its own
+    (the kernel's for the current one): its drivers are processes started in that environment, so
+    one notebook or one run can race both releases."""
+
+    name: str
+    delta_version: str
+    spark_line: str
+    """The Spark line its jars are built for (``"3.5"``), as its environment's pyspark is."""
+    scala: str
+    summary: str
+    in_kernel: bool = False
+
+    @property
+    def requirements(self) -> Path:
+        file = "kernel.txt" if self.in_kernel else f"spark-delta-{self.delta_version}.txt"
+        return config.ROOT / "requirements" / file
+
+    @property
+    def python(self) -> Path:
+        return environment_python(self.name, self.in_kernel)
+
+
+CURRENT_SPARK = "delta-spark-4.4.0"
+GLUE_SPARK = "delta-spark-3.3.2"
+SPARK_ERAS: dict[str, SparkEra] = {
+    spark.name: spark
+    for spark in (
+        SparkEra(
+            CURRENT_SPARK,
+            "4.4.0",
+            "4.2",
+            "2.13",
+            "Today's Delta Spark on Spark 4.2, the kernel's pyspark.",
+            in_kernel=True,
+        ),
+        SparkEra(
+            GLUE_SPARK,
+            "3.3.2",
+            "3.5",
+            "2.12",
+            "Delta Spark 3.3 on Spark 3.5, the release AWS Glue 5 and EMR 7 run; installed only when "
+            "asked (make spark-era, make matrix).",
+        ),
+    )
+}
+"""The Delta Spark releases the workbook runs (``SPARK_ERA`` of notebook 09, the matrix's Delta
+Spark engines); :func:`spark_era` resolves a name, :func:`python_for` its environment."""
+
+
 class EraError(RuntimeError):
     """An era is unknown or its environment is not installed; the message says what to do."""
 
@@ -155,12 +211,24 @@ def era(name: str) -> Era:
         raise EraError(f"Unknown era {name!r}; the workbook has {', '.join(ALL_ERAS)}.") from None
 
 
-def python_for(name: str) -> Path:
-    """The Python executable of an era's environment (raises EraError if it is not installed)."""
-    chosen = era(name)
-    if not chosen.python.exists():
+def spark_era(name: str) -> SparkEra:
+    """The Spark era called ``name`` (e.g. ``"delta-spark-3.3.2"``); raises EraError naming the known ones."""
+    try:
+        return SPARK_ERAS[name]
+    except KeyError:
         raise EraError(
-            f"The environment of {name} is not installed ({chosen.python} is missing). Run `make install`."
+            f"Unknown Spark era {name!r}; the workbook has {', '.join(SPARK_ERAS)}."
+        ) from None
+
+
+def python_for(name: str) -> Path:
+    """The Python executable of an era's environment, a delta-rs era or a Spark era (raises
+    EraError if it is not installed, naming the command that installs it)."""
+    chosen = SPARK_ERAS[name] if name in SPARK_ERAS else era(name)
+    if not chosen.python.exists():
+        command = "make spark-era" if name in SPARK_ERAS else "make install"
+        raise EraError(
+            f"The environment of {name} is not installed ({config.shown(chosen.python)} is missing). Run `{command}`."
         )
     return chosen.python
 

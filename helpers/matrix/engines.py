@@ -62,6 +62,24 @@ SECOND_SPARK = "spark-2"
 """A second Spark worker process (its own driver): one driver's pairs keep about one core busy (its
 threads take turns in Python and py4j), so the mixed pairs and Spark's other layouts run in a second
 driver beside the first, which races Delta Spark alone, its other interleaving and its S3 sample."""
+SPARK_3 = "delta-spark-3.3"
+"""Delta Spark 3.3.2 on Spark 3.5 (:data:`helpers.ground.eras.GLUE_SPARK`), in its own environment:
+the same engine module and pairs as :data:`SPARK`, in drivers of their own (``spark-3.3`` and
+:data:`SECOND_SPARK_3`)."""
+SECOND_SPARK_3 = "spark-3.3-2"
+SECOND_DRIVERS = {SECOND_SPARK: "spark", SECOND_SPARK_3: "spark-3.3"}
+"""Each second Spark driver, and the first driver its engines join in a short run."""
+SPARK_OF_ERA = {eras.CURRENT_SPARK: SPARK, eras.GLUE_SPARK: SPARK_3}
+"""The Delta Spark engine of each Spark era (:data:`helpers.ground.eras.SPARK_ERAS`)."""
+
+
+def spark_here() -> str:
+    """The Delta Spark engine this process runs (its pyspark's era)."""
+    from helpers.spark import releases
+
+    return SPARK_OF_ERA[releases.running().name]
+
+
 CURRENT_RS = eras.CURRENT
 """The delta-rs era of the kernel (deltalake 1.6.6), the one mixed pairs and the S3 run use."""
 
@@ -190,6 +208,13 @@ def _variants(
     ]
 
 
+def _sampled_on_s3(spec: EngineSpec) -> EngineSpec:
+    """A Spark engine again on S3, in its driver: the pairs it did not refuse and a sample of the rest."""
+    from dataclasses import replace
+
+    return replace(spec, name=f"{spec.name}@s3", store="s3", confirms=spec.name, sample=True)
+
+
 _DELTA_RS = [
     _delta_rs(era)
     for era in (
@@ -203,6 +228,9 @@ _DELTA_RS = [
     )
 ]
 _SPARK = EngineSpec(SPARK, "helpers.matrix.spark", eras.CURRENT, process="spark", threads=2)
+_SPARK_3 = EngineSpec(
+    SPARK_3, "helpers.matrix.spark", eras.GLUE_SPARK, process="spark-3.3", threads=2
+)
 
 
 ENGINES: dict[str, EngineSpec] = {
@@ -227,16 +255,7 @@ ENGINES: dict[str, EngineSpec] = {
             threads=2,
             base_of=f"spark-then-{CURRENT_RS}",
         ),
-        EngineSpec(
-            f"{SPARK}@s3",
-            "helpers.matrix.spark",
-            eras.CURRENT,
-            store="s3",
-            confirms=SPARK,
-            sample=True,
-            process="spark",
-            threads=2,
-        ),
+        _sampled_on_s3(_SPARK),
         EngineSpec(
             f"{CURRENT_RS}@s3",
             "helpers.matrix.deltars",
@@ -246,6 +265,9 @@ ENGINES: dict[str, EngineSpec] = {
         ),
         *(variant for spec in _DELTA_RS for variant in _variants(spec, "b-files-first")),
         *_variants(_SPARK, "b-files-after", layouts_in=SECOND_SPARK),
+        _SPARK_3,
+        _sampled_on_s3(_SPARK_3),
+        *_variants(_SPARK_3, "b-files-after", layouts_in=SECOND_SPARK_3),
     )
 }
 """Every engine the matrix can run, by name (``--engines`` accepts these)."""
@@ -269,7 +291,9 @@ def processes(names: list[str], pairs: dict[str, int] | None = None) -> list[tup
     groups: dict[str, list[str]] = {}
     for name in names:
         key = ENGINES[name].process_key
-        groups.setdefault("spark" if one_driver and key == SECOND_SPARK else key, []).append(name)
+        if one_driver and key in SECOND_DRIVERS:
+            key = SECOND_DRIVERS[key]
+        groups.setdefault(key, []).append(name)
 
     def spark(group: list[str]) -> bool:
         return any(ENGINES[name].threads > 1 for name in group)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import sys
 import time
@@ -35,9 +36,8 @@ from collections import Counter
 from pathlib import Path
 
 from helpers.ground import config
-from helpers.matrix import classify, outputs, tidy, worker
+from helpers.matrix import classify, engines, layouts, outputs, tidy, worker
 from helpers.matrix import mixed_engines as me
-from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 from helpers.matrix.ddb_hold import ClaimHold
 from helpers.matrix.pairs import Runner
@@ -81,9 +81,16 @@ ORDERS = {"spark-first": "b-files-after", "deltalake-first": "b-files-first"}
 """The two orders, and the interleaving each races (whether B's data files come after A's commit)."""
 
 
-def engine_name(order: str, rs: str = me.RS) -> str:
-    """The CSV's ``engine`` of an order: ``spark-dynamodb-then-deltalake-1.5.1`` or the other way."""
-    return f"spark-dynamodb-then-{rs}" if order == "spark-first" else f"{rs}-then-spark-dynamodb"
+def engine_name(order: str, rs: str = me.RS, spark: str = engines.SPARK) -> str:
+    """The CSV's ``engine`` of an order: ``spark-dynamodb-then-deltalake-1.5.1`` or the other way,
+    for Delta Spark 4.4.0; ``spark-3.3-dynamodb-then-...`` for another Delta Spark engine's run."""
+    tag = "spark" if spark == engines.SPARK else spark.removeprefix("delta-")
+    return f"{tag}-dynamodb-then-{rs}" if order == "spark-first" else f"{rs}-then-{tag}-dynamodb"
+
+
+def run_engines(meta: dict) -> set[str]:
+    """The engines a run's meta names."""
+    return set(meta["engines"])
 
 
 LOCAL_PAIRS = {
@@ -100,7 +107,9 @@ CSV_COLUMNS = ("order", "engine_first", "engine_second", *tidy.CSV_COLUMNS, *LOC
 
 def row_of(record: dict, order: str, base: dict, version: str, rs: str = me.RS) -> dict:
     """One CSV row: the matrix's (:func:`helpers.matrix.tidy.tidy_row`) with the lock table's evidence."""
-    row = tidy.tidy_row({**record, "engine": engine_name(order, rs)}, base, version)
+    row = tidy.tidy_row(
+        {**record, "engine": engine_name(order, rs, engines.spark_here())}, base, version
+    )
     row.update(
         order=order,
         engine_first=record.get("engine_first", ""),
@@ -140,7 +149,7 @@ def run_mixed(
         echo(f"Delta Spark up after {time.perf_counter() - started:.0f} s; deltalake {rs.version}")
         runner = None
         for order in orders:
-            root = worker.s3_root(str(folder), engine_name(order, rs_name))
+            root = worker.s3_root(str(folder), engine_name(order, rs_name, spark.name))
             roots.append(root)
             first, second = (spark, rs) if order == "spark-first" else (rs, spark)
             runner = Runner(first, second, root=root, shares=runner)
@@ -181,7 +190,7 @@ def write(
         writer.writeheader()
         writer.writerows(rows)
     meta = {
-        "engines": {engine_name(order, rs): versions for order in ORDERS},
+        "engines": {engine_name(order, rs, engines.spark_here()): versions for order in ORDERS},
         "setting": "one S3 table (s3a:// for both), one DynamoDB lock table: Delta Spark's DynamoDB "
         "log store and deltalake's AWS_S3_LOCKING_PROVIDER=dynamodb",
         "operations": [name for name in ops.MATRIX_OPS if any(name in pair for pair in pairs)],
@@ -252,14 +261,20 @@ def summary(rows: list[dict], seconds: float) -> str:
 
 
 def problems(folder: Path) -> list[str]:
-    """What keeps ``folder`` from standing as the committed mixed run ([] when nothing does): a file
-    missing, an order that did not race every pair, or another deltalake than 1.5.1 (a run with
-    ``--deltalake-python``)."""
+    """What keeps ``folder`` from standing as the committed mixed run of its Delta Spark release
+    ([] when nothing does): a file missing, an order that did not race every pair, or another
+    deltalake than 1.5.1 (a run with ``--deltalake-python``)."""
     if not all((folder / name).is_file() for name in ("matrix.csv", "meta.json")):
         return [f"no matrix.csv and meta.json in {config.shown(folder)}: the run did not finish"]
     meta = json.loads((folder / "meta.json").read_text())
     said = []
-    if sorted(meta["engines"]) != sorted(engine_name(order) for order in ORDERS):
+    each_run = [
+        {engine_name(order, me.RS, spark) for order in ORDERS}
+        for spark in engines.SPARK_OF_ERA.values()
+    ]
+    if run_engines(meta) not in (
+        set().union(*chosen) for n in (1, 2) for chosen in itertools.combinations(each_run, n)
+    ):
         said.append(
             f"engines {', '.join(meta['engines'])}: only deltalake 1.5.1's run is committed"
         )
@@ -274,8 +289,34 @@ def problems(folder: Path) -> list[str]:
 
 
 def publish(folder: Path) -> list[Path]:
-    """Copy a run's ``matrix.csv`` and ``meta.json`` to :data:`DATA_CSV` and :data:`DATA_META`."""
-    return outputs.replace(folder, DATA_CSV, DATA_META)
+    """Make a run the committed mixed run of its Delta Spark release: its rows replace that
+    release's in :data:`DATA_CSV` (the other release's stay), and its meta replaces that release's
+    in :data:`DATA_META` (``runs``, by engine pair; the top level stays Delta Spark 4.4.0's run).
+    Each file is written whole or not at all."""
+    import tempfile
+
+    meta = json.loads((folder / "meta.json").read_text())
+    ours = run_engines(meta)
+    with (folder / "matrix.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    kept, committed = [], {}
+    if DATA_CSV.is_file() and DATA_META.is_file():
+        with DATA_CSV.open(encoding="utf-8") as handle:
+            kept = [row for row in csv.DictReader(handle) if row["engine"] not in ours]
+        committed = json.loads(DATA_META.read_text())
+    others = committed.get("runs") or ([committed] if committed else [])
+    runs = [run for run in others if not run_engines(run) & ours] + [meta]
+    runs.sort(key=lambda run: engine_name("spark-first") not in run["engines"])
+    merged = runs[0] if len(runs) == 1 else {**runs[0], "runs": runs}
+    merged["engines"] = {name: v for run in runs for name, v in run["engines"].items()}
+    with tempfile.TemporaryDirectory() as scratch:
+        staged = Path(scratch)
+        with (staged / "matrix.csv").open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows([*kept, *rows])
+        (staged / "meta.json").write_text(json.dumps(merged, indent=2) + "\n")
+        return outputs.replace(staged, DATA_CSV, DATA_META)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,7 +332,10 @@ def main(argv: list[str] | None = None) -> int:
         "--orders", help=f"comma-separated, from {', '.join(ORDERS)} (default: both)"
     )
     parser.add_argument(
-        "--out", type=Path, default=OUT, help="results folder (default build/matrix/mixed-dynamodb)"
+        "--out",
+        type=Path,
+        help="results folder (default build/matrix/mixed-dynamodb; Delta Spark 3.3.2's run, in "
+        "its era's Python: build/matrix/mixed-dynamodb-3.3)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the tables and their lock items")
     parser.add_argument(
@@ -309,15 +353,21 @@ def main(argv: list[str] | None = None) -> int:
     except ops.UnknownName as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
+    spark = engines.spark_here()
+    out = args.out or (
+        OUT
+        if spark == engines.SPARK
+        else OUT.with_name(f"{OUT.name}-{spark.removeprefix('delta-spark-')}")
+    )
     rows = run_mixed(
         ops.pairs(chosen) if args.ops else default_pairs(),
-        args.out,
+        out,
         keep=args.keep,
         orders=tuple(orders),
         rs_python=args.deltalake_python,
     )
-    text = (args.out / "summary.txt").read_text()
-    print(f"\n{text}\nResults: {config.shown(args.out / 'matrix.csv')}")
+    text = (out / "summary.txt").read_text()
+    print(f"\n{text}\nResults: {config.shown(out / 'matrix.csv')}")
     return 0 if rows else 1
 
 

@@ -20,14 +20,12 @@ import os
 
 from helpers.delta import delta_log
 from helpers.ground import config, eras
-from helpers.matrix import engines
-from helpers.matrix import layouts
+from helpers.matrix import engines, layouts
 from helpers.matrix import spark as matrix_spark
 from helpers.matrix.remote import RemoteEngine, for_delta_rs
 from helpers.spark import sessions
 from helpers.stores import storage, tables
 
-SPARK = engines.SPARK
 RS = eras.DYNAMODB_INTEROP
 """deltalake 1.5.1: the releases from 1.3.0 to 1.6.0 speak Delta Spark's DynamoDB protocol."""
 HOLD_TIMEOUT_S = 240.0
@@ -74,10 +72,10 @@ class DynamoSpark(matrix_spark.DeltaSpark):
     """Delta Spark through the DynamoDB log store; B of a race held at its claim."""
 
     def __init__(self, hold) -> None:  # not DeltaSpark's: another session
-        self.name = SPARK
+        self.name = engines.spark_here()
         self.layout = layouts.SHARED_FILES
         self.hold_at_data = False
-        self.results_name = SPARK
+        self.results_name = self.name
         self.hold = hold
         self.spark = session(hold.endpoint)
 

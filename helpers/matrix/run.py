@@ -39,8 +39,9 @@ from helpers.matrix import operations as ops
 
 DEFAULT_OUT = config.BUILD_DIR / "matrix"
 DEFAULT_JOBS = 3
-"""Worker processes at once: the two Spark drivers (:data:`helpers.matrix.engines.SECOND_SPARK`), each
-about one core busy, and the delta-rs eras one after the other beside them."""
+"""Worker processes at once: the Spark drivers (two per Delta Spark release,
+:data:`helpers.matrix.engines.SECOND_DRIVERS`), each about one core busy, then the delta-rs eras one
+after the other beside the last of them."""
 SILENCE_LIMIT_S = 300.0
 """A worker that reports nothing for this long is stuck: it is stopped and the run fails."""
 

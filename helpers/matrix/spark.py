@@ -63,7 +63,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.ground import config
 from helpers.matrix import layouts
 from helpers.matrix import operations as ops
 from helpers.spark import sessions
@@ -185,9 +184,9 @@ class DeltaSpark:
         once any engine of this process has made a base table; until then the pinned versions."""
         if _ENGINE_INFO:
             return _ENGINE_INFO[-1]
-        import pyspark
+        from helpers.spark import releases
 
-        return f"{config.DELTA_JARS_VERSION} (Spark {pyspark.__version__})"
+        return f"{releases.running().delta_version} (Spark {releases.spark_version()})"
 
     # -- the interface ----------------------------------------------------------------------
     def unavailable(self, op: str) -> str | None:

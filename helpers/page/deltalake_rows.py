@@ -48,11 +48,10 @@ MIXED_TOLD = (
 WITH_VACUUM = "when one engine's zero-retention VACUUM runs beside the other's writes"
 
 
-def shared_with_the_other(note: str) -> MatrixCells:
-    """A single engine's "other" cell: the mixed run's pairs, and VACUUM's beside them where they differ."""
-    return MatrixCells(
-        MIXED_LOCK_ENGINES, SHARED_PAIRS, note=note, also=(WITH_VACUUM, VACUUM_PAIRS)
-    )
+def shared_with_the_other(note: str, engines: tuple[str, ...] = MIXED_LOCK_ENGINES) -> MatrixCells:
+    """A single engine's "other" cell: the mixed run's pairs (``engines``, Delta Spark 4.4.0's by
+    default), and VACUUM's beside them where they differ."""
+    return MatrixCells(engines, SHARED_PAIRS, note=note, also=(WITH_VACUUM, VACUUM_PAIRS))
 
 
 HAZARD_CLAIM = "rows are gone: commit 1 holds"

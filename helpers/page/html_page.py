@@ -25,6 +25,7 @@ from helpers.ground import config, eras
 from helpers.page import (
     boundaries,
     decision,
+    engine_names,
     findings,
     lost_answer_cells,
     markdown_page,
@@ -107,10 +108,31 @@ def _releases() -> dict[str, list[str]]:
         if f.library == "deltalake"
         for v in (*f.affected, *f.not_affected)
     }
+    spark = set(engine_names.SPARK_RELEASES) | {
+        v
+        for x in boundaries.BOUNDARIES
+        if x.library == "Delta Spark"
+        for v in (x.version, x.last_before)
+        if v
+    }
     return {
         "deltalake": sorted(deltalake, key=findings.version_key),
-        "Delta Spark": [boundaries.DELTA_SPARK.version],
+        "Delta Spark": sorted(spark, key=findings.version_key),
     }
+
+
+def _spark_release(row: Row) -> str:
+    """The Delta Spark release a row stands for ("" for a row of deltalake alone)."""
+    if row.engine == "Delta Spark":
+        return row.versions
+    return row.versions.split(" + ")[0] if "Spark" in row.engine else ""
+
+
+UNMEASURED_SPARK = (
+    "Delta Spark {release} was not measured here, and no boundary read from Delta's release notes or "
+    "source ties it to a measured release ({measured}): measure it before relying on a neighbour's verdict"
+)
+"""What the page says for a Delta Spark release that no row stands for."""
 
 
 def _engine_of(row: Row) -> str:
@@ -167,6 +189,7 @@ def _row_data(row: Row, setting, copy: tuple[str, str]) -> dict:
         "engine": _engine_of(row),
         "versions": row.versions,
         "span": list(row.span()),
+        "spark": _spark_release(row),
         "store": row.store,
         "setting": row.setting,
         "name": row.name,
@@ -243,6 +266,9 @@ def page_data(results: decision.Results | None = None) -> dict:
         ],
         "jvm": list(findings.JVM_LIBRARIES),
         "spark": boundaries.DELTA_SPARK.version,
+        "unmeasuredSpark": UNMEASURED_SPARK.replace(
+            "{measured}", " and ".join(engine_names.SPARK_RELEASES)
+        ),
         "verdicts": list(decision.VERDICTS),
         "colours": COLOURS,
         "short": SHORT,

@@ -17,6 +17,7 @@ from functools import cache
 
 from helpers.lost_answer import trials
 from helpers.lost_answer.deltalake_paths import LEFT_OUT
+from helpers.page.engine_names import SPARK_3
 from helpers.page.matrix_verdicts import DUPLICATES, LOSES, MISREPORTS, NOT_MEASURED, REFUSED, SAFE
 
 TITLE = "the commit's answer is lost"
@@ -56,6 +57,18 @@ ROW_PATHS: dict[str, tuple[tuple[str, str], ...]] = {
     "mixed-lock": (*_SPARK_DYNAMODB, (_DYNAMODB, "1.5.1")),
     "mixed-put": (*_SPARK_DYNAMODB, (_CONDITIONAL, "1.6.3"), (_CONDITIONAL, "1.6.6")),
     "mixed-local": (),
+    # Delta Spark 3.3.2's rows: the lost-answer run measures Delta Spark 4.4.0 only
+    "spark-one-3-3-2": (("spark-s3-default", SPARK_3),),
+    "spark-several-3-3-2": (("spark-s3-default", SPARK_3),),
+    "spark-dynamodb-3-3-2": (
+        ("spark-s3-dynamodb-claim", SPARK_3),
+        ("spark-s3-dynamodb-copy", SPARK_3),
+    ),
+    "mixed-lock-3-3-2": (
+        ("spark-s3-dynamodb-claim", SPARK_3),
+        ("spark-s3-dynamodb-copy", SPARK_3),
+        (_DYNAMODB, "1.5.1"),
+    ),
     "two-locks": (("deltalake-s3-dynamodb-lease", "0.14.0"), (_DYNAMODB, "0.22.3")),
 }
 """Row key -> the (path, release) cells of the lost-answer run that measure it."""
@@ -65,6 +78,13 @@ NO_ANSWER_TO_LOSE = {
         "no answer crosses a network to be lost"
     ),
 }
+NOT_RUN_YET = {
+    key
+    for key, paths in ROW_PATHS.items()
+    if any(path.startswith("spark") and release == SPARK_3 for path, release in paths)
+}
+"""Rows whose Delta Spark release the lost-answer run has not raced (it races Delta Spark 4.4.0):
+their cell says so, "not measured"."""
 NOT_RUN_HERE = {
     "rs-azure-1-0-0": LEFT_OUT[(_AZURE, "deltalake-1.1.4")],
     "rs-azure-1-2-0": LEFT_OUT[(_AZURE, "deltalake-1.5.0")],

@@ -27,7 +27,14 @@ from helpers.ground import config
 from helpers.page import boundaries as b
 from helpers.page.advice import what_to_do
 from helpers.page.decision import Results, grid_of
-from helpers.page.engine_names import MIXED_LINK, MIXED_LOCK_ENGINES, MIXED_RUN, SPARK
+from helpers.page.engine_names import (
+    MIXED_LINK,
+    MIXED_LOCK_ENGINES,
+    MIXED_LOCK_ENGINES_3,
+    MIXED_RUN,
+    SPARK,
+    SPARK_3,
+)
 from helpers.page.evidence import Check
 from helpers.page.matrix_verdicts import RULE
 from helpers.page.setting_paragraphs import SETTINGS, setting_paragraph, term
@@ -86,10 +93,13 @@ def sources(grid: dict, results: Results, meta: dict) -> list[str]:
         "a second job on a part of its own.",
         f"- **Delta's documentation**, set against every pair: {docs}. Where each engine disagrees with it, "
         f"pair by pair: [{DISAGREEMENTS_TITLE}]({DISAGREEMENTS_PAGE.name}).",
-        f"- **{MIXED_RUN[0].upper() + MIXED_RUN[1:]}**: Delta Spark {SPARK} through its DynamoDB log store and "
+        f"- **{MIXED_RUN[0].upper() + MIXED_RUN[1:]}**: Delta Spark {SPARK}, and in a run of its own {SPARK_3}, "
+        "through its DynamoDB log store and "
         "deltalake through its DynamoDB lock (`AWS_S3_LOCKING_PROVIDER=dynamodb`) on one S3 table, `s3a://` URIs, one "
         "lock table, every pair of the columns above but the rerun and the backfills, in both orders (engines "
-        + " and ".join(f"`{e}` ({results.versions([e])})" for e in MIXED_LOCK_ENGINES)
+        + ", ".join(
+            f"`{e}` ({results.versions([e])})" for e in (*MIXED_LOCK_ENGINES, *MIXED_LOCK_ENGINES_3)
+        )
         + f"), classed as the matrix classes a pair, the lock table's items checked too; its rows in {MIXED_LINK}, "
         "the run's facts beside them in "
         "[data/conflict_matrix_mixed_dynamodb_meta.json](../data/conflict_matrix_mixed_dynamodb_meta.json). The "

@@ -22,9 +22,11 @@ from helpers.page.engine_names import (
     CURRENT,
     INTEROP,
     MIXED_LOCK_ENGINES,
+    MIXED_LOCK_ENGINES_3,
     OLD_LOCK,
     SEEDS,
     SPARK,
+    SPARK_3,
 )
 from helpers.page.evidence import Check, Row, Unmeasured
 from helpers.page.matrix_verdicts import BY_DESIGN, LOSES, MISREPORTS, SAFE
@@ -42,6 +44,7 @@ from helpers.page.notebook_sections import (
 )
 
 SPARK_ENGINES = ("delta-spark-4.4", "delta-spark-4.4@s3")
+SPARK_3_ENGINES = ("delta-spark-3.3", "delta-spark-3.3@s3")
 MIXED_ENGINES = ("spark-then-deltalake-*", "deltalake-*-then-spark")
 """The conflict matrix's mixed pairs on local disk (each engine's own put-if-absent commit)."""
 SPARK_FIX = {
@@ -52,68 +55,143 @@ MIXED_RACE = "mixed race: rows lost, silent losses, distinct commits per file"
 UNSAFE_FULL_RUN = "full run: the unsafe protocols lost acknowledged operations"
 MIXED_CLAIM = "another may say it failed although its commit is in the log"
 FULL_RUN_CLAIM = "mixed-spark-and-deltalake-1.6 lost"
-ROWS = (
-    *DELTALAKE_ROWS,
-    Row(
-        "spark-one",
+GLUE_MEASURED = (
+    f"measured with Delta Spark {SPARK_3} on Spark 3.5: notebook 09 run with "
+    f'`spark_era="delta-spark-{SPARK_3}"` (every check held), and `make test-heavy` races its several '
+    "drivers with and without the DynamoDB log store on every run (tests/test_spark_era.py)"
+)
+"""How a notebook-09 cell of a Delta Spark 3.3.2 row was measured: the notebook's committed outputs
+are 4.4.0's; its Spark era parameter runs the same sections with 3.3.2."""
+
+
+def _one_driver(release: str, engines: tuple[str, ...], suffix: str, note: str) -> Row:
+    """Delta Spark ``release`` from one driver on S3 (arguments as :func:`_spark_rows`)."""
+    return Row(
+        f"spark-one{suffix}",
         "Delta Spark",
-        SPARK,
+        release,
         "S3",
         "default S3 log store, one driver (its jobs in one JVM)",
-        f"Delta Spark {SPARK} from one driver",
+        f"Delta Spark {release} from one driver",
         paths=("spark-s3-single-driver",),
-        engines=SPARK_ENGINES,
+        engines=engines,
         **SPARK_FIX,
         cells={
             "append": Check(
-                S09_2, "rows in the one-driver table", SAFE, SPARK, claim="Why nothing is lost."
+                S09_2,
+                "rows in the one-driver table",
+                SAFE,
+                release,
+                claim="Why nothing is lost.",
+                note=note,
             ),
             "other": Check(
-                S09_6, HAZARD, LOSES, f"{SPARK} + deltalake {CURRENT}", claim=HAZARD_CLAIM
+                S09_6,
+                HAZARD,
+                LOSES,
+                f"{release} + deltalake {CURRENT}",
+                claim=HAZARD_CLAIM,
+                note=note,
             ),
         },
-    ),
-    Row(
-        "spark-several",
-        "Delta Spark",
-        SPARK,
-        "S3",
-        "default S3 log store, several drivers (clusters)",
-        f"Delta Spark {SPARK}'s default S3 log store from several drivers",
-        paths=("spark-s3-single-driver",),
-        loses=Check(
-            S09_3,
-            "rows lost by several drivers",
-            LOSES,
-            SPARK,
-            claim="several drivers on one `s3a://` table still lose commits, and none of them notices",
+    )
+
+
+def _spark_rows(
+    release: str, engines: tuple[str, ...], mixed: tuple[str, ...], suffix: str, note: str
+) -> tuple[Row, ...]:
+    """Delta Spark ``release``'s rows on S3: one driver, several drivers, the DynamoDB log store;
+    ``engines`` the matrix engines measured with it, ``mixed`` its mixed run's, ``suffix`` its keys'
+    ending (``""`` for 4.4.0), ``note`` how its notebook-09 cells were measured (``""``: the
+    committed outputs)."""
+    return (
+        _one_driver(release, engines, suffix, note),
+        Row(
+            f"spark-several{suffix}",
+            "Delta Spark",
+            release,
+            "S3",
+            "default S3 log store, several drivers (clusters)",
+            f"Delta Spark {release}'s default S3 log store from several drivers",
+            paths=("spark-s3-single-driver",),
+            loses=Check(
+                S09_3,
+                "rows lost by several drivers",
+                LOSES,
+                release,
+                claim="several drivers on one `s3a://` table still lose commits, and none of them notices",
+                note=note,
+            ),
         ),
-    ),
-    Row(
-        "spark-dynamodb",
-        "Delta Spark",
-        SPARK,
+        Row(
+            f"spark-dynamodb{suffix}",
+            "Delta Spark",
+            release,
+            "S3 + DynamoDB",
+            "S3DynamoDBLogStore",
+            f"Delta Spark {release} with the DynamoDB log store",
+            paths=("spark-s3-dynamodb",),
+            engines=engines,
+            **SPARK_FIX,
+            cells={
+                "append": Check(
+                    S09_4,
+                    "rows lost with the DynamoDB log store",
+                    SAFE,
+                    release,
+                    claim="a commit that won DynamoDB is never lost",
+                    note=note,
+                ),
+                "other": shared_with_the_other(
+                    f"deltalake {INTEROP} through the same lock table and `s3a://` URIs (the mixed-lock row); "
+                    f"{MIXED_TOLD}; deltalake {GONE.version} and later cannot take part in the lock and lose appends "
+                    "beside it (the mixed-put row)",
+                    mixed,
+                ),
+            },
+        ),
+    )
+
+
+def _mixed_lock(release: str, mixed: tuple[str, ...], suffix: str, note: str) -> Row:
+    """Delta Spark ``release`` and deltalake beside it through one lock table (the mixed run's
+    ``mixed`` engines; ``suffix`` and ``note`` as :func:`_spark_rows`)."""
+    return Row(
+        f"mixed-lock{suffix}",
+        "Delta Spark + deltalake",
+        f"{release} + {REPAIR.version}–{GONE.last_before}",
         "S3 + DynamoDB",
-        "S3DynamoDBLogStore",
-        f"Delta Spark {SPARK} with the DynamoDB log store",
-        paths=("spark-s3-dynamodb",),
-        engines=SPARK_ENGINES,
-        **SPARK_FIX,
+        "one lock table (both DynamoDB log stores), `s3a://` URIs"
+        + (f", Delta Spark {release}" if suffix else ""),
+        f"Delta Spark {release} and deltalake {INTEROP} through one lock table",
+        paths=("spark-s3-dynamodb", "s3-dynamodb-lock"),
+        engines=mixed,
+        other_from_matrix=True,
         cells={
             "append": Check(
-                S09_4,
-                "rows lost with the DynamoDB log store",
-                SAFE,
-                SPARK,
-                claim="a commit that won DynamoDB is never lost",
+                S09_5,
+                MIXED_RACE,
+                MISREPORTS,
+                f"{release} + {INTEROP}",
+                claim=MIXED_CLAIM,
+                note=MIXED_TOLD + (f"; {note}" if note else ""),
             ),
-            "other": shared_with_the_other(
-                f"deltalake {INTEROP} through the same lock table and `s3a://` URIs (the mixed-lock row); "
-                f"{MIXED_TOLD}; deltalake {GONE.version} and later cannot take part in the lock and lose appends "
-                "beside it (the mixed-put row)"
+            "backfill": Unmeasured(
+                "the mixed run races the two engines on one unpartitioned table, not on partitions of their own"
+            ),
+            "vacuum_retained": Unmeasured("the mixed run races a zero-retention VACUUM only"),
+            "retry": Unmeasured(
+                "the mixed run reruns no append; a writer told its append failed may have committed it "
+                f"({S09_5.label}): give every append an idempotent-write id"
             ),
         },
-    ),
+    )
+
+
+ROWS = (
+    *DELTALAKE_ROWS,
+    *_spark_rows(SPARK, SPARK_ENGINES, MIXED_LOCK_ENGINES, "", ""),
+    *_spark_rows(SPARK_3, SPARK_3_ENGINES, MIXED_LOCK_ENGINES_3, "-3-3-2", GLUE_MEASURED),
     Row(
         "spark-catalog",
         "Delta Spark",
@@ -211,35 +289,8 @@ ROWS = (
             for c in COLUMNS
         },
     ),
-    Row(
-        "mixed-lock",
-        "Delta Spark + deltalake",
-        f"{SPARK} + {REPAIR.version}–{GONE.last_before}",
-        "S3 + DynamoDB",
-        "one lock table (both DynamoDB log stores), `s3a://` URIs",
-        f"Delta Spark {SPARK} and deltalake {INTEROP} through one lock table",
-        paths=("spark-s3-dynamodb", "s3-dynamodb-lock"),
-        engines=MIXED_LOCK_ENGINES,
-        other_from_matrix=True,
-        cells={
-            "append": Check(
-                S09_5,
-                MIXED_RACE,
-                MISREPORTS,
-                f"{SPARK} + {INTEROP}",
-                claim=MIXED_CLAIM,
-                note=MIXED_TOLD,
-            ),
-            "backfill": Unmeasured(
-                "the mixed run races the two engines on one unpartitioned table, not on partitions of their own"
-            ),
-            "vacuum_retained": Unmeasured("the mixed run races a zero-retention VACUUM only"),
-            "retry": Unmeasured(
-                "the mixed run reruns no append; a writer told its append failed may have committed it "
-                f"({S09_5.label}): give every append an idempotent-write id"
-            ),
-        },
-    ),
+    _mixed_lock(SPARK, MIXED_LOCK_ENGINES, "", ""),
+    _mixed_lock(SPARK_3, MIXED_LOCK_ENGINES_3, "-3-3-2", GLUE_MEASURED),
     Row(
         "mixed-put",
         "Delta Spark + deltalake",

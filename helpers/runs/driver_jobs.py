@@ -42,6 +42,7 @@ from urllib.parse import unquote, urlparse
 from helpers.delta import delta_log, landing
 from helpers.delta.delta_log import BATCH_TAG, WRITER_TAG, commit_tags
 from helpers.runs import commitgate
+from helpers.spark import releases
 from helpers.stores import storage
 from helpers.writers.protocol import COMMITTED, FAILED, one_line
 
@@ -235,7 +236,7 @@ def append_jobs(
         row = results[index]
         row.update(job_id=job_id, batch=batch, outcome=FAILED, error_class=None, error_message=None)
         try:
-            frame = spark.createDataFrame(landing.batch(batch)).coalesce(1)
+            frame = releases.arrow_frame(spark, landing.batch(batch)).coalesce(1)
             barrier.wait()
             (
                 frame.write.format("delta")
@@ -261,6 +262,69 @@ def append_jobs(
     return pd.DataFrame(
         results, columns=["job_id", "batch", "outcome", "error_class", "error_message"]
     )
+
+
+JOBS_IN_ERA_TIMEOUT_S = 900.0
+"""A safety limit only: how long a driver of another Spark era may take, its JVM's start included."""
+
+
+def append_jobs_in(
+    spark_era: str,
+    table_uri: str,
+    batches: Sequence[int],
+    *,
+    s3_endpoint: str,
+    on_error: Callable[[], None] | None = None,
+):
+    """:func:`append_jobs` in one driver of ``spark_era`` (:data:`helpers.ground.eras.SPARK_ERAS`)
+    whose S3A client sends its requests to ``s3_endpoint`` (the gate): this process's own session
+    when this process runs that era, else a driver of its own in a child process started in the
+    era's Python (``on_error`` is then called if any job failed). Same result as :func:`append_jobs`."""
+    import pandas as pd
+
+    from helpers.ground import eras
+    from helpers.spark import sessions
+
+    if eras.spark_era(spark_era).in_kernel:
+        spark = sessions.spark_session(
+            "s3",
+            app_name="09-one-driver",
+            extra_conf={"spark.hadoop.fs.s3a.endpoint": s3_endpoint},
+            spark_era=spark_era,
+        )
+        return append_jobs(spark, table_uri, batches, on_error=on_error)
+    spec = {"table_uri": table_uri, "batches": list(batches), "s3_endpoint": s3_endpoint}
+    done = eras.run_in_era(
+        spark_era,
+        ["-m", "helpers.runs.driver_jobs", json.dumps(spec)],
+        timeout=JOBS_IN_ERA_TIMEOUT_S,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
+    if done.returncode != 0 or not lines:
+        if on_error is not None:
+            on_error()
+        raise RuntimeError(
+            f"the {spark_era} driver's jobs did not finish (exit {done.returncode}): "
+            f"{one_line(done.stderr, 600)}"
+        )
+    jobs = pd.DataFrame(json.loads(lines[-1]))
+    if on_error is not None and (jobs["outcome"] != COMMITTED).any():
+        on_error()
+    return jobs
+
+
+def _jobs_of_a_child(spec: dict) -> None:
+    """The child's side of :func:`append_jobs_in`: its driver, its jobs, their rows on stdout."""
+    from helpers.spark import sessions
+
+    spark = sessions.spark_session(
+        "s3",
+        app_name="09-one-driver",
+        extra_conf={"spark.hadoop.fs.s3a.endpoint": spec["s3_endpoint"]},
+    )
+    jobs = append_jobs(spark, spec["table_uri"], spec["batches"])
+    spark.stop()
+    print(json.dumps(jobs.to_dict(orient="records")), flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,3 +370,9 @@ def commit_infos(table_uri: str):
     for column in ("readVersion", "batch"):
         frame[column] = pd.to_numeric(frame[column]).astype("Int64")
     return frame
+
+
+if __name__ == "__main__":
+    import sys
+
+    _jobs_of_a_child(json.loads(sys.argv[1]))

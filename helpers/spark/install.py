@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if config.profile() == "local":
                 print(f"DynamoDB log store compiled: {config.shown(sessions.log_store_jar())}")
-            archive = build_class_archive()
+            # the archive is the kernel's Spark's (make install); another era's drivers start without one
+            archive = build_class_archive() if sessions.running().in_kernel else None
             if archive is not None:
                 print(
                     f"Class-data archive for Spark's JVMs: {config.shown(archive)} ({archive.stat().st_size // 2**20} MiB)"

@@ -25,133 +25,36 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterable
 
 from helpers.ground import config
 from helpers.spark import java_build, spark_start
+from helpers.spark.releases import (  # noqa: F401  (the builders' public names, kept here)
+    SPARK_JAR_EXCLUDES,
+    SPARK_STORES,
+    SessionError,
+    arrow_frame,
+    check_era,
+    check_stores,
+    default_credentials_provider,
+    delta_spark_package,
+    hadoop_version,
+    pyspark_jars_dir,
+    running,
+    spark_packages,
+    spark_version,
+)
 
-SPARK_STORES = ("local", "s3", "azure", "dynamodb")
-"""``dynamodb`` is not a store of its own: it makes ``s3`` commits go through Delta's multi-cluster
-log store (the DynamoDB lock table) instead of the default single-driver one."""
-SCALA_BINARY_VERSION = "2.13"
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
 JAVA_DIR = Path(__file__).with_name("java")
 JAVA_SOURCES = sorted(JAVA_DIR.rglob("*.java"))
+CATALOG_SOURCES = "catalog"
+"""The folder of ``JAVA_DIR/workbook`` that builds on Delta 4's catalog-owned commits (notebook 15):
+left out of the jar of a Delta release without them (3.3.2)."""
 DELTA_DYNAMODB_LOG_STORE = "io.delta.storage.S3DynamoDBLogStore"
 WORKBOOK_DYNAMODB_LOG_STORE = "workbook.storage.EndpointS3DynamoDBLogStore"
 DYNAMODB_LOG_STORE_PREFIX = "spark.io.delta.storage.S3DynamoDBLogStore"
 """Delta's keys for its DynamoDB log store (``ddb.tableName``, ``ddb.region``); ours reads the same."""
 DYNAMODB_ENDPOINT_KEY = "spark.workbook.storage.ddb.endpoint"
-AWS_SDK_V1_VERSION = "1.12.780"
-"""The AWS SDK v1 DynamoDB client for Delta's own class (real-cloud profile only)."""
-
-
-class SessionError(RuntimeError):
-    """A session cannot be built as asked; the message says what to do."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Versions of the jars, derived from what is installed so they cannot drift apart
-# ---------------------------------------------------------------------------------------------
-
-
-def _pyspark_jars_dir() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
-
-
-def spark_version() -> str:
-    import pyspark
-
-    return pyspark.__version__
-
-
-def hadoop_version() -> str:
-    """The Hadoop version bundled with pyspark (hadoop-aws must match it exactly)."""
-    jars = sorted(_pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
-    if not jars:
-        raise SessionError(
-            f"No hadoop-client-api jar in {_pyspark_jars_dir()}; reinstall with `make install`."
-        )
-    return jars[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
-
-
-def delta_spark_package() -> str:
-    """The Maven coordinate of Delta Spark for the installed Spark (e.g. ``io.delta:delta-spark_4.2_2.13:4.4.0``)."""
-    major_minor = ".".join(spark_version().split(".")[:2])
-    return f"io.delta:delta-spark_{major_minor}_{SCALA_BINARY_VERSION}:{config.DELTA_JARS_VERSION}"
-
-
-def spark_packages(*stores: str) -> list[str]:
-    """Maven packages a session for these stores needs."""
-    _check_stores(stores)
-    packages = [delta_spark_package()]
-    if "s3" in stores:
-        # hadoop-aws declares the AWS SDK v2 "bundle" (686 MB, every AWS service): it is excluded
-        # below, and only the modules S3A and the DynamoDB log store use are fetched instead
-        packages.append(f"org.apache.hadoop:hadoop-aws:{hadoop_version()}")
-        packages += [
-            f"software.amazon.awssdk:{module}:{config.AWS_SDK_V2_VERSION}"
-            for module in AWS_SDK_V2_MODULES
-        ]
-    if "azure" in stores:
-        packages.append(f"org.apache.hadoop:hadoop-azure:{hadoop_version()}")
-    if "dynamodb" in stores and config.profile() == "cloud":
-        # Delta's own S3DynamoDBLogStore and the AWS SDK v1 client it declares as "provided"
-        packages += [
-            f"io.delta:delta-storage-s3-dynamodb:{config.DELTA_JARS_VERSION}",
-            f"com.amazonaws:aws-java-sdk-dynamodb:{AWS_SDK_V1_VERSION}",
-        ]
-    return packages
-
-
-AWS_SDK_V2_MODULES = ("s3", "s3-transfer-manager", "sts", "dynamodb")
-"""The AWS SDK v2 modules in place of its bundle: S3A's clients (``s3``, its transfer manager,
-``sts`` for assumed roles) and DynamoDB (the workbook's log store). Each brings the SDK's core
-modules and its HTTP clients."""
-
-# Jars the packages above declare but that pyspark already bundles (a Hadoop 3.5 client with its
-# shaded Guava, httpclient, commons-codec) or that only the removed wasb:// driver used. Delta's
-# pom alone would add a second, older Hadoop client (3.4.x).
-SPARK_JAR_EXCLUDES = (
-    "org.apache.hadoop:hadoop-client-api",
-    "org.apache.hadoop:hadoop-client-runtime",
-    "org.apache.hadoop.thirdparty:hadoop-shaded-guava",
-    "org.apache.httpcomponents:httpclient",
-    "org.apache.httpcomponents:httpcore",
-    "commons-codec:commons-codec",
-    "com.microsoft.azure:azure-storage",
-    "com.microsoft.azure:azure-keyvault-core",
-    "org.hdrhistogram:HdrHistogram",
-    "software.amazon.awssdk:bundle",
-    # the AWS SDK modules' Netty 4.1 (pyspark brings Netty 4.2, which the SDK's client runs on)
-    *(
-        f"io.netty:netty-{name}"
-        for name in (
-            "buffer",
-            "codec",
-            "codec-http",
-            "codec-http2",
-            "common",
-            "handler",
-            "resolver",
-            "transport",
-            "transport-classes-epoll",
-            "transport-native-unix-common",
-        )
-    ),
-)
-
-
-def _check_stores(stores: Iterable[str]) -> None:
-    unknown = [s for s in stores if s not in SPARK_STORES]
-    if unknown:
-        raise SessionError(f"Unknown store {unknown[0]!r}; choose from {', '.join(SPARK_STORES)}.")
-    if "dynamodb" in stores and "s3" not in stores:
-        raise SessionError(
-            '"dynamodb" coordinates commits to s3a:// tables: ask for it with "s3", e.g. spark_session("s3", "dynamodb").'
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,9 +62,14 @@ def _check_stores(stores: Iterable[str]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def spark_conf(*stores: str, app_name: str = "delta-lake-workbook") -> dict[str, str]:
-    """Every Spark setting a session for these stores gets (useful to print, or for spark-submit)."""
-    _check_stores(stores)
+def spark_conf(
+    *stores: str, app_name: str = "delta-lake-workbook", spark_era: str | None = None
+) -> dict[str, str]:
+    """Every Spark setting a session for these stores gets (useful to print, or for spark-submit).
+    ``spark_era`` (:data:`helpers.ground.eras.SPARK_ERAS`) names the Delta Spark release; None, or
+    a name other than this process's, raises SessionError (:func:`helpers.spark.releases.check_era`)."""
+    check_era(spark_era)
+    check_stores(stores)
     ivy_dir = config.CACHE_DIR / "ivy"
     conf = {
         "spark.app.name": app_name,
@@ -295,9 +203,7 @@ def _s3a_conf() -> dict[str, str]:
             "AWS_ENDPOINT_URL"
         ):  # as boto3 and delta-rs read them
             conf["spark.hadoop.fs.s3a.endpoint"] = config.aws_endpoint("s3")
-        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = (
-            "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
-        )
+        conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = default_credentials_provider()
     return conf
 
 
@@ -333,9 +239,17 @@ def log_store_jar() -> Path:
     log stores, ``workbook.matrix``, and notebook 15's catalog extension, ``workbook.catalog``), compiled from ``helpers/spark/java/``
     with the JDK's javac the first time it is needed (and again when the source changes). It
     compiles against the Delta and AWS SDK jars in the Ivy cache, fetching them first if needed."""
+    delta = running().delta_version
+    own = delta == config.DELTA_JARS_VERSION
+    sources = [
+        source
+        for source in JAVA_SOURCES
+        if own or CATALOG_SOURCES not in source.relative_to(JAVA_DIR).parts
+    ]
+    name = "workbook-log-store.jar" if own else f"workbook-log-store-delta-{delta}.jar"
     return java_build.compile_jar(
-        config.BUILD_DIR / "jars" / "workbook-log-store.jar",
-        JAVA_SOURCES,
+        config.BUILD_DIR / "jars" / name,
+        sources,
         _log_store_classpath,
         JAVA_DIR,
         SessionError,
@@ -347,9 +261,9 @@ def _log_store_classpath() -> list[Path]:
     and the AWS SDK v2 modules fetched for ``s3`` (fetched with the "s3" jars if the Ivy cache lacks them)."""
     jars_dir = config.CACHE_DIR / "ivy" / "jars"
     patterns = [
-        f"io.delta_delta-storage-{config.DELTA_JARS_VERSION}.jar",
+        f"io.delta_delta-storage-{running().delta_version}.jar",
         "software.amazon.awssdk_dynamodb-*.jar",
-        f"io.delta_delta-spark_*-{config.DELTA_JARS_VERSION}.jar",
+        f"io.delta_delta-spark_*-{running().delta_version}.jar",
     ]
 
     def found() -> list[Path]:
@@ -362,7 +276,7 @@ def _log_store_classpath() -> list[Path]:
             f"{' and '.join(patterns)} not in {config.shown(jars_dir)} after fetching the Spark jars; run `make install`."
         )
     return [
-        _pyspark_jars_dir() / "*",
+        pyspark_jars_dir() / "*",
         *found(),
         *sorted(jars_dir.glob("software.amazon.awssdk_*.jar")),
     ]
@@ -393,9 +307,14 @@ def _abfs_conf() -> dict[str, str]:
 
 
 def spark_session(
-    *stores: str, app_name: str = "delta-lake-workbook", extra_conf: dict[str, str] | None = None
+    *stores: str,
+    app_name: str = "delta-lake-workbook",
+    extra_conf: dict[str, str] | None = None,
+    spark_era: str | None = None,
 ):
     """A SparkSession with Delta Lake for the given stores (``local``, ``s3``, ``azure``; default ``local``).
+    ``spark_era`` names the Delta Spark release it must be (:func:`spark_conf`); None: this
+    process's.
 
     A setting that ``extra_conf`` gives as None is left out. Returns the running session if one
     with the same jars exists in this process. Raises SessionError if Java is missing, or if a
@@ -405,27 +324,27 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     stores = stores or ("local",)
-    conf = spark_conf(*stores, app_name=app_name)
+    conf = spark_conf(*stores, app_name=app_name, spark_era=spark_era)
     conf = {k: v for k, v in {**conf, **(extra_conf or {})}.items() if v is not None}
     active = SparkSession.getActiveSession()
     if active is not None:
-        running = active.sparkContext.getConf()
+        started_with = active.sparkContext.getConf()
         missing = set()
         # launch_conf may have replaced the packages by their jars; it keeps what was asked for
         asked_for = (
             (
                 "spark.jars.packages",
-                running.get(spark_start.ASKED_PACKAGES, None)
-                or running.get("spark.jars.packages", ""),
+                started_with.get(spark_start.ASKED_PACKAGES, None)
+                or started_with.get("spark.jars.packages", ""),
             ),
-            ("spark.jars", running.get("spark.jars", "")),
+            ("spark.jars", started_with.get("spark.jars", "")),
         )
         for key, have in asked_for:
             missing |= set(filter(None, conf.get(key, "").split(","))) - set(
                 filter(None, have.split(","))
             )
         if conf.get("spark.delta.logStore.s3a.impl", "") != (
-            running.get("spark.delta.logStore.s3a.impl", None) or ""
+            started_with.get("spark.delta.logStore.s3a.impl", None) or ""
         ):
             missing.add(
                 f"the log store {conf.get('spark.delta.logStore.s3a.impl') or 'default'} for s3a://"

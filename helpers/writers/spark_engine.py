@@ -108,7 +108,9 @@ class SparkEngine(Engine):
                 "Only the kernel's era (deltalake-1.6.6) has pyspark and delta-spark: run Spark writers with era='deltalake-1.6.6'."
             ) from None
         self.spark_version = pyspark.__version__
-        self.version = f"delta-spark {config.DELTA_JARS_VERSION} (Spark {pyspark.__version__})"
+        self.version = (
+            f"delta-spark {sessions.running().delta_version} (Spark {pyspark.__version__})"
+        )
         self.spark = None
         self.start_seconds: float | None = None
         self._snapshot_version = -1
@@ -229,7 +231,7 @@ class SparkEngine(Engine):
                 "builder = SparkSession.builder",
                 "for key, value in conf.items():",
                 "    builder = builder.config(key, value)",
-                f"spark = builder.getOrCreate()  # Delta Spark {config.DELTA_JARS_VERSION}: one JVM per writer, 'one cluster' each",
+                f"spark = builder.getOrCreate()  # Delta Spark {sessions.running().delta_version}: one JVM per writer, 'one cluster' each",
                 READ_LANDING,
                 f'spark.createDataFrame(data).write.format("delta").mode("append"){write}.save({literal(spec.table_uri)})',
             ]
@@ -266,7 +268,7 @@ class SparkEngine(Engine):
     def append(self, table, data, spec: WriterSpec) -> tuple[int | None, str]:
         """Append with Delta Spark; return (the version Delta says it committed, how that is known;
         no version when reading the log back after the write failed)."""
-        frame = self.spark.createDataFrame(data)
+        frame = sessions.arrow_frame(self.spark, data)
         frame.write.format("delta").mode("append").options(**self.write_options(spec)).save(
             spec.table_uri
         )
