@@ -699,7 +699,7 @@ def _committed(tmp_path):
         rows = [
             r for r in csv.DictReader(handle) if "vacuum_retained" not in (r["first"], r["second"])
         ]
-    csv_path.write_text(tidy._csv_text(rows))
+    csv_path.write_text(tidy.csv_text(rows))
     meta = json.loads((config.DATA_DIR / "conflict_matrix_meta.json").read_text())
     meta["operations"].remove("vacuum_retained")
     meta_path.write_text(json.dumps({**meta, "merged": []}))
@@ -708,7 +708,7 @@ def _committed(tmp_path):
 
 def _new_run(folder, rows: list[dict], engines_seen: dict) -> None:
     folder.mkdir()
-    (folder / "matrix.csv").write_text(tidy._csv_text(rows))
+    (folder / "matrix.csv").write_text(tidy.csv_text(rows))
     meta = {"engines": engines_seen, "run_on": "2026-12-07", "wall_seconds": 1.5}
     (folder / "meta.json").write_text(json.dumps(meta))
 
@@ -726,7 +726,7 @@ def test_a_run_of_new_pairs_merges_in_order_and_every_committed_row_stays(tmp_pa
     assert tidy.merge([tmp_path / "run"], csv_path, meta_path) == new
     after = csv_path.read_text().splitlines()
     assert len(after) == len(before) + 2
-    assert [line for line in after if line not in tidy._csv_text(new).splitlines()[1:]] == before
+    assert [line for line in after if line not in tidy.csv_text(new).splitlines()[1:]] == before
     keys = [
         tuple(r[k] for k in ("engine", "first", "second")) for r in csv.DictReader(csv_path.open())
     ]
@@ -751,3 +751,47 @@ def test_a_run_of_new_pairs_merges_in_order_and_every_committed_row_stays(tmp_pa
     with pytest.raises(tidy.MergeError, match="1.6.7"):
         tidy.merge([tmp_path / "other"], csv_path, meta_path)
     assert csv_path.read_text() == text
+
+
+def test_a_run_that_races_an_engine_whole_again_replaces_its_rows(tmp_path, monkeypatch):
+    """An engine raced anew whole (every committed cell of it, and more) replaces its rows when
+    published; every other engine's rows stay byte for byte. A run that races only some of an
+    engine's committed cells is refused, nothing written."""
+    import shutil
+
+    from helpers.ground import config
+    from helpers.matrix import outputs
+
+    data = [tmp_path / "conflict_matrix.csv", tmp_path / "conflict_matrix_meta.json"]
+    for name, target in zip(("conflict_matrix.csv", "conflict_matrix_meta.json"), data):
+        shutil.copyfile(config.DATA_DIR / name, target)
+    monkeypatch.setattr(outputs, "DATA_CSV", data[0])
+    monkeypatch.setattr(outputs, "DATA_META", data[1])
+    rows = list(csv.DictReader(data[0].open(encoding="utf-8")))
+    engine = "delta-spark-4.4@s3"  # a sample of delta-spark-4.4's pairs: one more joins it
+    own = [r for r in rows if r["engine"] == engine]
+    pairs = {(r["first"], r["second"]) for r in own}
+    more = next(
+        r
+        for r in rows
+        if r["engine"] == "delta-spark-4.4" and (r["first"], r["second"]) not in pairs
+    )
+    others = [line for line in data[0].read_text().splitlines() if f"{engine}," not in line]
+    whole = tmp_path / "whole"
+    _new_run(whole, [*own, {**more, "engine": engine}], {engine: own[0]["engine_version"]})
+    (whole / outputs.SUMMARY).write_text("a run\n")
+    assert outputs.replaced_engines(whole) == {engine}
+    assert outputs.problems(whole) == []
+    outputs.publish(whole)
+    after = list(csv.DictReader(data[0].open(encoding="utf-8")))
+    assert {(r["first"], r["second"]) for r in after if r["engine"] == engine} == pairs | {
+        (more["first"], more["second"])
+    }
+    assert [line for line in data[0].read_text().splitlines() if f"{engine}," not in line] == others
+    assert json.loads(data[1].read_text())["pairs"][engine] == len(pairs) + 1
+    partly = tmp_path / "partly"
+    _new_run(partly, own[:-1], {engine: own[0]["engine_version"]})
+    (partly / outputs.SUMMARY).write_text("a run\n")
+    text = data[0].read_text()
+    assert "races" in " ".join(outputs.problems(partly))
+    assert data[0].read_text() == text

@@ -224,7 +224,14 @@ def test_a_matrix_run_of_new_pairs_only_is_added_to_the_committed_one(tmp_path, 
     merged = json.loads(outputs.DATA_META.read_text())
     assert merged["engines"]["deltalake-9.9.9"] == "9.9.9"
     assert merged["merged"][-1] == {"run_on": "2027-01-04", "wall_seconds": 1.0, "pairs": len(new)}
-    assert f"races {len(new)} of them again" in refused("matrix", run)  # not twice
+    # the same engine again, whole: its rows replace its own, every other row stays as it was
+    kinds.check(kinds.KINDS["matrix"], run)
+    kinds.KINDS["matrix"].copy(run)
+    assert outputs.DATA_CSV.read_text() == after
+    # again, but only some of its cells: refused, nothing written
+    new.iloc[:-1].to_csv(run / "matrix.csv", index=False)
+    assert f"races {len(new) - 1} of them again" in refused("matrix", run)
+    assert outputs.DATA_CSV.read_text() == after
 
 
 # --- no run publishes: the Makefile's run targets and the run commands, read -----------------

@@ -96,47 +96,77 @@ def cells(csv_path: Path) -> set[tuple[str, str, str]]:
 
 def _new_pairs_only(folder: Path) -> bool:
     """Whether the run leaves out committed cells: then it must race none of them again, and its
-    rows are added to the committed ones (a new operation's pairs, ``--involving``; a new engine)."""
+    rows are added to the committed ones (a new operation's pairs, ``--involving``; a new engine; an
+    engine raced anew whole, whose rows replace its committed ones)."""
     return bool(cells(DATA_CSV) - cells(folder / "matrix.csv"))
+
+
+def replaced_engines(folder: Path) -> set[str]:
+    """The committed engines a run races again whole, every committed cell of each: their rows in
+    the run replace theirs (an engine raced anew, e.g. on S3 without sampling)."""
+    committed, run = cells(DATA_CSV), cells(folder / "matrix.csv")
+    again = {engine for engine, _, _ in committed & run}
+    return {e for e in again if {c for c in committed if c[0] == e} <= run}
+
+
+def _without(engines_gone: set[str], csv_path: Path, meta_path: Path) -> None:
+    """Remove these engines' rows from a matrix CSV and their names from its meta, in place."""
+    meta = json.loads(meta_path.read_text())
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        kept = [r for r in csv.DictReader(handle) if r["engine"] not in engines_gone]
+    csv_path.write_text(tidy.csv_text(kept), encoding="utf-8")
+    for key in ("engines", "pairs"):
+        meta[key] = {k: v for k, v in meta[key].items() if k not in engines_gone}
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def problems(folder: Path) -> list[str]:
     """What keeps ``folder`` from being published as the conflict matrix ([] when nothing does): a file
     missing (a run stopped by an engine's error writes no ``summary.txt``); a run that leaves out
-    committed cells but races others again (some engines or operations only); or new pairs that
-    :func:`helpers.matrix.tidy.merge` refuses (tried on a copy of the committed files)."""
+    committed cells but races others again (some engines or operations only), unless it races each
+    such engine whole (:func:`replaced_engines`); or new pairs that :func:`helpers.matrix.tidy.merge`
+    refuses (tried on a copy of the committed files)."""
     missing = [f for f in ("matrix.csv", "meta.json", SUMMARY) if not (folder / f).is_file()]
     if missing:
         return [f"no {', '.join(missing)} in {config.shown(folder)}: the run did not finish"]
     committed, run = cells(DATA_CSV), cells(folder / "matrix.csv")
     if not committed - run:
         return []  # every committed cell raced again: the run replaces them
-    if committed & run:
+    whole = replaced_engines(folder)
+    partly = {cell for cell in committed & run if cell[0] not in whole}
+    if partly:
         engine, first, second = min(committed - run)
         return [
             f"the run leaves out {len(committed - run)} cell(s) of the committed matrix (e.g. "
-            f"{engine}: {first} then {second}) and races {len(committed & run)} of them again: "
-            "publish a run of every engine and operation, or of new pairs only (--involving)"
+            f"{engine}: {first} then {second}) and races {len(partly)} of them again: "
+            "publish a run of every engine and operation, of whole engines, or of new pairs only "
+            "(--involving)"
         ]
     with tempfile.TemporaryDirectory() as scratch:
         trial = [Path(scratch) / DATA_CSV.name, Path(scratch) / DATA_META.name]
         for source, target in zip((DATA_CSV, DATA_META), trial):
             shutil.copyfile(source, target)
         try:
+            _without(whole, *trial)
             tidy.merge([folder], *trial)
         except tidy.MergeError as error:
             return [f"its new pairs cannot join the committed matrix: {error}"]
     return []
 
 
+def replace_files(sources, targets) -> list[Path]:
+    """Copy each source file over its target, each whole or not at all; return the targets."""
+    for source, target in zip(sources, targets):
+        staging = target.with_name(f".{target.name}.publishing")
+        shutil.copyfile(source, staging)
+        staging.replace(target)
+    return list(targets)
+
+
 def replace(folder: Path, csv_target: Path, meta_target: Path) -> list[Path]:
     """Copy a run's ``matrix.csv`` and ``meta.json`` to ``csv_target`` and ``meta_target``, each file
     whole or not at all; return the two."""
-    for name, target in (("matrix.csv", csv_target), ("meta.json", meta_target)):
-        staging = target.with_name(f".{target.name}.publishing")
-        shutil.copyfile(folder / name, staging)
-        staging.replace(target)
-    return [csv_target, meta_target]
+    return replace_files((folder / "matrix.csv", folder / "meta.json"), (csv_target, meta_target))
 
 
 def publish(folder: Path) -> list[Path]:
@@ -144,6 +174,11 @@ def publish(folder: Path) -> list[Path]:
     and :data:`DATA_META`, or, a run of new pairs only, its rows are added to them. Call it once
     :func:`problems` finds none (``make publish``); returns the files written."""
     if _new_pairs_only(folder):
-        tidy.merge([folder], DATA_CSV, DATA_META)
-        return [DATA_CSV, DATA_META]
+        with tempfile.TemporaryDirectory() as scratch:  # both files whole, or neither
+            staged = [Path(scratch) / DATA_CSV.name, Path(scratch) / DATA_META.name]
+            for source, target in zip((DATA_CSV, DATA_META), staged):
+                shutil.copyfile(source, target)
+            _without(replaced_engines(folder), *staged)
+            tidy.merge([folder], *staged)
+            return replace_files(staged, (DATA_CSV, DATA_META))
     return replace(folder, DATA_CSV, DATA_META)

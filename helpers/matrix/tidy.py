@@ -126,7 +126,7 @@ class MergeError(ValueError):
     """A run that cannot be merged into the committed results; the message says why."""
 
 
-def _csv_text(rows: list[dict]) -> str:
+def csv_text(rows: list[dict]) -> str:
     import csv
     import io
 
@@ -158,7 +158,7 @@ def merge(folders: list, csv_target, meta_target) -> list[dict]:
 
     text = Path(csv_target).read_text(encoding="utf-8")
     rows, meta = _read(csv_target), json.loads(Path(meta_target).read_text())
-    if _csv_text(rows) != text:
+    if csv_text(rows) != text:
         raise MergeError(
             f"{csv_target} is not as this module writes it: merge would change its rows"
         )
@@ -202,6 +202,6 @@ def merge(folders: list, csv_target, meta_target) -> list[dict]:
         pairs={name: sum(1 for r in everything if r["engine"] == name) for name in engine_order},
         merged=[*meta.get("merged", []), *merged],
     )
-    Path(csv_target).write_text(_csv_text(everything), encoding="utf-8")
+    Path(csv_target).write_text(csv_text(everything), encoding="utf-8")
     Path(meta_target).write_text(json.dumps(meta, indent=2) + "\n")
     return new
