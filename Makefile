@@ -141,7 +141,7 @@ torture: install ## the torture run: each safe protocol takes enough operations 
 
 spark-era: install $(SPARK_ERA_STAMP) ## Delta Spark 3.3.2 on Spark 3.5 (AWS Glue 5, EMR 7) beside the kernel's 4.4.0: its own environment in .envs/delta-spark-3.3.2/ (837 MB) and its jars in .cache/ivy/ (35 MB), for make matrix, make test-heavy and notebook 09's SPARK_ERA; make install leaves it out
 
-matrix: install spark-era ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark 4.4.0 and 3.3.2, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
+matrix: install spark-era ## the conflict matrix: every ordered pair of writes raced from a stale snapshot in each delta-rs era, Delta Spark 4.4.0 and 3.3.2, mixed pairs and on S3, with each engine's other interleaving, two more table layouts and the same operation from two jobs on parts of their own (27 min on a shared 2-core machine before Delta Spark 3.3.2 joined, whose 467 cells took 13 min 46 s alone and its 173 on S3 6 min, 2026-12-07; 10 min idle before the backfill pairs); results in build/matrix/full/ only: make publish RUN=build/matrix/full makes them the committed run
 	$(PY) -m helpers.stores.services run -- $(PY) -m helpers.matrix --name full $(MATRIX_ARGS)
 	$(MAKE) --no-print-directory lost-answer
 

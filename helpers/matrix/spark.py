@@ -1,4 +1,5 @@
-"""Delta Spark as a conflict-matrix engine: the kernel's pyspark with the workbook's Delta jars.
+"""Delta Spark as a conflict-matrix engine: a Spark era's pyspark (the kernel's 4.4.0, or 3.3.2 in its
+own environment) with that release's Delta jars.
 
 Every operation is Delta Spark's public API (:meth:`DeltaSpark.run`): ``df.write.format("delta")``
 in mode append or overwrite (``replaceWhere``, ``txnAppId``/``txnVersion``), ``DeltaTable.delete``,

@@ -90,17 +90,15 @@ TODO = {
 }
 
 
+def _named_by_boundaries(library: str) -> set[str]:
+    """The releases the boundaries of one library name (each first release, and the last before it)."""
+    return {v for x in boundaries.BOUNDARIES if x.library == library for v in x.versions}
+
+
 def _releases() -> dict[str, list[str]]:
     """The releases a user may choose, per library: every release the boundaries, the eras and the findings'
     version table name (each one measured, or the first or last of a behaviour)."""
-
-    deltalake = {
-        v
-        for x in boundaries.BOUNDARIES
-        if x.library == "deltalake"
-        for v in (x.version, x.last_before)
-        if v
-    }
+    deltalake = _named_by_boundaries("deltalake")
     deltalake |= {e.deltalake_version for e in eras.ALL_ERAS.values()} | {"1.6.5"}
     deltalake |= {
         v
@@ -108,13 +106,7 @@ def _releases() -> dict[str, list[str]]:
         if f.library == "deltalake"
         for v in (*f.affected, *f.not_affected)
     }
-    spark = set(engine_names.SPARK_RELEASES) | {
-        v
-        for x in boundaries.BOUNDARIES
-        if x.library == "Delta Spark"
-        for v in (x.version, x.last_before)
-        if v
-    }
+    spark = set(engine_names.SPARK_RELEASES) | _named_by_boundaries("Delta Spark")
     return {
         "deltalake": sorted(deltalake, key=findings.version_key),
         "Delta Spark": sorted(spark, key=findings.version_key),

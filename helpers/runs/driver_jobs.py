@@ -283,15 +283,9 @@ def append_jobs_in(
     import pandas as pd
 
     from helpers.ground import eras
-    from helpers.spark import sessions
 
     if eras.spark_era(spark_era).in_kernel:
-        spark = sessions.spark_session(
-            "s3",
-            app_name="09-one-driver",
-            extra_conf={"spark.hadoop.fs.s3a.endpoint": s3_endpoint},
-            spark_era=spark_era,
-        )
+        spark = _one_driver(s3_endpoint, spark_era)
         return append_jobs(spark, table_uri, batches, on_error=on_error)
     spec = {"table_uri": table_uri, "batches": list(batches), "s3_endpoint": s3_endpoint}
     done = eras.run_in_era(
@@ -313,15 +307,21 @@ def append_jobs_in(
     return jobs
 
 
-def _jobs_of_a_child(spec: dict) -> None:
-    """The child's side of :func:`append_jobs_in`: its driver, its jobs, their rows on stdout."""
+def _one_driver(s3_endpoint: str, spark_era: str | None = None):
+    """The session of :func:`append_jobs_in`'s one driver, in this process."""
     from helpers.spark import sessions
 
-    spark = sessions.spark_session(
+    return sessions.spark_session(
         "s3",
         app_name="09-one-driver",
-        extra_conf={"spark.hadoop.fs.s3a.endpoint": spec["s3_endpoint"]},
+        extra_conf={"spark.hadoop.fs.s3a.endpoint": s3_endpoint},
+        spark_era=spark_era,
     )
+
+
+def _jobs_of_a_child(spec: dict) -> None:
+    """The child's side of :func:`append_jobs_in`: its driver, its jobs, their rows on stdout."""
+    spark = _one_driver(spec["s3_endpoint"])
     jobs = append_jobs(spark, spec["table_uri"], spec["batches"])
     spark.stop()
     print(json.dumps(jobs.to_dict(orient="records")), flush=True)
