@@ -2,7 +2,7 @@
 # and the Spark jars resolved at build time. The emulators run in their own containers
 # (docker-compose.yml); this image installs exactly what `make install-python` installs natively.
 # Notebook 15's Unity Catalog server, built as `make uc-server` builds it natively
-# (helpers/catalog/server.py): the crate's sources at the same version, the workbook's patch
+# (helpers/catalog/server_build.py): the crate's sources at the same version, the workbook's patch
 # applied (helpers/catalog/patches/: it changes nothing unless its variable is set), the crate's own
 # lock file and the same profile; only the binary is kept
 FROM rust:1.95-slim-bookworm AS uc-server
@@ -36,7 +36,7 @@ COPY helpers/ helpers/
 RUN make install-python PYTHON=python3.11
 COPY . .
 COPY --from=uc-server /opt/uc-server/bin/uc-server .cache/uc/install/bin/uc-server
-RUN .venv/bin/python -c "from helpers.catalog import server; server.STAMP.write_text(server.stamp_text() + '\\n')"
+RUN .venv/bin/python -c "from helpers.catalog import server_build; server_build.STAMP.write_text(server_build.stamp_text() + '\\n')"
 
 EXPOSE 8888
 # as `make lab` starts it (kernels' sockets in a private temporary folder), listening on every

@@ -114,12 +114,15 @@ workbook: install ## execute every notebook into build/executed/ (HTML + index.h
 
 TEST_WORKERS ?= 3
 
-test: ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built first, with Rust, beside the installs' downloads), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
+test: ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built with Rust in the background, beside the installs and the tests), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	@$(MAKE) --no-print-directory .preflight-problems
-	@# the server's build is compiling while the environments, jars and Azurite download: on a cold
-	@# machine that overlaps most of the install's time with it
-	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install uc-server
+	@# on a cold machine the server's build takes minutes of cargo with a core idle for long
+	@# stretches: it runs in the background, beside the installs and the tests, and notebook 15 and
+	@# the catalog's tests wait for it (helpers/catalog/server_build.py ready); its log: .cache/uc/build.log
+	@$(PYTHON) -m helpers.catalog.server_build build --background $(if $(OFFLINE),--offline)
+	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	@$(PYTHON) -m helpers.catalog.server_build build $(if $(OFFLINE),--offline)
 
 test-heavy: install uc-server spark-era ## the tests make test leaves out for its time (tests/conftest.py HEAVY: the findings' reproducers, notebook 09's several drivers with Delta Spark 3.3.2, Spark's DynamoDB log store states, the key check of the catalog's drivers on Azurite and S3, Spark writer processes, the mixed pair, the benchmark's Spark driver, a lost commit answer on every path of deltalake, Delta Spark and the catalog; the catalog's job refusing the testing flag, a short outage, the Kernel race twice, a small cost run and its upkeep; CI runs it after make test, and prints its time)
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m heavy --junitxml=build/test-heavy-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
@@ -205,16 +208,16 @@ prefetch: install spark-era ## download every wheel, jar and npm package (Delta 
 	$(PY) -m helpers.spark.install fetch-jars
 	npm cache verify --loglevel=error >/dev/null
 	$(PY) -m helpers.stores.versitygw build --if-go
-	$(PY) -m helpers.catalog.server build --if-cargo
+	$(PY) -m helpers.catalog.server_build build --if-cargo
 	@echo "Caches filled: $$(du -sh .cache | cut -f1) in .cache/. Offline from now on: make OFFLINE=1 <target>"
 
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
 	$(PY) -m helpers.stores.versitygw build $(if $(OFFLINE),--offline)
 
-uc-server: .preflight-problems ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (278 s in a cold CI run, beside the other installs); OFFLINE=1 builds from the crates in .cache/uc/
+uc-server: .preflight-problems ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (429 s in a cold CI run, beside the other installs; make test builds it in the background); OFFLINE=1 builds from the crates in .cache/uc/
 	@# the machine's Python, not the workbook's: the build needs only its standard library, so on a
 	@# cold machine it starts at once instead of after the Python environment
-	$(PYTHON) -m helpers.catalog.server build $(if $(OFFLINE),--offline)
+	$(PYTHON) -m helpers.catalog.server_build build $(if $(OFFLINE),--offline)
 
 PROBE_ARGS ?=
 probe-store: install ## is an S3 store safe for Delta? Probes AWS_ENDPOINT_URL (with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), else the workbook's moto; PROBE_ARGS="--help" lists the options

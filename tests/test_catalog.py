@@ -16,8 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from helpers.catalog import maintenance, race, rest, server, tables
+from helpers.catalog import maintenance, race, rest, server, server_build, tables
 from helpers.delta import delta_log
+from helpers.ground import config
 
 COLUMNS = {
     "type": "struct",
@@ -43,12 +44,14 @@ def test_the_configuration_binds_loopback_and_allows_only_the_runs_tables(tmp_pa
 
 
 def test_without_rust_or_with_an_old_one_the_message_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(server, "cargo_version", lambda: None)
-    assert "rustup.rs" in server.check_cargo() and "make uc-server" in server.check_cargo()
-    monkeypatch.setattr(server, "cargo_version", lambda: (1, 80))
-    assert "Rust 1.80" in server.check_cargo() and "1.95" in server.check_cargo()
-    monkeypatch.setattr(server, "cargo_version", lambda: (1, 95))
-    assert server.check_cargo() is None
+    monkeypatch.setattr(server_build, "cargo_version", lambda: None)
+    assert (
+        "rustup.rs" in server_build.check_cargo() and "make uc-server" in server_build.check_cargo()
+    )
+    monkeypatch.setattr(server_build, "cargo_version", lambda: (1, 80))
+    assert "Rust 1.80" in server_build.check_cargo() and "1.95" in server_build.check_cargo()
+    monkeypatch.setattr(server_build, "cargo_version", lambda: (1, 95))
+    assert server_build.check_cargo() is None
 
 
 def test_the_build_runs_on_the_standard_library_alone():
@@ -58,23 +61,42 @@ def test_the_build_runs_on_the_standard_library_alone():
     import subprocess
     import sys
 
-    from helpers.ground import config
-
     def imports(module: str) -> subprocess.CompletedProcess:
         code = f"import sys; sys.path.insert(0, {str(config.ROOT)!r}); import {module}"
         return subprocess.run(
             [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=False
         )
 
-    assert imports("helpers.catalog.server").returncode == 0, imports(
-        "helpers.catalog.server"
-    ).stderr
+    for module in ("helpers.catalog.server", "helpers.catalog.server_build"):
+        assert imports(module).returncode == 0, imports(module).stderr
     assert "No module named 'pyarrow'" in imports("pyarrow").stderr
 
 
 def test_a_server_not_built_is_refused_with_the_command_that_builds_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(server, "BINARY", tmp_path / "no-such-uc-server")
+    monkeypatch.setattr(server_build, "BINARY", tmp_path / "no-such-uc-server")
+    monkeypatch.setattr(server_build, "BUILD_LOG", tmp_path / "no-build.log")
     with pytest.raises(server.UCServerError, match="make uc-server"):
+        server.start(tmp_path)
+
+
+def test_make_test_starts_the_build_in_the_background_only_when_it_is_needed(monkeypatch):
+    """No Rust: refused at once with what to install; built already: nothing started."""
+    monkeypatch.setattr(server_build, "check_cargo", lambda: "cargo is not on PATH: install Rust")
+    with pytest.raises(server.UCServerError, match="install Rust"):
+        server_build.build_in_background()
+    monkeypatch.setattr(server_build, "check_cargo", lambda: None)
+    monkeypatch.setattr(server_build, "built", lambda: True)
+    assert server_build.build_in_background().endswith(
+        f"built already ({config.shown(server_build.BINARY)})"
+    )
+
+
+def test_a_failed_background_build_is_named_with_the_end_of_its_log(monkeypatch, tmp_path):
+    """make test builds the server in the background: a notebook that needs it says why it is missing."""
+    monkeypatch.setattr(server_build, "BINARY", tmp_path / "no-such-uc-server")
+    monkeypatch.setattr(server_build, "BUILD_LOG", tmp_path / "build.log")
+    (tmp_path / "build.log").write_text("Building ...\nerror: linker `cc` not found\n")
+    with pytest.raises(server.UCServerError, match=r"make uc-server(.|\n)*linker `cc` not found"):
         server.start(tmp_path)
 
 
@@ -84,9 +106,9 @@ def test_a_server_that_dies_at_start_is_reported_with_its_log(monkeypatch, tmp_p
     fake.write_text("#!/bin/sh\necho 'cannot start: reason' >&2\nexit 3\n")
     fake.chmod(0o755)
     stamp = tmp_path / "bin" / "uc-server.version"
-    stamp.write_text(server.stamp_text())
-    monkeypatch.setattr(server, "BINARY", fake)
-    monkeypatch.setattr(server, "STAMP", stamp)
+    stamp.write_text(server_build.stamp_text())
+    monkeypatch.setattr(server_build, "BINARY", fake)
+    monkeypatch.setattr(server_build, "STAMP", stamp)
     with pytest.raises(server.UCServerError, match=r"exit code 3.*uc-server\.log"):
         server.start(tmp_path / "run")
     assert "cannot start: reason" in (tmp_path / "run" / "uc-server.log").read_text()
@@ -95,8 +117,10 @@ def test_a_server_that_dies_at_start_is_reported_with_its_log(monkeypatch, tmp_p
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
     """A real server of this module's own, and its REST client."""
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
     with server.start(tmp_path_factory.mktemp("uc")) as running:
         yield rest.UnityCatalog(running.uri)
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from helpers.catalog import cost, cost_record, rest, server, tables
+from helpers.catalog import cost, cost_record, rest, server, server_build, tables
 from helpers.ground import config
 
 VERSION_ZERO = [
@@ -101,8 +101,10 @@ def test_a_commit_s_gets_before_its_post_are_refreshes_and_after_it_publication(
 
 
 def test_the_gate_logs_each_request_it_passes_to_the_server(tmp_path):
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
     with server.start(tmp_path) as uc, cost.RequestLog(uc.uri) as gate:
         catalog = rest.UnityCatalog(gate.endpoint)
         catalog.create_schema(tables.CATALOG, tables.SCHEMA)  # a catalog, a schema
@@ -239,8 +241,10 @@ def test_a_small_run_counts_four_requests_per_commit_and_two_per_read(tmp_path):
     """Delta Spark 4.4.0 through the catalog, by its sources (helpers.catalog.cost's text): two
     snapshot refreshes, the commit POST and publication's getCommits per commit below a
     checkpoint; two refreshes per read by name; nothing from the tables without the catalog."""
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
     done = subprocess.run(
         [sys.executable, "-m", "helpers.catalog.cost", "--root", str(tmp_path / "cost")]
         + ["--commits", "3", "--counted", "3", "--reads", "2"],

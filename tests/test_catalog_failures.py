@@ -13,13 +13,15 @@ import json
 
 import pytest
 
-from helpers.catalog import failures, persistent_server, rest, server, tables
+from helpers.catalog import failures, persistent_server, rest, server, server_build, tables
 
 
 @pytest.fixture(scope="module")
 def built():
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
 
 
 def _ratify_unknown(catalog: rest.UnityCatalog) -> rest.CatalogError:

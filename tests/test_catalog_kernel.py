@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from helpers.catalog import kernel_runs, kernel_writer, race, rest, server, tables
+from helpers.catalog import kernel_runs, kernel_writer, race, rest, server, server_build, tables
 from helpers.ground import config
 
 pytestmark = pytest.mark.spark
@@ -31,8 +31,10 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def uc(tmp_path_factory):
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
     with server.start(tmp_path_factory.mktemp("uc-kernel")) as running:
         yield running
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from helpers.catalog import maintenance, rest, server, tables, upkeep
+from helpers.catalog import maintenance, rest, server, server_build, tables, upkeep
 from helpers.delta import delta_log, table_files
 
 LISTING = [
@@ -159,8 +159,10 @@ APPENDS, MIN_NUM_FILES, INTERVAL, BEFORE = 4, 2, 2, 4
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
     folder = tmp_path_factory.mktemp("upkeep")
     with server.start(folder / "uc") as running:
         catalog = rest.UnityCatalog(running.uri)

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from helpers.catalog import object_storage, server, tables, vended
+from helpers.catalog import object_storage, server, server_build, tables, vended
 from helpers.ground import config
 from helpers.spark import sessions
 
@@ -51,9 +51,9 @@ def test_a_driver_with_the_workbooks_keys_fails_the_check():
     """Crafted break: the driver that creates tables holds the workbook's keys (its session is
     built as every store's, :func:`helpers.spark.sessions.spark_conf`), and the check the racing
     drivers pass finds them there; a key in the process's environment is found too."""
-    if not server.built():
+    if not server_build.ready():
         pytest.fail(
-            f"{server.BUILD_NAME} is not built: run `make uc-server` (make test does it first)."
+            f"{server_build.BUILD_NAME} is not built: run `make uc-server` (make test does it first)."
         )
     env = {k: v for k, v in os.environ.items() if k != "AWS_SECRET_ACCESS_KEY"}
     done = subprocess.run(

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from test_catalog_failures import _ratify_unknown
 
-from helpers.catalog import outage, persistent_server, rest, server, tables
+from helpers.catalog import outage, persistent_server, rest, server, server_build, tables
 from helpers.catalog.outage_record import ADD_COMMIT, LOAD, Outage, delta_attempt_starts
 from helpers.catalog.race import CatalogCheck
 
@@ -25,8 +25,10 @@ CATALOGS = f"{rest.API}/catalogs"
 
 @pytest.fixture(scope="module")
 def built():
-    if not server.built():
-        pytest.fail(f"{server.CRATE} is not built: run `make uc-server` (make test does it first).")
+    if not server_build.ready():
+        pytest.fail(
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
+        )
 
 
 def test_delta_s_back_off_by_its_source():

@@ -105,18 +105,18 @@ def test_dockerfile_installs_what_make_installs():
 
 
 def test_dockerfile_builds_the_unity_catalog_server_as_make_does():
-    from helpers.catalog import server
+    from helpers.catalog import server_build
 
     dockerfile = (config.ROOT / "Dockerfile").read_text()
-    rust = ".".join(map(str, server.RUST_MIN))
+    rust = ".".join(map(str, server_build.RUST_MIN))
     assert f"FROM rust:{rust}-" in dockerfile
-    assert f'{server.CRATE} = "={server.VERSION}"' in dockerfile
-    assert f"COPY {server.PATCH.relative_to(config.ROOT)} /tmp/" in dockerfile
-    assert f"patch -p1 < /tmp/{server.PATCH.name}" in dockerfile
-    profile = " ".join(f"{key}={value}" for key, value in server.PROFILE.items())
+    assert f'{server_build.CRATE} = "={server_build.VERSION}"' in dockerfile
+    assert f"COPY {server_build.PATCH.relative_to(config.ROOT)} /tmp/" in dockerfile
+    assert f"patch -p1 < /tmp/{server_build.PATCH.name}" in dockerfile
+    profile = " ".join(f"{key}={value}" for key, value in server_build.PROFILE.items())
     assert f"{profile} \\\n    cargo install --path . --features bin --locked" in dockerfile
-    assert f"/bin/uc-server {server.BINARY.relative_to(config.ROOT)}" in dockerfile
-    assert "server.STAMP.write_text(server.stamp_text()" in dockerfile
+    assert f"/bin/uc-server {server_build.BINARY.relative_to(config.ROOT)}" in dockerfile
+    assert "server_build.STAMP.write_text(server_build.stamp_text()" in dockerfile
 
 
 def test_conda_environment_uses_the_same_lock():

@@ -168,19 +168,20 @@ def test_the_unity_catalog_server_still_vends_s3_credentials_only_through_aws_st
     """Notebook 15's S3 route stops here: the server sends AssumeRole to AWS STS whatever endpoint it
     is given, so a managed table cannot be staged on S3-compatible storage. The script's proxy keeps
     the request on this machine."""
-    from helpers.catalog import server
+    from helpers.catalog import server_build
 
-    assert server.built(), (
-        f"{server.CRATE} is not built: run `make uc-server` (make test does it first)."
+    assert server_build.ready(), (
+        f"{server_build.CRATE} is not built: run `make uc-server` (make test does it first)."
     )
     done = _reproduce(
         "olai-uc-server-s3-vending-only-through-aws-sts",
         eras.python_for(eras.CURRENT),
         tmp_path,
-        str(server.BINARY),
+        str(server_build.BINARY),
     )
     _assert_still_reproduces(
-        done, f"{server.CRATE} {server.VERSION} vending s3:// credentials only through AWS STS"
+        done,
+        f"{server_build.CRATE} {server_build.VERSION} vending s3:// credentials only through AWS STS",
     )
     assert (
         "CONNECT sts.us-east-1.amazonaws.com:443" in done.stdout

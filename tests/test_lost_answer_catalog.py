@@ -12,7 +12,7 @@ import collections
 import pytest
 from test_catalog_failures import _ratify_unknown
 
-from helpers.catalog import failures, rest, server
+from helpers.catalog import failures, rest, server, server_build
 from helpers.lost_answer import catalog_path, trials
 
 
@@ -27,9 +27,9 @@ def committed_worst() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def built():
-    if not server.built():
+    if not server_build.ready():
         pytest.fail(
-            f"{server.CRATE} is not built: run `make uc-server` (make test-heavy does it first)."
+            f"{server_build.CRATE} is not built: run `make uc-server` (make test-heavy does it first)."
         )
 
 

@@ -1,7 +1,8 @@
 """Catalog-managed Delta tables (notebook 15): commits that a Unity Catalog server ratifies.
 
-* :mod:`~helpers.catalog.server`: the server (olai-uc-server), built from its crate into
-  ``.cache/uc/`` (``make uc-server``) and started on 127.0.0.1 for a run;
+* :mod:`~helpers.catalog.server_build`: the server (olai-uc-server), built from its crate into
+  ``.cache/uc/`` (``make uc-server``; ``make test`` builds it in the background);
+* :mod:`~helpers.catalog.server`: the server started on 127.0.0.1 for a run;
 * :mod:`~helpers.catalog.rest`: what the workbook asks the server itself (a table's creation, the
   catalog's view of its commits);
 * :mod:`~helpers.catalog.tables`: Delta Spark sessions that commit through the server, and their tables;

@@ -268,7 +268,7 @@ def measure(
     :class:`RequestLog`, then ``commits`` timed commits per table straight to the server (see the
     module's text). Its files go under ``folder``."""
     from helpers.bench.run import machine
-    from helpers.catalog import driver, server
+    from helpers.catalog import driver, server_build
     from helpers.ground import config
     from helpers.spark import sessions
 
@@ -300,7 +300,7 @@ def measure(
         versions={
             "Delta Spark": config.DELTA_JARS_VERSION,
             "Spark": sessions.spark_version(),
-            "catalog server": server.BUILD_NAME,
+            "catalog server": server_build.BUILD_NAME,
         },
         date=date,
     )

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from helpers.catalog import cost, kernel_runs, outage, rest, server, tables, upkeep
+from helpers.catalog import cost, kernel_runs, outage, rest, server, server_build, tables, upkeep
 from helpers.ground import checks, config
 
 PARTS = ("outage", "outage-refused", "kernel", "cost", "upkeep")
@@ -161,7 +161,7 @@ def run(
         "versions": {
             "Delta Spark": config.DELTA_JARS_VERSION,
             "Spark": sessions.spark_version(),
-            "server": server.BUILD_NAME,
+            "server": server_build.BUILD_NAME,
         },
         "parts": [p for p in PARTS if p in parts or p in kept],
         "sizes": sizes,

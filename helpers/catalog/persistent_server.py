@@ -12,7 +12,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from helpers.catalog import server
+from helpers.catalog import server, server_build
 
 DATABASE = "uc.sqlite"
 KEY_FILE = "uc.key"
@@ -48,13 +48,15 @@ def start_on_store(root: Path) -> server.UCServer:
 def start_persistent(root: Path) -> server.UCServer:
     """A server whose catalog is kept in ``root/uc.sqlite``, which survives a restart: the store is
     made first (``uc-server migrate``, which a durable store requires), then the server started."""
+    if not server_build.ready():
+        raise server_build.not_built()
     root.mkdir(parents=True, exist_ok=True)
     (root / "tables").mkdir(exist_ok=True)
     settings = root / "uc-migrate.yaml"
     settings.write_text(_persistent_config(root))
     (root / DATABASE).touch()
     done = subprocess.run(
-        [str(server.BINARY), "migrate", "-c", str(settings)],
+        [str(server_build.BINARY), "migrate", "-c", str(settings)],
         check=False,
         capture_output=True,
         text=True,

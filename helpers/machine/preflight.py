@@ -31,7 +31,7 @@ def problems() -> list[str]:
 def notes() -> list[str]:
     """What is optional and missing (the workbook runs without it, and the note says how to add it),
     and what the workbook does differently on this machine (kernel sockets, when the clone is deep)."""
-    from helpers.catalog import server
+    from helpers.catalog import server_build
     from helpers.jupyter import kernels
     from helpers.stores import versitygw
 
@@ -39,7 +39,7 @@ def notes() -> list[str]:
         note
         for note in (
             versitygw.check_go(),
-            server.check_cargo(),
+            server_build.check_cargo(),
             tools.check_browser(),
             kernels.preflight_note(config.ROOT),
         )

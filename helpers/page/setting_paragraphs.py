@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from helpers.catalog import server as uc_server
+from helpers.catalog import server_build
 from helpers.page import boundaries as b
 from helpers.page import findings, lost_answer_cells
 from helpers.page.columns import COLUMNS
@@ -161,7 +161,7 @@ SETTINGS = (
     Setting(
         f"Delta Spark {b.DELTA_SPARK.version} on a catalog-managed table",
         "spark-catalog",
-        f"a catalog that ratifies commits (Unity Catalog's REST API; here {uc_server.CRATE}, a server that speaks "
+        f"a catalog that ratifies commits (Unity Catalog's REST API; here {server_build.CRATE}, a server that speaks "
         "it, on local disk); the "
         "table created through it with `delta.feature.catalogManaged=supported` ("
         + term("catalog-managed table", "catalog-managed-table")

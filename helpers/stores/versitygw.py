@@ -6,6 +6,7 @@ Command line (the Makefile calls it)::
 
     python -m helpers.stores.versitygw build            # make versitygw: once, then from .cache/ (OFFLINE=1: no network)
     python -m helpers.stores.versitygw build --if-go    # make prefetch: the same, or a note when Go cannot build it
+    python -m helpers.stores.versitygw build --background  # CI: the same beside make test; make versitygw waits for it
     python -m helpers.stores.versitygw run -- COMMAND   # a versitygw of its own on a free port for COMMAND,
                                                  # which finds it in AWS_ENDPOINT_URL and the AWS_* keys
 
@@ -27,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from helpers.ground import config
+from helpers.ground import background_build, config
 
 VERSION = "v1.8.0"
 """The newest release on 2026-11-25; its go.mod asks for Go 1.25 (:data:`GO_MIN`)."""
@@ -36,6 +37,9 @@ GO_MIN = (1, 25)
 BIN_DIR = config.CACHE_DIR / "bin"
 BINARY = BIN_DIR / "versitygw"
 STAMP = BIN_DIR / "versitygw.version"
+BUILD_LOCK = BIN_DIR / "versitygw.build.lock"
+"""Held by a build started with ``--background`` for as long as it runs."""
+BUILD_LOG = BIN_DIR / "versitygw.build.log"
 START_TIMEOUT_S = 60.0
 
 
@@ -88,8 +92,13 @@ def go_environment(offline: bool) -> dict[str, str]:
     return env
 
 
-def build(offline: bool = False) -> Path:
-    """Build versitygw at :data:`VERSION` into .cache/bin/ unless it is there already."""
+def build(offline: bool = False, holding_lock: bool = False) -> Path:
+    """Build versitygw at :data:`VERSION` into .cache/bin/ unless it is there already, after a build
+    running in the background has ended (``holding_lock``: this is that build)."""
+    if not holding_lock:
+        background_build.wait(
+            BUILD_LOCK, print, f"versitygw's build (its log: {config.shown(BUILD_LOG)})"
+        )
     if built():
         return BINARY
     problem = check_go()
@@ -119,6 +128,23 @@ def build(offline: bool = False) -> Path:
         f"({BINARY.stat().st_size / 2**20:.0f} MB)"
     )
     return BINARY
+
+
+def build_in_background(offline: bool = False) -> str:
+    """Start :func:`build` in a process of its own and return what to say of it."""
+    problem = check_go()
+    if problem:
+        raise VersitygwError(problem)
+    if built():
+        return f"versitygw {VERSION}: built already ({config.shown(BINARY)})"
+    command = [sys.executable, "-m", "helpers.stores.versitygw", "build", "--holding-lock"]
+    return background_build.begin(
+        f"versitygw {VERSION}",
+        BUILD_LOCK,
+        BUILD_LOG,
+        command + (["--offline"] if offline else []),
+        cwd=config.ROOT,
+    )
 
 
 def command(port: int, root: Path) -> list[str]:
@@ -198,6 +224,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     building = sub.add_parser("build", help=f"build versitygw {VERSION} into .cache/bin/ (once)")
     building.add_argument("--offline", action="store_true", help="from the module cache only")
     building.add_argument(
+        "--background",
+        action="store_true",
+        help="start the build in a process of its own and return (.cache/bin/versitygw.build.log)",
+    )
+    building.add_argument("--holding-lock", action="store_true", help=argparse.SUPPRESS)
+    building.add_argument(
         "--if-go",
         action="store_true",
         help="without a Go that can build it, say so and exit 0 (make prefetch)",
@@ -212,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.if_go and check_go():
                 print(f"versitygw not built (optional): {check_go()}")
                 return 0
-            build(offline=args.offline)
+            if args.background:
+                print(build_in_background(offline=args.offline), flush=True)
+            else:
+                build(offline=args.offline, holding_lock=args.holding_lock)
             return 0
         command_line = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command_line:
