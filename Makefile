@@ -116,9 +116,9 @@ TEST_WORKERS ?= 3
 
 test: ## unit tests and every notebook executed as a test (notebook 15 needs the Unity Catalog server: built with Rust in the background, beside the installs and the tests), on three workers (TEST_WORKERS=1: one); each test's time in build/test-times.xml
 	@$(MAKE) --no-print-directory .preflight-problems
-	@# on a cold machine the server's build takes minutes of cargo with a core idle for long
-	@# stretches: it runs in the background, beside the installs and the tests, and notebook 15 and
-	@# the catalog's tests wait for it (helpers/catalog/server_build.py ready); its log: .cache/uc/build.log
+	@# on a cold machine the server's build takes minutes of cargo: it runs in the background, beside
+	@# the installs and the tests, and only notebook 15 and the catalog's tests wait for it
+	@# (helpers/catalog/server_build.py ready); its log: .cache/uc/build.log
 	@$(PYTHON) -m helpers.catalog.server_build build --background $(if $(OFFLINE),--offline)
 	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target install
 	$(PY) -m helpers.stores.services run -- $(PY) -m pytest -m "not heavy" --junitxml=build/test-times.xml $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
@@ -214,7 +214,7 @@ prefetch: install spark-era ## download every wheel, jar and npm package (Delta 
 versitygw: install ## build the real S3 server versitygw (pinned, with the machine's Go 1.25+) into .cache/bin/, once; OFFLINE=1 builds from .cache/go/
 	$(PY) -m helpers.stores.versitygw build $(if $(OFFLINE),--offline)
 
-uc-server: .preflight-problems ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (429 s in a cold CI run, beside the other installs; make test builds it in the background); OFFLINE=1 builds from the crates in .cache/uc/
+uc-server: .preflight-problems ## build the Unity Catalog server of notebook 15 (olai-uc-server 0.0.11 with the workbook's patch sts-endpoint, unoptimised; the machine's Rust 1.95+) into .cache/uc/, once (make test builds it in the background, beside the installs and the tests: 843 s so in a cold CI run on 2026-12-08, 429 s beside the installs alone); OFFLINE=1 builds from the crates in .cache/uc/
 	@# the machine's Python, not the workbook's: the build needs only its standard library, so on a
 	@# cold machine it starts at once instead of after the Python environment
 	$(PYTHON) -m helpers.catalog.server_build build $(if $(OFFLINE),--offline)

@@ -28,13 +28,13 @@ def _start(tmp_path):
 def test_the_lock_is_held_from_the_start_until_the_build_ends(tmp_path):
     fifo, lock, log, pid = _start(tmp_path)
     assert background_build.running(lock)  # at once: the lock was taken before the process started
-    assert "a build runs already" in background_build.begin(
-        "the build", lock, log, [sys.executable, "-c", ""], cwd=tmp_path
-    )
+    assert "a build runs already" in background_build.begin("it", lock, log, "helpers.nothing")
     said, waited, told = [], [], threading.Event()
 
     def waiter():
-        waited.append(background_build.wait(lock, lambda s: (said.append(s), told.set()), "it"))
+        waited.append(
+            background_build.wait(lock, lambda s: (said.append(s), told.set()), "it", log)
+        )
 
     thread = threading.Thread(target=waiter)
     thread.start()
@@ -42,7 +42,7 @@ def test_the_lock_is_held_from_the_start_until_the_build_ends(tmp_path):
     with open(fifo, "w") as release:  # opens once the build reads it
         release.write("go\n")
     thread.join()
-    assert (said, waited) == (["waiting for it, which runs in the background ..."], [True])
+    assert (said, waited) == (["waiting for it, which runs in the background ...", "built"], [True])
     os.waitpid(pid, 0)
     assert not background_build.running(lock)
     assert background_build.wait(lock) is False

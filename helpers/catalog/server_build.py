@@ -8,9 +8,9 @@ Command line (the Makefile calls it)::
     python -m helpers.catalog.server_build build --if-cargo    # make prefetch: the same, or a note when Rust cannot build it
     python -m helpers.catalog.server_build build --background  # make test: the same beside the tests (log in .cache/uc/build.log)
 
-``make test`` builds in the background: cargo leaves a core idle for long stretches of its minutes
-on a cold machine, and only notebook 15 and the catalog's tests need the server, which wait for
-the build (:func:`ready`; :mod:`helpers.ground.background_build`).
+``make test`` builds in the background, so that nothing waits for cargo's minutes on a cold machine
+but what needs the server: notebook 15 and the catalog's tests wait for the build (:func:`ready`;
+:mod:`helpers.ground.background_build`), the installs and every other test run beside it.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def ready() -> bool:
         BUILD_LOCK,
         lambda line: print(line, file=sys.__stderr__, flush=True),
         f"the build of {BUILD_NAME} (its log: {config.shown(BUILD_LOG)})",
-    )
+    )  # no last line: a failed build's reason is in the error (not_built)
     return built()
 
 
@@ -125,13 +125,8 @@ def build_in_background(offline: bool = False) -> str:
         raise UCServerError(problem)
     if built():
         return f"{BUILD_NAME}: built already ({config.shown(BINARY)})"
-    command = [sys.executable, "-m", "helpers.catalog.server_build", "build", "--holding-lock"]
     started = background_build.begin(
-        BUILD_NAME,
-        BUILD_LOCK,
-        BUILD_LOG,
-        command + (["--offline"] if offline else []),
-        cwd=config.ROOT,
+        BUILD_NAME, BUILD_LOCK, BUILD_LOG, __spec__.name, ["--offline"] if offline else []
     )
     return f"{started}; notebook 15 and the catalog's tests wait for it"
 
@@ -185,11 +180,8 @@ def build(offline: bool = False, holding_lock: bool = False) -> Path:
     crate's sources unpacked into ``.cache/uc/src/``, :data:`PATCH` applied, then
     ``cargo install --path`` with the crate's own lock file and :data:`PROFILE`. A build running in
     the background is waited for first (``holding_lock``: this is that build)."""
-    if not holding_lock and background_build.wait(
-        BUILD_LOCK, print, f"the build of {BUILD_NAME} (its log: {config.shown(BUILD_LOG)})"
-    ):
-        for line in background_build.log_tail(BUILD_LOG, 400).splitlines()[-1:]:
-            print(line)  # the build's last line: built, and in how long, or why not
+    if not holding_lock:
+        background_build.wait(BUILD_LOCK, print, f"the build of {BUILD_NAME}", BUILD_LOG)
     if built():
         return BINARY
     problem = check_cargo()
@@ -258,12 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     building.add_argument(
         "--offline", action="store_true", help="from the crates already downloaded only"
     )
-    building.add_argument(
-        "--background",
-        action="store_true",
-        help="start the build in a process of its own and return (its log: .cache/uc/build.log)",
-    )
-    building.add_argument("--holding-lock", action="store_true", help=argparse.SUPPRESS)
+    background_build.add_options(building, BUILD_LOG)
     building.add_argument(
         "--if-cargo",
         action="store_true",

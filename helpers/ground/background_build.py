@@ -1,11 +1,12 @@
 """A build that runs beside other work: started in the background by one command, waited for by
 whoever needs what it builds.
 
-``make test`` starts the Unity Catalog server's build this way and runs the tests meanwhile: the
-build (cargo, minutes on a cold machine) leaves a core idle for long stretches, and only
-notebook 15 and the catalog's tests need the server. CI starts versitygw's build the same way.
+``make test`` starts the Unity Catalog server's build this way (cargo, minutes on a cold machine)
+and runs the installs and the tests meanwhile: only notebook 15 and the catalog's tests need the
+server, and only they wait. CI starts versitygw's build the same way, before ``make test``, so
+that the store probe after it finds versitygw built.
 
-    background_build.start(lock, log, [sys.executable, "-m", "helpers.catalog.server_build", "build"])
+    background_build.begin(name, lock, log, "helpers.catalog.server_build")  # build --holding-lock
     ...
     background_build.wait(lock)   # True if it had to wait; returns when no build holds the lock
 
@@ -18,9 +19,11 @@ died (the kernel releases the lock). There is no clock in it.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -50,15 +53,30 @@ def start(lock: Path, log: Path, command: Sequence[str], *, cwd: Path) -> int:
     return process.pid
 
 
-def begin(name: str, lock: Path, log: Path, command: Sequence[str], *, cwd: Path) -> str:
-    """:func:`start`, and what to say of it: the build started, or one that runs already."""
+def begin(name: str, lock: Path, log: Path, module: str, extra: Sequence[str] = ()) -> str:
+    """Start ``python -m module build --holding-lock *extra`` (:func:`start`, from the workbook's
+    folder) and say what happened: the build started, or one that runs already."""
     from helpers.ground import config
 
+    command = [sys.executable, "-m", module, "build", "--holding-lock", *extra]
     try:
-        pid = start(lock, log, command, cwd=cwd)
+        pid = start(lock, log, command, cwd=config.ROOT)
     except BlockingIOError:
         return f"{name}: a build runs already (its log: {config.shown(log)})"
     return f"Building {name} in the background (pid {pid}; its log: {config.shown(log)})"
+
+
+def add_options(parser: argparse.ArgumentParser, log: Path) -> None:
+    """A build command's two options for this: ``--background``, and ``--holding-lock``, which only
+    the build :func:`begin` starts is given."""
+    from helpers.ground import config
+
+    parser.add_argument(
+        "--background",
+        action="store_true",
+        help=f"start the build in a process of its own and return (its log: {config.shown(log)})",
+    )
+    parser.add_argument("--holding-lock", action="store_true", help=argparse.SUPPRESS)
 
 
 def running(lock: Path) -> bool:
@@ -75,8 +93,14 @@ def running(lock: Path) -> bool:
     return False
 
 
-def wait(lock: Path, say: Callable[[str], None] | None = None, what: str = "the build") -> bool:
-    """Block until no build holds ``lock``; True if one did. ``say`` is told once, before waiting."""
+def wait(
+    lock: Path,
+    say: Callable[[str], None] | None = None,
+    what: str = "the build",
+    log: Path | None = None,
+) -> bool:
+    """Block until no build holds ``lock``; True if one did. ``say`` is told before waiting, and
+    after it the last line of ``log`` (built, and in how long, or why not)."""
     if not running(lock):
         return False
     if say is not None:
@@ -86,6 +110,9 @@ def wait(lock: Path, say: Callable[[str], None] | None = None, what: str = "the 
         fcntl.flock(descriptor, fcntl.LOCK_SH)
     finally:
         os.close(descriptor)
+    if say is not None and log is not None:
+        for line in log_tail(log, 400).splitlines()[-1:]:
+            say(line)
     return True
 
 

@@ -96,9 +96,7 @@ def build(offline: bool = False, holding_lock: bool = False) -> Path:
     """Build versitygw at :data:`VERSION` into .cache/bin/ unless it is there already, after a build
     running in the background has ended (``holding_lock``: this is that build)."""
     if not holding_lock:
-        background_build.wait(
-            BUILD_LOCK, print, f"versitygw's build (its log: {config.shown(BUILD_LOG)})"
-        )
+        background_build.wait(BUILD_LOCK, print, f"versitygw {VERSION}'s build", BUILD_LOG)
     if built():
         return BINARY
     problem = check_go()
@@ -137,13 +135,12 @@ def build_in_background(offline: bool = False) -> str:
         raise VersitygwError(problem)
     if built():
         return f"versitygw {VERSION}: built already ({config.shown(BINARY)})"
-    command = [sys.executable, "-m", "helpers.stores.versitygw", "build", "--holding-lock"]
     return background_build.begin(
         f"versitygw {VERSION}",
         BUILD_LOCK,
         BUILD_LOG,
-        command + (["--offline"] if offline else []),
-        cwd=config.ROOT,
+        __spec__.name,
+        ["--offline"] if offline else [],
     )
 
 
@@ -223,12 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="action", required=True)
     building = sub.add_parser("build", help=f"build versitygw {VERSION} into .cache/bin/ (once)")
     building.add_argument("--offline", action="store_true", help="from the module cache only")
-    building.add_argument(
-        "--background",
-        action="store_true",
-        help="start the build in a process of its own and return (.cache/bin/versitygw.build.log)",
-    )
-    building.add_argument("--holding-lock", action="store_true", help=argparse.SUPPRESS)
+    background_build.add_options(building, BUILD_LOG)
     building.add_argument(
         "--if-go",
         action="store_true",
